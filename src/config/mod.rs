@@ -1,0 +1,1 @@
+//! The cluster.yml model (RKE1 schema, §3), its defaults (§4) and validation.

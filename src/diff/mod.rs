@@ -1,0 +1,1 @@
+//! Desired vs observed state of each host, giving the list of actions to take.

@@ -1,0 +1,25 @@
+//! rkers: an SSH-driven Kubernetes cluster orchestrator that reads RKE1's `cluster.yml` and
+//! `cluster.rkestate` as they are.
+//!
+//! The crate is split by job, each module owning one concern:
+//! - [`config`]: the cluster.yml model, defaults and validation (errors carry file:line:column).
+//! - [`metadata`]: Kubernetes version metadata (system images, default component flags).
+//! - [`state`]: the `.rkestate` file and the files named after the config (§6, §7).
+//! - [`pki`]: certificates and kubeconfigs (§11).
+//! - [`hosts`]: one SSH connection per host and the Docker client over it; host facts.
+//! - [`plan`]: pure functions from config + state + metadata to the desired state of each host.
+//! - [`diff`]: desired vs observed, giving the list of actions `--dry-run` prints.
+//! - [`phases`]: ordered steps that apply actions, hosts in parallel under a concurrency limit.
+//! - [`output`]: progress on a TTY, plain lines otherwise, JSON events; secret redaction.
+//! - [`cli`]: the command line surface and exit codes.
+
+pub mod cli;
+pub mod config;
+pub mod diff;
+pub mod hosts;
+pub mod metadata;
+pub mod output;
+pub mod phases;
+pub mod pki;
+pub mod plan;
+pub mod state;

@@ -1,0 +1,1 @@
+//! What the user sees: progress on a TTY, timestamped lines otherwise, JSON events on request.

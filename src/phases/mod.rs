@@ -1,0 +1,1 @@
+//! Ordered steps that apply actions to hosts, in parallel under a concurrency limit.

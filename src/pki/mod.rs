@@ -1,0 +1,1 @@
+//! Certificates, keys and kubeconfigs of a cluster (§11).

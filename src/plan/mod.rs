@@ -1,0 +1,1 @@
+//! Pure functions from config + state + version metadata to the desired state of every host.
