@@ -9,6 +9,7 @@
 //! - [`hosts`]: one SSH connection per host and the Docker client over it; host facts.
 //! - [`plan`]: pure functions from config + state + metadata to the desired state of each host.
 //! - [`diff`]: desired vs observed, giving the list of actions `--dry-run` prints.
+//! - [`kubeapi`]: the Kubernetes API: RBAC objects, the in-cluster state, node labels and taints.
 //! - [`phases`]: ordered steps that apply actions, hosts in parallel under a concurrency limit.
 //! - [`output`]: progress on a TTY, plain lines otherwise, JSON events; secret redaction.
 //! - [`cli`]: the command line surface and exit codes.
@@ -17,6 +18,7 @@ pub mod cli;
 pub mod config;
 pub mod diff;
 pub mod hosts;
+pub mod kubeapi;
 pub mod metadata;
 pub mod output;
 pub mod phases;
