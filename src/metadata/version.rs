@@ -262,7 +262,7 @@ mod tests {
 
     #[test]
     fn orders_by_semver() {
-        let mut list = vec![
+        let mut list = [
             v("v1.20.15-rancher2-1"),
             v("v1.20.9-rancher1-1"),
             v("v1.20.15-rancher1-4"),
