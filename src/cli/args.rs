@@ -8,8 +8,7 @@ use std::path::PathBuf;
 #[command(
     name = "rkers",
     version,
-    about = "Kubernetes clusters over SSH and Docker, compatible with RKE1's cluster.yml and cluster.rkestate",
-    propagate_version = true
+    about = "Kubernetes clusters over SSH and Docker, compatible with RKE1's cluster.yml and cluster.rkestate"
 )]
 pub struct Cli {
     /// Debug logging.
@@ -353,5 +352,69 @@ impl Command {
             },
         };
         Some(&arg.config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn grammar_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn rke1_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "rkers",
+            "up",
+            "--config",
+            "x.yml",
+            "--update-only",
+            "--disable-port-check",
+            "--ignore-docker-version",
+            "--ssh-agent-auth",
+            "--cert-dir",
+            "c",
+            "--custom-certs",
+            "--dry-run",
+        ])
+        .unwrap();
+        let Command::Up(up) = cli.command else {
+            panic!()
+        };
+        assert!(up.update_only && up.disable_port_check && up.custom_certs && up.dry_run);
+        assert!(up.connect.ignore_docker_version && up.connect.ssh_agent_auth);
+        assert_eq!(up.config.config, std::path::PathBuf::from("x.yml"));
+        let cli = Cli::try_parse_from([
+            "rkers",
+            "cert",
+            "rotate",
+            "--service",
+            "etcd",
+            "--service",
+            "kubelet",
+            "--rotate-ca",
+        ])
+        .unwrap();
+        let Command::Cert {
+            command: CertCommand::Rotate {
+                service, rotate_ca, ..
+            },
+        } = cli.command
+        else {
+            panic!()
+        };
+        assert_eq!(service, [RotatableService::Etcd, RotatableService::Kubelet]);
+        assert!(rotate_ca);
+        assert!(Cli::try_parse_from(["rkers", "cert", "rotate", "--service", "bogus"]).is_err());
+        let cli = Cli::try_parse_from(["rkers", "config", "-s", "--version", "v1.31.1-rancher1-1"])
+            .unwrap();
+        let Command::Config(c) = cli.command else {
+            panic!()
+        };
+        assert_eq!(c.version.as_deref(), Some("v1.31.1-rancher1-1"));
     }
 }

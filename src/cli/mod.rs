@@ -8,6 +8,7 @@
 //! - 130: interrupted (SIGINT)
 
 pub mod args;
+mod commands;
 
 pub use args::Cli;
 
@@ -84,6 +85,12 @@ fn init_logging(cli: &Cli) {
 }
 
 async fn run(cli: Cli) -> Result<(), CliError> {
-    let _ = cli.command.config_path();
-    Err(CliError::NotImplemented("command"))
+    use args::Command;
+    match &cli.command {
+        Command::Config(a) => commands::config_cmd::run(a),
+        _ => {
+            let _ = cli.command.config_path();
+            Err(CliError::NotImplemented("command"))
+        }
+    }
 }

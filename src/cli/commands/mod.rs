@@ -1,0 +1,3 @@
+//! One file per command; each turns parsed arguments into calls on the library modules.
+
+pub mod config_cmd;
