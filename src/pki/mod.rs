@@ -6,14 +6,24 @@
 //! This module takes its own input ([`PkiSpec`]) rather than the config model, so the caller maps
 //! `cluster.yml` onto it.
 
+mod certdir;
 mod certificate;
+mod generate;
+mod hosts;
+mod inspect;
+mod kubeconfig;
 pub mod names;
 mod spec;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub use certdir::{CsrReport, CustomCerts, generate_csrs, load_custom_certs};
 pub use certificate::{CertInfo, CertificatePki};
+pub use generate::{Changes, generate_bundle, reconcile_bundle};
+pub use hosts::{cert_names_for_host, certs_for_host};
+pub use inspect::{CertSummary, inspect_bundle};
+pub use kubeconfig::{LOCAL_API_SERVER_URL, admin_kubeconfig, node_kubeconfig};
 pub use names::crt_name_for_host;
 pub use spec::{
     ExternalEtcd, HostRoles, PkiHost, PkiSpec, kubernetes_service_ips, parse_service_cidrs,
