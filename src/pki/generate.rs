@@ -129,13 +129,17 @@ pub fn reconcile_bundle(bundle: Bundle, spec: &PkiSpec) -> Result<(Bundle, Chang
     });
     for result in signed {
         let (plan, cert, key) = result?;
-        let entry = cert_object(
+        let mut entry = cert_object(
             &plan.name,
             plan.bundle_cn.as_deref(),
             &plan.bundle_ou,
             cert,
             key,
         );
+        // Fields of a newer RKE stay with the entry when it is re-signed.
+        if let Some(previous) = certs.get(&plan.name) {
+            entry.extra = previous.extra.clone();
+        }
         certs.insert(plan.name.clone(), entry);
     }
 
