@@ -349,4 +349,44 @@ mod tests {
             vec!["Limits", "apiVersion", "enforce", "enforce-version", "kind"]
         );
     }
+    /// Expected text produced by go-yaml v2.4.0 (`yaml.Unmarshal` of the JSON, `yaml.Marshal`),
+    /// i.e. what sigs.k8s.io/yaml writes for it.
+    #[test]
+    fn matches_go_yaml_on_tricky_values() {
+        let value: Value = serde_json::from_str(r##"{"a":["- x","a: b","true","","1:20","0x1F","x #y","#c","@at","it's","-x","?q","plain text","null","~","1e3","007","v1.2","é", {"nested":[[1,2],["a"]], "empty":[], "m":{}}],"Zeta":1,"alpha2":2,"alpha10":3,"a1":null,"b":1.5,"c":false}"##).unwrap();
+        let expected = r##"Zeta: 1
+a:
+- '- x'
+- 'a: b'
+- "true"
+- ""
+- "1:20"
+- "0x1F"
+- 'x #y'
+- '#c'
+- '@at'
+- it's
+- -x
+- ?q
+- plain text
+- "null"
+- "~"
+- "1e3"
+- "007"
+- v1.2
+- é
+- empty: []
+  m: {}
+  nested:
+  - - 1
+    - 2
+  - - a
+a1: null
+alpha2: 2
+alpha10: 3
+b: 1.5
+c: false
+"##;
+        assert_eq!(to_go_yaml(&value), expected);
+    }
 }
