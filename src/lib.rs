@@ -2,6 +2,8 @@
 //! `cluster.rkestate` as they are.
 //!
 //! The crate is split by job, each module owning one concern:
+//! - [`cluster`]: a cluster as a command sees it: config, metadata, files, state; and the
+//!   mapping of the config into the inputs of the other modules.
 //! - [`config`]: the cluster.yml model, defaults and validation (errors carry file:line:column).
 //! - [`metadata`]: Kubernetes version metadata (system images, default component flags).
 //! - [`state`]: the `.rkestate` file and the files named after the config (§6, §7).
@@ -15,6 +17,7 @@
 //! - [`cli`]: the command line surface and exit codes.
 
 pub mod cli;
+pub mod cluster;
 pub mod config;
 pub mod diff;
 pub mod hosts;

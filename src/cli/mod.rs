@@ -85,12 +85,54 @@ fn init_logging(cli: &Cli) {
 }
 
 async fn run(cli: Cli) -> Result<(), CliError> {
-    use args::Command;
-    match &cli.command {
-        Command::Config(a) => commands::config_cmd::run(a),
-        _ => {
-            let _ = cli.command.config_path();
-            Err(CliError::NotImplemented("command"))
+    use args::{CertCommand, Command, UtilCommand};
+    let reporter = crate::output::Reporter::new(cli.output, cli.quiet);
+    if let Command::Config(a) = &cli.command {
+        return commands::config_cmd::run(a);
+    }
+    // Every other command reads the config first: an invalid config stops it with exit 2,
+    // whatever the command.
+    let path = cli
+        .command
+        .config_path()
+        .expect("every other command has --config");
+    let cluster = crate::cluster::Cluster::load(path, &reporter).map_err(|e| {
+        if e.is_invalid_config() {
+            CliError::InvalidConfig(format!(
+                "{path}: invalid cluster configuration:\n{e}",
+                path = path.display()
+            ))
+        } else {
+            CliError::Failed(e.to_string())
         }
+    })?;
+    match &cli.command {
+        Command::Up(a) if a.init => {
+            let custom = a.custom_certs.then(|| {
+                a.cert_dir
+                    .clone()
+                    .unwrap_or_else(|| cluster.files.cert_dir.clone())
+            });
+            commands::offline::init_state(&cluster, &reporter, custom.as_deref(), a.dry_run)
+        }
+        Command::Up(_) => Err(CliError::NotImplemented("up")),
+        Command::Remove(_) => Err(CliError::NotImplemented("remove")),
+        Command::Version(_) => Err(CliError::NotImplemented("version")),
+        Command::Preflight(_) => Err(CliError::NotImplemented("preflight")),
+        Command::Etcd { .. } => Err(CliError::NotImplemented("etcd")),
+        Command::Cert {
+            command: CertCommand::GenerateCsr { cert_dir, .. },
+        } => commands::offline::generate_csr(&cluster, &reporter, cert_dir.as_deref()),
+        Command::Cert {
+            command: CertCommand::Rotate { .. },
+        } => Err(CliError::NotImplemented("cert rotate")),
+        Command::Encrypt { .. } => Err(CliError::NotImplemented("encrypt rotate-key")),
+        Command::Util {
+            command: UtilCommand::GetKubeconfig { .. },
+        } => commands::offline::get_kubeconfig(&cluster, &reporter),
+        Command::Util {
+            command: UtilCommand::GetStateFile { .. },
+        } => Err(CliError::NotImplemented("util get-state-file")),
+        Command::Config(_) => unreachable!("handled above"),
     }
 }
