@@ -115,7 +115,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             });
             commands::offline::init_state(&cluster, &reporter, custom.as_deref(), a.dry_run)
         }
-        Command::Up(_) => Err(CliError::NotImplemented("up")),
+        Command::Up(a) => commands::up::run(&cluster, a, &reporter).await,
         Command::Remove(_) => Err(CliError::NotImplemented("remove")),
         Command::Version(_) => Err(CliError::NotImplemented("version")),
         Command::Preflight(_) => Err(CliError::NotImplemented("preflight")),

@@ -3,6 +3,8 @@
 //! the other modules (PKI spec, plan inputs, SSH targets), so those modules stay independent of
 //! each other and of the config model.
 
+pub mod targets;
+
 use crate::config::{self, ConfigError, Diagnostic, RkeConfig, VersionCatalog};
 use crate::metadata::{Catalog, MetadataError};
 use crate::output::{Redactor, Reporter};

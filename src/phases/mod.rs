@@ -3,3 +3,6 @@
 pub mod manager;
 
 pub use manager::{HostName, Manager, Phase, PhaseError, Runner};
+pub mod files;
+pub mod health;
+pub mod up;

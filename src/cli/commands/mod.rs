@@ -2,3 +2,4 @@
 
 pub mod config_cmd;
 pub mod offline;
+pub mod up;

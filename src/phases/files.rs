@@ -1,0 +1,207 @@
+//! The files a host keeps under `<prefix>/etc/kubernetes` (certificates, keys, kubeconfigs,
+//! admission/audit/cloud configs). One helper container per host bind-mounts the directory;
+//! the current files are read and the changed ones written through Docker's archive API, so
+//! content is copied byte for byte (RKE1's `echo -e` deployer was not, §33.4), unchanged files
+//! are not touched, and `--dry-run` knows exactly which files would change.
+
+use crate::hosts::{ContainerSpec, DockerClient, HostError};
+use futures::StreamExt;
+use std::collections::BTreeMap;
+
+/// Where the directory appears inside the helper container.
+const MOUNT: &str = "/etc/kubernetes";
+const HELPER: &str = "rkers-file-sync";
+
+/// A file under `/etc/kubernetes`, by its path relative to that directory.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DesiredFile {
+    pub relative_path: String,
+    pub contents: Vec<u8>,
+    pub mode: u32,
+}
+
+impl std::fmt::Debug for DesiredFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Contents are keys and certificates: never in debug output.
+        write!(f, "DesiredFile({}, {} bytes, {:o})", self.relative_path, self.contents.len(), self.mode)
+    }
+}
+
+/// Reads every regular file under the host's `<prefix>/etc/kubernetes`.
+pub async fn read_dir(
+    docker: &DockerClient,
+    host_dir: &str,
+    helper_image: &str,
+) -> Result<BTreeMap<String, Vec<u8>>, HostError> {
+    with_helper(docker, host_dir, helper_image, |docker| async move {
+        let mut stream = docker.raw().download_from_container(
+            HELPER,
+            Some(bollard::query_parameters::DownloadFromContainerOptions { path: format!("{MOUNT}/.") }),
+        );
+        let mut tar_bytes = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            match chunk {
+                Ok(b) => tar_bytes.extend_from_slice(&b),
+                Err(e) => {
+                    return Err(HostError::Container {
+                        host: docker.host().to_string(),
+                        container: HELPER.into(),
+                        detail: format!("read {MOUNT}: {e}"),
+                    });
+                }
+            }
+        }
+        parse_tar(&tar_bytes).map_err(|e| HostError::Container {
+            host: docker.host().to_string(),
+            container: HELPER.into(),
+            detail: format!("read {MOUNT}: {e}"),
+        })
+    })
+    .await
+}
+
+/// Writes the given files (creating directories as needed) in one archive.
+pub async fn write_files(
+    docker: &DockerClient,
+    host_dir: &str,
+    helper_image: &str,
+    files: &[DesiredFile],
+) -> Result<(), HostError> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let tar = build_tar(files).map_err(|e| HostError::Container {
+        host: docker.host().to_string(),
+        container: HELPER.into(),
+        detail: format!("cannot build the archive: {e}"),
+    })?;
+    with_helper(docker, host_dir, helper_image, |docker| async move {
+        docker
+            .raw()
+            .upload_to_container(
+                HELPER,
+                Some(bollard::query_parameters::UploadToContainerOptions {
+                    path: MOUNT.into(),
+                    ..Default::default()
+                }),
+                bollard::body_full(tar.into()),
+            )
+            .await
+            .map_err(|e| HostError::Container {
+                host: docker.host().to_string(),
+                container: HELPER.into(),
+                detail: format!("write {MOUNT}: {e}"),
+            })
+    })
+    .await
+}
+
+async fn with_helper<T, F, Fut>(docker: &DockerClient, host_dir: &str, image: &str, f: F) -> Result<T, HostError>
+where
+    F: FnOnce(DockerClient) -> Fut,
+    Fut: std::future::Future<Output = Result<T, HostError>>,
+{
+    let spec = ContainerSpec {
+        image: image.to_string(),
+        cmd: vec!["true".into()],
+        binds: vec![format!("{host_dir}:{MOUNT}")],
+        network_mode: Some("none".into()),
+        ..Default::default()
+    };
+    // A helper left by an interrupted run would block the name (§32 pain point 19).
+    docker.remove_container(HELPER).await?;
+    docker.create_container(HELPER, &spec).await?;
+    let result = f(docker.clone()).await;
+    let removed = docker.remove_container(HELPER).await;
+    let value = result?;
+    removed?;
+    Ok(value)
+}
+
+fn parse_tar(bytes: &[u8]) -> std::io::Result<BTreeMap<String, Vec<u8>>> {
+    let mut files = BTreeMap::new();
+    let mut archive = tar::Archive::new(bytes);
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        if entry.header().entry_type() != tar::EntryType::Regular {
+            continue;
+        }
+        let path = entry.path()?.to_string_lossy().into_owned();
+        // Docker names entries after the requested path's last component (`./...`).
+        let rel = path.trim_start_matches("./").trim_start_matches('.').trim_start_matches('/').to_string();
+        let mut contents = Vec::new();
+        std::io::Read::read_to_end(&mut entry, &mut contents)?;
+        files.insert(rel, contents);
+    }
+    Ok(files)
+}
+
+fn build_tar(files: &[DesiredFile]) -> std::io::Result<Vec<u8>> {
+    let mut builder = tar::Builder::new(Vec::new());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mut dirs = std::collections::BTreeSet::new();
+    for f in files {
+        let mut parent = std::path::Path::new(&f.relative_path).parent();
+        while let Some(p) = parent.filter(|p| !p.as_os_str().is_empty()) {
+            dirs.insert(p.to_string_lossy().into_owned());
+            parent = p.parent();
+        }
+    }
+    for d in &dirs {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Directory);
+        header.set_mode(0o755);
+        header.set_size(0);
+        header.set_mtime(now);
+        builder.append_data(&mut header, format!("{d}/"), std::io::empty())?;
+    }
+    for f in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_size(f.contents.len() as u64);
+        header.set_mode(f.mode);
+        header.set_mtime(now);
+        builder.append_data(&mut header, &f.relative_path, f.contents.as_slice())?;
+    }
+    builder.into_inner()
+}
+
+/// The files whose contents differ from what the host has (or that it lacks).
+pub fn changed<'a>(desired: &'a [DesiredFile], current: &BTreeMap<String, Vec<u8>>) -> Vec<&'a DesiredFile> {
+    desired
+        .iter()
+        .filter(|f| current.get(&f.relative_path) != Some(&f.contents))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tar_round_trip_keeps_bytes_and_nested_paths() {
+        let files = vec![
+            DesiredFile { relative_path: "ssl/kube-ca.pem".into(), contents: b"a\\nb\0c".to_vec(), mode: 0o600 },
+            DesiredFile { relative_path: "admission.yaml".into(), contents: b"x: 1\n".to_vec(), mode: 0o600 },
+        ];
+        let tar = build_tar(&files).unwrap();
+        let back = parse_tar(&tar).unwrap();
+        assert_eq!(back["ssl/kube-ca.pem"], b"a\\nb\0c");
+        assert_eq!(back["admission.yaml"], b"x: 1\n");
+    }
+
+    #[test]
+    fn only_missing_or_different_files_change() {
+        let files = vec![
+            DesiredFile { relative_path: "a".into(), contents: b"1".to_vec(), mode: 0o600 },
+            DesiredFile { relative_path: "b".into(), contents: b"2".to_vec(), mode: 0o600 },
+            DesiredFile { relative_path: "c".into(), contents: b"3".to_vec(), mode: 0o600 },
+        ];
+        let current: BTreeMap<String, Vec<u8>> = [("a".to_string(), b"1".to_vec()), ("b".to_string(), b"old".to_vec())].into();
+        let names: Vec<_> = changed(&files, &current).iter().map(|f| f.relative_path.as_str()).collect();
+        assert_eq!(names, ["b", "c"]);
+    }
+}

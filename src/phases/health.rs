@@ -1,0 +1,207 @@
+//! Health checks of components (§15): an HTTP(S) GET made *from the node*, through an SSH
+//! `direct-tcpip` channel on the host's one connection, as RKE1 makes it. Unlike RKE1, a server
+//! certificate signed by the cluster CA is verified against that CA; the self-signed serving
+//! certificates of the scheduler and controller-manager (≥ 1.22) cannot be, so for those only
+//! the HTTP status counts, as in RKE1.
+
+use crate::hosts::SshSession;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// TLS material for a check: the CA that signed the server, and an optional client certificate.
+#[derive(Clone)]
+pub struct TlsMaterial {
+    pub ca_pem: Option<String>,
+    pub client_cert_pem: Option<String>,
+    pub client_key_pem: Option<String>,
+}
+
+impl std::fmt::Debug for TlsMaterial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsMaterial")
+            .field("ca", &self.ca_pem.is_some())
+            .field("client_cert", &self.client_cert_pem.is_some())
+            .finish()
+    }
+}
+
+/// One GET of `url` through the node; returns the status and body.
+pub async fn get(
+    ssh: &SshSession,
+    url: &str,
+    tls: Option<&TlsMaterial>,
+    timeout: Duration,
+) -> Result<(u16, String), String> {
+    tokio::time::timeout(timeout, get_inner(ssh, url, tls))
+        .await
+        .map_err(|_| format!("GET {url}: no answer within {}s", timeout.as_secs()))?
+}
+
+async fn get_inner(ssh: &SshSession, url: &str, tls: Option<&TlsMaterial>) -> Result<(u16, String), String> {
+    let uri: http::Uri = url.parse().map_err(|e| format!("bad health URL {url}: {e}"))?;
+    let https = uri.scheme_str() == Some("https");
+    let host = uri.host().unwrap_or("localhost").to_string();
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let stream = ssh
+        .open_tcp(&host, port)
+        .await
+        .map_err(|e| format!("connect {host}:{port} from the node: {e}"))?;
+    let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/").to_string();
+    let request = http::Request::get(&path)
+        .header(http::header::HOST, format!("{host}:{port}"))
+        .body(Empty::<Bytes>::new())
+        .map_err(|e| e.to_string())?;
+    if https {
+        let config = client_config(tls)?;
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let name = ServerName::try_from(host.clone()).map_err(|e| format!("server name {host}: {e}"))?;
+        let tls_stream = connector
+            .connect(name, stream)
+            .await
+            .map_err(|e| format!("TLS with {host}:{port}: {e}"))?;
+        send(TokioIo::new(tls_stream), request).await
+    } else {
+        send(TokioIo::new(stream), request).await
+    }
+}
+
+async fn send<T>(io: T, request: http::Request<Empty<Bytes>>) -> Result<(u16, String), String>
+where
+    T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
+        .await
+        .map_err(|e| format!("HTTP handshake: {e}"))?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let response = sender.send_request(request).await.map_err(|e| format!("HTTP request: {e}"))?;
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map(|b| String::from_utf8_lossy(&b.to_bytes()).into_owned())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
+fn client_config(tls: Option<&TlsMaterial>) -> Result<rustls::ClientConfig, String> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let builder = match tls.and_then(|t| t.ca_pem.as_deref()) {
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in pem_certs(ca)? {
+                roots.add(cert).map_err(|e| format!("cluster CA: {e}"))?;
+            }
+            builder.with_root_certificates(roots)
+        }
+        None => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyServer(provider))),
+    };
+    match tls.and_then(|t| Some((t.client_cert_pem.as_deref()?, t.client_key_pem.as_deref()?))) {
+        Some((cert, key)) => {
+            use rustls::pki_types::pem::PemObject;
+            let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).map_err(|e| format!("client key: {e}"))?;
+            builder
+                .with_client_auth_cert(pem_certs(cert)?, key)
+                .map_err(|e| format!("client certificate: {e}"))
+        }
+        None => Ok(builder.with_no_client_auth()),
+    }
+}
+
+fn pem_certs(pem: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    use rustls::pki_types::pem::PemObject;
+    CertificateDer::pem_slice_iter(pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("certificate PEM: {e}"))
+}
+
+/// For self-signed component serving certificates, which no CA vouches for.
+#[derive(Debug)]
+struct AcceptAnyServer(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AcceptAnyServer {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Retries a check until it answers 200 (and `accept` agrees with the body), as RKE1 does
+/// (10 × 5 s for components, 18 × 5 s for etcd), with a shorter first interval so healthy
+/// components are seen quickly.
+pub async fn wait_healthy(
+    ssh: &SshSession,
+    url: &str,
+    tls: Option<&TlsMaterial>,
+    attempts: u32,
+    accept: impl Fn(&str) -> bool,
+) -> Result<(), String> {
+    let mut last = String::new();
+    for attempt in 0..attempts.max(1) {
+        match get(ssh, url, tls, Duration::from_secs(10)).await {
+            Ok((200, body)) if accept(&body) => return Ok(()),
+            Ok((status, body)) => last = format!("HTTP {status}: {}", body.trim().chars().take(200).collect::<String>()),
+            Err(e) => last = e,
+        }
+        let pause = if attempt < 5 { Duration::from_secs(1) } else { Duration::from_secs(5) };
+        tokio::time::sleep(pause).await;
+    }
+    Err(format!("{url} not healthy: {last}"))
+}
+
+/// etcd's `/health` answers `{"health":"true"}` (older releases `{"health": "true"}`).
+pub fn etcd_body_healthy(body: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("health").cloned())
+        .is_some_and(|h| h == "true" || h == true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etcd_health_bodies() {
+        assert!(etcd_body_healthy(r#"{"health":"true"}"#));
+        assert!(etcd_body_healthy(r#"{"health": "true", "reason": ""}"#));
+        assert!(!etcd_body_healthy(r#"{"health":"false","reason":"RAFT NO LEADER"}"#));
+        assert!(!etcd_body_healthy("ok"));
+    }
+}

@@ -1,0 +1,805 @@
+//! `rkers up`: RKE1's workflow (§9) as a sequence of phases over one SSH connection per host.
+//!
+//! 1. state: certificates generated or reconciled; the desired state is written before any host
+//!    is touched (§9.1).
+//! 2. connect: every host at once; any host that cannot be reached stops the run before anything
+//!    changes, with every host's problem listed (RKE1 silently dropped them, §33.18).
+//! 3. plan and observe: the desired containers and files of each host (pure), compared with what
+//!    each host runs and holds; the result is the list of actions `--dry-run` prints.
+//! 4. apply: files and certificates, images, etcd plane, control plane, RBAC, current state,
+//!    worker plane, node labels and taints, in RKE1's order, hosts in parallel where safe.
+
+use crate::cluster::{Cluster, ClusterError};
+use crate::config::RkeConfig;
+use crate::diff::{self, Action, ContainerView, HostActions};
+use crate::hosts::{self, Host, HostPool, SshOptions};
+use crate::kubeapi::{KubeApi, NodeSync, TaintSpec};
+use crate::output::Reporter;
+use crate::phases::files::{self, DesiredFile};
+use crate::phases::health::{self, TlsMaterial};
+use crate::phases::{PhaseError, Runner};
+use crate::pki::{self, Bundle};
+use crate::plan::{self, ClusterPlan, HostPlan};
+use crate::state::StateFile;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct UpOptions {
+    pub dry_run: bool,
+    pub force: bool,
+    pub disable_port_check: bool,
+    pub custom_certs: Option<PathBuf>,
+    /// `--ssh-agent-auth`.
+    pub agent_override: bool,
+    /// `--ignore-docker-version` given on the command line; otherwise the config's value counts.
+    pub ignore_docker_version_flag: bool,
+    pub ssh: SshOptions,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UpError {
+    #[error("{0}")]
+    Cluster(#[from] ClusterError),
+    #[error("{0}")]
+    Phase(#[from] PhaseError),
+    #[error("{0}")]
+    Other(String),
+}
+
+fn other(e: impl std::fmt::Display) -> UpError {
+    UpError::Other(e.to_string())
+}
+
+/// Containers RKE1 may have left on a host that the plan does not ask for there.
+const KNOWN_CONTAINERS: &[&str] = &[
+    plan::ETCD,
+    plan::ETCD_ROLLING_SNAPSHOTS,
+    plan::KUBE_APISERVER,
+    plan::KUBE_CONTROLLER_MANAGER,
+    plan::KUBE_SCHEDULER,
+    plan::KUBELET,
+    plan::KUBE_PROXY,
+    plan::NGINX_PROXY,
+    plan::SERVICE_SIDEKICK,
+];
+const ETCD_PLANE: &[&str] = &[plan::ETCD, plan::ETCD_ROLLING_SNAPSHOTS];
+const CONTROL_PLANE: &[&str] = &[
+    plan::SERVICE_SIDEKICK,
+    plan::KUBE_APISERVER,
+    plan::KUBE_CONTROLLER_MANAGER,
+    plan::KUBE_SCHEDULER,
+];
+const WORKER_PLANE: &[&str] = &[plan::NGINX_PROXY, plan::SERVICE_SIDEKICK, plan::KUBELET, plan::KUBE_PROXY];
+
+/// What one host runs and holds, as far as `up` compares it.
+#[derive(Default)]
+struct Observed {
+    containers: BTreeMap<String, hosts::ObservedContainer>,
+    files: BTreeMap<String, Vec<u8>>,
+    /// Image → its default environment when the host has it.
+    images: BTreeMap<String, Option<Vec<String>>>,
+}
+
+/// Everything the apply phases need, shared by the host tasks.
+struct Run {
+    pool: HostPool,
+    plan: ClusterPlan,
+    bundle: Bundle,
+    files: BTreeMap<String, Vec<DesiredFile>>,
+    actions: BTreeMap<String, Vec<Action>>,
+    registries: Vec<hosts::target::RegistryCredential>,
+    helper_image: String,
+}
+
+pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Result<(), UpError> {
+    let runner = Runner::new(reporter.clone(), opts.ssh.concurrency);
+
+    // 1. state
+    let phase = reporter.phase("state");
+    let old = cluster.load_state()?;
+    let old_current = old
+        .as_ref()
+        .and_then(|s| s.current_state.rke_config.as_ref())
+        .map(RkeConfig::from_state_json)
+        .transpose()
+        .map_err(|e| other(format!("{}: currentState.rkeConfig: {e}", cluster.files.state_path.display())))?;
+    let (state, changes) = cluster.init_state(old.as_ref(), opts.custom_certs.as_deref())?;
+    if !opts.dry_run {
+        state.save(&cluster.files.state_path).map_err(other)?;
+        reporter.info(format!(
+            "Successfully Deployed state file at [{}]",
+            cluster.files.state_path.display()
+        ));
+    }
+    tracing::debug!(changed = ?changes.changed, removed = ?changes.removed, "certificates");
+    phase.done();
+
+    // 2. connect
+    let phase = reporter.phase("connect");
+    let targets = cluster.ssh_targets(opts.agent_override);
+    let pool = match HostPool::connect(&targets, &opts.ssh).await {
+        Ok(pool) => pool,
+        Err(problems) => {
+            let message = format!("cannot reach every host; nothing was changed:\n{problems}");
+            phase.fail(&message);
+            return Err(UpError::Other(message));
+        }
+    };
+    check_docker_versions(cluster, &pool, opts, reporter)?;
+    phase.done();
+
+    // 3. plan and observe
+    let phase = reporter.phase("plan");
+    let facts: BTreeMap<String, plan::HostFacts> = pool
+        .hosts()
+        .map(|h| {
+            let f = h.facts();
+            (
+                h.name().to_string(),
+                plan::HostFacts {
+                    os_type: f.os_type.clone(),
+                    operating_system: f.operating_system.clone(),
+                    docker_root_dir: f.docker_root_dir.clone(),
+                    selinux_enabled: f.selinux,
+                    arch: f.arch.clone(),
+                    cgroup_driver: f.cgroup_driver.clone(),
+                },
+            )
+        })
+        .collect();
+    let service_options = cluster.service_options()?;
+    let default_tools_tag = cluster
+        .catalog
+        .system_images(&cluster.catalog.default_version())
+        .and_then(|i| i.get("alpine").and_then(|a| crate::metadata::image_tag(a)));
+    let etcd = plan::EtcdContext::fresh();
+    let cluster_plan = plan::build(&plan::PlanInput {
+        config: &cluster.config,
+        service_options: &service_options,
+        host_facts: &facts,
+        etcd: &etcd,
+        encryption_config: (!state.desired_state.encryption_config.is_empty())
+            .then_some(state.desired_state.encryption_config.as_str()),
+        default_rke_tools_tag: default_tools_tag.as_deref(),
+    })
+    .map_err(other)?;
+    let spec = cluster.pki_spec()?;
+    let bundle = state.desired_state.certificates_bundle.clone();
+    let desired_files: BTreeMap<String, Vec<DesiredFile>> = cluster_plan
+        .hosts
+        .iter()
+        .map(|h| (h.address.clone(), host_files(h, &bundle, &spec)))
+        .collect();
+    let helper_image = cluster.config.system_images.cert_downloader.clone();
+    let registries = cluster.registry_credentials();
+    let observed = observe(&pool, &cluster_plan, &helper_image, &registries).await?;
+    guard_existing_cluster(old.as_ref(), &observed, opts.force, &cluster.files.state_path)?;
+    let mut all_actions = Vec::new();
+    let mut actions = BTreeMap::new();
+    for host_plan in &cluster_plan.hosts {
+        let obs = &observed[&host_plan.address];
+        let list = host_actions(host_plan, obs, &desired_files[&host_plan.address]);
+        all_actions.push(HostActions {
+            host: host_plan.address.clone(),
+            actions: list.clone(),
+        });
+        actions.insert(host_plan.address.clone(), list);
+    }
+    phase.done();
+
+    if opts.dry_run {
+        if reporter.is_json() {
+            for h in &all_actions {
+                println!("{}", serde_json::to_string(h).map_err(other)?);
+            }
+        } else {
+            print!("{}", diff::render_dry_run(&all_actions));
+        }
+        pool.close().await;
+        return Ok(());
+    }
+
+    let run = Arc::new(Run {
+        pool,
+        plan: cluster_plan,
+        bundle,
+        files: desired_files,
+        actions,
+        registries,
+        helper_image,
+    });
+
+    // 4. apply
+    apply_files(&run, &runner).await?;
+    write_admin_kubeconfig(cluster, &run.bundle, reporter)?;
+    pull_images(&run, &runner).await?;
+    etcd_plane(&run, &runner).await?;
+    plane(&run, &runner, "control plane", CONTROL_PLANE, |h| h.roles.controlplane).await?;
+
+    let phase = reporter.phase("authz");
+    let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(other)?;
+    let api = KubeApi::from_kubeconfig(&kubeconfig).await.map_err(other)?;
+    let rbac = cluster.config.authorization.mode.is_empty() || cluster.config.authorization.mode == "rbac";
+    api.apply_authz(rbac).await.map_err(other)?;
+    phase.done();
+
+    let phase = reporter.phase("save state");
+    let mut state = state;
+    state.promote_desired_to_current();
+    state.save(&cluster.files.state_path).map_err(other)?;
+    api.save_state_secret(&state.to_json().map_err(other)?)
+        .await
+        .map_err(other)?;
+    phase.done();
+
+    plane(&run, &runner, "worker plane", WORKER_PLANE, |_| true).await?;
+    sync_nodes(cluster, old_current.as_ref(), &run, &api, &runner).await?;
+    run.pool.close().await;
+    reporter.info("Finished building Kubernetes cluster successfully");
+    Ok(())
+}
+
+fn check_docker_versions(
+    cluster: &Cluster,
+    pool: &HostPool,
+    opts: &UpOptions,
+    reporter: &Reporter,
+) -> Result<(), UpError> {
+    let ignore = opts.ignore_docker_version_flag || cluster.config.ignore_docker_version.unwrap_or(false);
+    let minor = crate::metadata::K8sVersion::parse(&cluster.config.kubernetes_version)
+        .map(|v| v.docker_key())
+        .unwrap_or_default();
+    let supported = cluster.catalog.docker_versions(&minor);
+    let mut problems = Vec::new();
+    for host in pool.hosts() {
+        let version = &host.facts().docker_version;
+        match hosts::check_docker_version(version, &supported, ignore) {
+            hosts::DockerVersionCheck::Unsupported { supported } => problems.push(format!(
+                "Unsupported Docker version found [{version}] on host [{}], supported versions are [{supported}] (set ignore_docker_version: true or pass --ignore-docker-version to go ahead)",
+                host.name()
+            )),
+            hosts::DockerVersionCheck::NewerThanKnown { newest_known } => reporter.warn(format!(
+                "host {}: Docker {version} is newer than the newest version known for Kubernetes {minor} ({newest_known}); going ahead",
+                host.name()
+            )),
+            _ => {}
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(UpError::Other(problems.join("\n")))
+    }
+}
+
+/// The certificates, keys and kubeconfigs a host gets (§11.1, §12), plus the plan's files,
+/// by path relative to `/etc/kubernetes`.
+fn host_files(h: &HostPlan, bundle: &Bundle, spec: &pki::PkiSpec) -> Vec<DesiredFile> {
+    let mut out = Vec::new();
+    let rel = |p: &str| p.strip_prefix("/etc/kubernetes/").map(str::to_string);
+    if let Some(pki_host) = spec.hosts.iter().find(|p| p.address == h.address) {
+        for cert in pki::certs_for_host(bundle, spec, pki_host) {
+            for (path, contents) in [
+                (&cert.path, &cert.certificate_pem),
+                (&cert.key_path, &cert.key_pem),
+                (&cert.config_path, &cert.config),
+            ] {
+                if let (Some(rel), false) = (rel(path), contents.is_empty()) {
+                    out.push(DesiredFile {
+                        relative_path: rel,
+                        contents: contents.as_bytes().to_vec(),
+                        mode: 0o600,
+                    });
+                }
+            }
+        }
+    }
+    for f in &h.files {
+        if f.remove_when_empty && f.contents.is_empty() {
+            continue;
+        }
+        if let Some(rel) = rel(&f.container_path) {
+            out.push(DesiredFile {
+                relative_path: rel,
+                contents: f.contents.as_bytes().to_vec(),
+                mode: f.mode,
+            });
+        }
+    }
+    out
+}
+
+fn etc_kubernetes(h: &HostPlan) -> String {
+    plan::join_path(&[&h.prefix_path, "/etc/kubernetes"])
+}
+
+async fn observe(
+    pool: &HostPool,
+    cluster_plan: &ClusterPlan,
+    helper_image: &str,
+    registries: &[hosts::target::RegistryCredential],
+) -> Result<BTreeMap<String, Observed>, UpError> {
+    let tasks = cluster_plan.hosts.iter().map(|h| async move {
+        let host = pool.get(&h.address).ok_or_else(|| other(format!("host {} not connected", h.address)))?;
+        let docker = host.docker();
+        let mut obs = Observed::default();
+        for name in KNOWN_CONTAINERS {
+            if let Some(c) = docker.inspect_container(name).await.map_err(other)? {
+                obs.containers.insert(name.to_string(), c);
+            }
+        }
+        let mut images: BTreeSet<&str> = h.containers.values().map(|c| c.image.as_str()).collect();
+        images.insert(helper_image);
+        for image in images {
+            let env = match docker.raw().inspect_image(image).await {
+                Ok(i) => Some(i.config.and_then(|c| c.env).unwrap_or_default()),
+                Err(_) => None,
+            };
+            obs.images.insert(image.to_string(), env);
+        }
+        // Reading the files needs the helper image on the host.
+        docker
+            .ensure_image(helper_image, registries, &mut |_| {})
+            .await
+            .map_err(other)?;
+        obs.files = files::read_dir(docker, &etc_kubernetes(h), helper_image).await.map_err(other)?;
+        Ok::<_, UpError>((h.address.clone(), obs))
+    });
+    futures::future::join_all(tasks).await.into_iter().collect()
+}
+
+/// RKE1 would create a new CA over a running cluster when the state file is lost (§32 pain
+/// point 5); rkers refuses unless told to.
+fn guard_existing_cluster(
+    old: Option<&StateFile>,
+    observed: &BTreeMap<String, Observed>,
+    force: bool,
+    state_path: &std::path::Path,
+) -> Result<(), UpError> {
+    let known_cluster = old.is_some_and(|s| s.current_state.rke_config.is_some());
+    if known_cluster || force {
+        return Ok(());
+    }
+    let busy: Vec<String> = observed
+        .iter()
+        .filter_map(|(host, o)| {
+            let names: Vec<&str> = [plan::ETCD, plan::KUBE_APISERVER, plan::KUBELET]
+                .into_iter()
+                .filter(|n| o.containers.contains_key(*n))
+                .collect();
+            (!names.is_empty()).then(|| format!("{host} ({})", names.join(", ")))
+        })
+        .collect();
+    if busy.is_empty() {
+        return Ok(());
+    }
+    Err(UpError::Other(format!(
+        "hosts already run Kubernetes containers but there is no cluster state at {}: {}. \
+         Running `up` now would issue new certificates and break that cluster. Recover the state \
+         (`rkers util get-state-file`, or the .rkestate.bak next to it), or pass --force to build a new cluster over it.",
+        state_path.display(),
+        busy.join("; ")
+    )))
+}
+
+fn view(spec: &plan::ContainerSpec) -> ContainerView {
+    ContainerView {
+        image: spec.image.clone(),
+        entrypoint: spec.entrypoint.clone(),
+        cmd: spec.cmd.clone(),
+        env: spec.env.clone(),
+        binds: spec.binds.clone(),
+        security_opt: spec.security_opt.clone(),
+    }
+}
+
+fn observed_view(c: &hosts::ObservedContainer) -> diff::ObservedContainer {
+    diff::ObservedContainer {
+        id: c.id.clone(),
+        running: c.running,
+        restarting: c.restarting,
+        config: ContainerView {
+            image: c.image.clone(),
+            entrypoint: c.entrypoint.clone(),
+            cmd: c.cmd.clone(),
+            env: c.env.clone(),
+            binds: c.binds.clone(),
+            security_opt: c.security_opt.clone(),
+        },
+    }
+}
+
+fn host_actions(h: &HostPlan, obs: &Observed, desired_files: &[DesiredFile]) -> Vec<Action> {
+    let mut actions = Vec::new();
+    for f in files::changed(desired_files, &obs.files) {
+        let reason = if obs.files.contains_key(&f.relative_path) { "changed" } else { "new" };
+        actions.push(Action::UploadFile {
+            path: format!("{}/{}", etc_kubernetes(h), f.relative_path),
+            reason: reason.into(),
+        });
+    }
+    let mut pulls = BTreeSet::new();
+    for spec in h.containers.values() {
+        if obs.images.get(&spec.image).is_none_or(|e| e.is_none()) {
+            pulls.insert(spec.image.clone());
+        }
+    }
+    actions.extend(pulls.into_iter().map(|image| Action::PullImage { image }));
+    for (name, spec) in &h.containers {
+        let observed = obs.containers.get(name).map(observed_view);
+        let image_env = obs.images.get(&spec.image).cloned().flatten();
+        let dont_care: &[&str] = if name == plan::ETCD { diff::ETCD_DONT_CARE_FLAGS } else { &[] };
+        if let Some(a) = diff::container_action(name, &view(spec), spec.start, observed.as_ref(), image_env.as_deref(), dont_care) {
+            actions.push(a);
+        }
+    }
+    for name in KNOWN_CONTAINERS {
+        if obs.containers.contains_key(*name) && !h.containers.contains_key(*name) {
+            actions.push(Action::RemoveContainer {
+                name: name.to_string(),
+                reason: "not planned for this host's roles".into(),
+            });
+        }
+    }
+    actions
+}
+
+async fn apply_files(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
+    let phase = runner.reporter.phase("certificates and files");
+    let hosts: Vec<String> = run
+        .plan
+        .hosts
+        .iter()
+        .filter(|h| run.actions[&h.address].iter().any(|a| matches!(a, Action::UploadFile { .. })))
+        .map(|h| h.address.clone())
+        .collect();
+    let r = run.clone();
+    let result = runner
+        .for_each_host("certificates and files", "write files", hosts, move |address| {
+            let run = r.clone();
+            async move {
+                let h = run.plan.hosts.iter().find(|h| h.address == address).expect("planned host");
+                let host = run.pool.get(&address).expect("connected host");
+                let wanted: BTreeSet<String> = run.actions[&address]
+                    .iter()
+                    .filter_map(|a| match a {
+                        Action::UploadFile { path, .. } => Some(path.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                let base = etc_kubernetes(h);
+                let files: Vec<DesiredFile> = run.files[&address]
+                    .iter()
+                    .filter(|f| wanted.contains(&format!("{base}/{}", f.relative_path)))
+                    .cloned()
+                    .collect();
+                files::write_files(host.docker(), &base, &run.helper_image, &files)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+        })
+        .await;
+    finish(phase, result)
+}
+
+fn finish(phase: crate::output::PhaseGuard, result: Result<(), PhaseError>) -> Result<(), UpError> {
+    match result {
+        Ok(()) => {
+            phase.done();
+            Ok(())
+        }
+        Err(e) => {
+            phase.fail(&e.to_string());
+            Err(e.into())
+        }
+    }
+}
+
+fn write_admin_kubeconfig(cluster: &Cluster, bundle: &Bundle, reporter: &Reporter) -> Result<(), UpError> {
+    let server = cluster
+        .config
+        .nodes
+        .iter()
+        .find(|n| n.role.iter().any(|r| r == "controlplane"))
+        .map(|n| format!("https://{}:6443", n.address))
+        .ok_or_else(|| other("the cluster has no controlplane host"))?;
+    let text = pki::admin_kubeconfig(bundle, &cluster.config.cluster_name, &server).map_err(other)?;
+    crate::state::write_atomic(&cluster.files.kubeconfig_path, text.as_bytes(), 0o600).map_err(other)?;
+    reporter.info(format!(
+        "Successfully Deployed local admin kubeconfig at [{}]",
+        cluster.files.kubeconfig_path.display()
+    ));
+    Ok(())
+}
+
+async fn pull_images(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
+    let phase = runner.reporter.phase("images");
+    let hosts: Vec<String> = run
+        .actions
+        .iter()
+        .filter(|(_, a)| a.iter().any(|a| matches!(a, Action::PullImage { .. })))
+        .map(|(h, _)| h.clone())
+        .collect();
+    let r = run.clone();
+    let result = runner
+        .for_each_host("images", "pull images", hosts, move |address| {
+            let run = r.clone();
+            async move {
+                let host = run.pool.get(&address).expect("connected host");
+                for a in &run.actions[&address] {
+                    if let Action::PullImage { image } = a {
+                        host.docker()
+                            .ensure_image(image, &run.registries, &mut |_| {})
+                            .await
+                            .map_err(|e| e.to_string())?;
+                    }
+                }
+                Ok(())
+            }
+        })
+        .await;
+    finish(phase, result)
+}
+
+/// Converts the plan's container (RKE1's process model) into what Docker is asked to create.
+fn docker_spec(spec: &plan::ContainerSpec) -> hosts::ContainerSpec {
+    hosts::ContainerSpec {
+        image: spec.image.clone(),
+        entrypoint: spec.entrypoint.clone(),
+        cmd: spec.cmd.clone(),
+        env: spec.env.clone(),
+        binds: spec.binds.clone(),
+        network_mode: spec.network_mode.clone(),
+        pid_mode: spec.pid_mode.clone(),
+        privileged: spec.privileged,
+        restart_policy: match spec.restart_policy.as_deref() {
+            Some("always") => Some(hosts::RestartPolicy::Always),
+            Some("on-failure") => Some(hosts::RestartPolicy::OnFailure),
+            Some("unless-stopped") => Some(hosts::RestartPolicy::UnlessStopped),
+            _ => None,
+        },
+        volumes_from: spec.volumes_from.clone(),
+        labels: spec.labels.clone(),
+        security_opt: spec.security_opt.clone(),
+        user: spec.user.clone(),
+        ports: spec
+            .port_bindings
+            .iter()
+            .map(|p| hosts::PortBinding {
+                host_ip: p.host_ip.clone(),
+                host_port: p.host_port,
+                container_port: p.container_port,
+                protocol: p.protocol.clone(),
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// Brings one container to its planned state, then checks its health.
+async fn apply_container(run: &Run, host: &Host, h: &HostPlan, name: &str) -> Result<(), String> {
+    let spec = &h.containers[name];
+    let docker = host.docker();
+    let action = run.actions[&h.address].iter().find(|a| match a {
+        Action::CreateContainer { name: n, .. }
+        | Action::RecreateContainer { name: n, .. }
+        | Action::StartContainer { name: n }
+        | Action::RestartContainer { name: n } => n == name,
+        _ => false,
+    });
+    let err = |e: hosts::HostError| e.to_string();
+    match action {
+        Some(Action::CreateContainer { .. }) => {
+            if name == plan::ETCD {
+                fix_etcd_permissions(run, host, h).await?;
+            }
+            docker.remove_container(name).await.map_err(err)?;
+            docker.create_container(name, &docker_spec(spec)).await.map_err(err)?;
+            if spec.start {
+                docker.start_container(name).await.map_err(err)?;
+            }
+        }
+        Some(Action::RecreateContainer { .. }) => {
+            // RKE1's rolling replace (§22.1): the old container is kept aside until the new one
+            // exists, so a failed create leaves something to fall back to.
+            let old = format!("old-{name}");
+            docker.remove_container(&old).await.map_err(err)?;
+            docker.stop_container(name).await.map_err(err)?;
+            docker.rename_container(name, &old).await.map_err(err)?;
+            docker.create_container(name, &docker_spec(spec)).await.map_err(err)?;
+            if spec.start {
+                docker.start_container(name).await.map_err(err)?;
+            }
+            docker.remove_container(&old).await.map_err(err)?;
+        }
+        Some(Action::StartContainer { .. }) => docker.start_container(name).await.map_err(err)?,
+        Some(Action::RestartContainer { .. }) => {
+            docker.stop_container(name).await.map_err(err)?;
+            docker.start_container(name).await.map_err(err)?;
+        }
+        _ => {}
+    }
+    if spec.start
+        && let Some(check) = &spec.health_check
+    {
+        let tls = check.client_certificate.as_ref().map(|c| TlsMaterial {
+            ca_pem: run.bundle.get(pki::names::CA_CERT_NAME).map(|ca| ca.certificate_pem.clone()),
+            client_cert_pem: run.bundle.get(c).map(|c| c.certificate_pem.clone()),
+            client_key_pem: run.bundle.get(c).map(|c| c.key_pem.clone()),
+        });
+        let attempts = if name == plan::ETCD { 18 } else { 24 };
+        let accept = |body: &str| name != plan::ETCD || health::etcd_body_healthy(body);
+        if let Err(e) = health::wait_healthy(host.ssh(), &check.url, tls.as_ref(), attempts, accept).await {
+            let logs = docker.logs(name, 5).await.unwrap_or_default();
+            let last = logs.lines().last().unwrap_or("").trim();
+            return Err(format!("{name}: Failed to verify healthcheck: {e}, log: {last}"));
+        }
+    }
+    Ok(())
+}
+
+async fn fix_etcd_permissions(run: &Run, host: &Host, h: &HostPlan) -> Result<(), String> {
+    let data_dir = plan::join_path(&[&h.prefix_path, "/var/lib/etcd"]);
+    let spec = hosts::ContainerSpec {
+        image: run.helper_image.clone(),
+        entrypoint: vec!["/bin/sh".into(), "-c".into()],
+        cmd: vec!["mkdir -p /var/lib/rancher/etcd && chmod 700 /var/lib/rancher/etcd".into()],
+        binds: vec![format!("{data_dir}:/var/lib/rancher/etcd:z")],
+        ..Default::default()
+    };
+    let r = host
+        .docker()
+        .run_one_shot("etcd-fix-perm", &spec, Duration::from_secs(120))
+        .await
+        .map_err(|e| e.to_string())?;
+    if r.exit_code != 0 {
+        return Err(format!("etcd-fix-perm exited with {}: {}", r.exit_code, r.logs.trim()));
+    }
+    Ok(())
+}
+
+async fn remove_unplanned(run: &Run, host: &Host, h: &HostPlan, names: &[&str]) -> Result<(), String> {
+    for a in &run.actions[&h.address] {
+        if let Action::RemoveContainer { name, .. } = a
+            && names.contains(&name.as_str())
+        {
+            host.docker().remove_container(name).await.map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+/// The etcd plane: members started (in parallel for a new cluster; one at a time when
+/// replacing running members, so quorum holds), then every member's health, all reported.
+async fn etcd_plane(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
+    let phase = runner.reporter.phase("etcd plane");
+    let etcd_hosts: Vec<String> = run.plan.hosts.iter().filter(|h| h.roles.etcd).map(|h| h.address.clone()).collect();
+    let replacing = etcd_hosts.iter().any(|a| {
+        run.actions[a]
+            .iter()
+            .any(|x| matches!(x, Action::RecreateContainer { name, .. } if name == plan::ETCD))
+    });
+    let work = |address: String| {
+        let run = run.clone();
+        async move {
+            let h = run.plan.hosts.iter().find(|h| h.address == address).expect("planned host");
+            let host = run.pool.get(&address).expect("connected host");
+            remove_unplanned(&run, host, h, ETCD_PLANE).await?;
+            for name in ETCD_PLANE {
+                if h.containers.contains_key(*name) {
+                    apply_container(&run, host, h, name).await?;
+                }
+            }
+            Ok(())
+        }
+    };
+    let result = if replacing {
+        let mut result = Ok(());
+        for address in etcd_hosts.clone() {
+            result = runner.for_each_host("etcd plane", "etcd", [address], &work).await;
+            if result.is_err() {
+                break;
+            }
+        }
+        result
+    } else {
+        runner.for_each_host("etcd plane", "etcd", etcd_hosts, &work).await
+    };
+    finish(phase, result)
+}
+
+/// A plane of non-etcd components on the hosts `select` picks, all hosts in parallel.
+async fn plane(
+    run: &Arc<Run>,
+    runner: &Runner,
+    title: &'static str,
+    names: &'static [&'static str],
+    select: fn(&HostPlan) -> bool,
+) -> Result<(), UpError> {
+    let phase = runner.reporter.phase(title);
+    let hosts: Vec<String> = run.plan.hosts.iter().filter(|h| select(h)).map(|h| h.address.clone()).collect();
+    let r = run.clone();
+    let result = runner
+        .for_each_host(title, title, hosts, move |address| {
+            let run = r.clone();
+            async move {
+                let h = run.plan.hosts.iter().find(|h| h.address == address).expect("planned host");
+                let host = run.pool.get(&address).expect("connected host");
+                remove_unplanned(&run, host, h, names).await?;
+                for name in names {
+                    if h.containers.contains_key(*name) {
+                        apply_container(&run, host, h, name).await?;
+                    }
+                }
+                Ok(())
+            }
+        })
+        .await;
+    finish(phase, result)
+}
+
+fn taints_of(cfg: Option<&RkeConfig>, address: &str) -> Vec<TaintSpec> {
+    cfg.and_then(|c| c.nodes.iter().find(|n| n.address == address))
+        .map(|n| n.taints.iter().map(|t| TaintSpec::new(&t.key, &t.value, &t.effect)).collect())
+        .unwrap_or_default()
+}
+
+fn labels_of(cfg: Option<&RkeConfig>, address: &str) -> BTreeMap<String, String> {
+    cfg.and_then(|c| c.nodes.iter().find(|n| n.address == address))
+        .map(|n| n.labels.clone())
+        .unwrap_or_default()
+}
+
+/// Node labels, annotations and taints (§21), once every kubelet has registered its node.
+async fn sync_nodes(
+    cluster: &Cluster,
+    old: Option<&RkeConfig>,
+    run: &Arc<Run>,
+    api: &KubeApi,
+    runner: &Runner,
+) -> Result<(), UpError> {
+    let phase = runner.reporter.phase("nodes");
+    let syncs: Vec<NodeSync> = run
+        .plan
+        .hosts
+        .iter()
+        .map(|h| {
+            let roles: BTreeSet<String> = [("etcd", h.roles.etcd), ("controlplane", h.roles.controlplane), ("worker", h.roles.worker)]
+                .into_iter()
+                .filter(|(_, on)| *on)
+                .map(|(r, _)| r.to_string())
+                .collect();
+            NodeSync::for_host(
+                &h.hostname,
+                &h.address,
+                &h.internal_address,
+                &roles,
+                &labels_of(Some(&cluster.config), &h.address),
+                &labels_of(old, &h.address),
+                &taints_of(Some(&cluster.config), &h.address),
+                &taints_of(old, &h.address),
+            )
+        })
+        .collect();
+    let api = api.clone();
+    let result = runner
+        .for_each_host("nodes", "labels and taints", syncs.into_iter().map(NamedSync), move |s| {
+            let api = api.clone();
+            async move {
+                crate::kubeapi::find_node(&api, &s.0.hostname, 60).await.map_err(|e| e.to_string())?;
+                crate::kubeapi::sync_node(&api, &s.0).await.map(|_| ()).map_err(|e| e.to_string())
+            }
+        })
+        .await;
+    finish(phase, result)
+}
+
+struct NamedSync(NodeSync);
+
+impl crate::phases::HostName for NamedSync {
+    fn host_name(&self) -> &str {
+        &self.0.address
+    }
+}
