@@ -219,7 +219,7 @@ fn check_bundle(bundle: &Bundle, expectations: &[(String, Expected)]) {
         );
         let key = rcgen::KeyPair::from_pem(&entry.key_pem).expect("key parses");
         with_cert(&entry.certificate_pem, |cert| {
-            let ctx = format!("{name}");
+            let ctx = name.clone();
             let cn: Vec<&str> = cert
                 .subject()
                 .iter_common_name()

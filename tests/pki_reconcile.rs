@@ -266,3 +266,133 @@ fn rke1_state_bundle_is_reconciled_with_its_own_keys() {
         assert!(ok, "{name}: {out}");
     }
 }
+
+mod rotation {
+    use super::*;
+    use rkers::pki::{RotateService, rotate_bundle};
+
+    fn differs(a: &Bundle, b: &Bundle, name: &str) -> bool {
+        a[name].key_pem != b[name].key_pem && a[name].certificate_pem != b[name].certificate_pem
+    }
+
+    #[test]
+    fn rotating_one_service_gives_only_its_certificates_new_keys() {
+        let spec = spec_all_roles();
+        let old = generate_bundle(&spec).unwrap();
+        let (new, changes) =
+            rotate_bundle(old.clone(), &spec, &[RotateService::Etcd], false).unwrap();
+        for name in [
+            "kube-etcd-172-26-14-216",
+            "kube-etcd-10-1-0-2",
+            "kube-etcd-172-26-14-218",
+        ] {
+            assert!(differs(&old, &new, name), "{name} not rotated");
+        }
+        assert_eq!(
+            changes.changed,
+            set(&[
+                "kube-admin",
+                "kube-etcd-172-26-14-216",
+                "kube-etcd-10-1-0-2",
+                "kube-etcd-172-26-14-218"
+            ])
+        );
+        assert_eq!(new["kube-ca"], old["kube-ca"]);
+
+        let (new, changes) =
+            rotate_bundle(old.clone(), &spec, &[RotateService::Kubelet], false).unwrap();
+        assert!(differs(&old, &new, "kube-node"));
+        assert!(differs(&old, &new, "kube-kubelet-10-1-0-2"));
+        assert!(!changes.changed.contains("kube-proxy"));
+        assert!(!changes.changed.contains("kube-apiserver"));
+    }
+
+    #[test]
+    fn rotating_everything_keeps_ca_and_service_account_key() {
+        let spec = spec_split_roles();
+        let old = generate_bundle(&spec).unwrap();
+        let (new, _) = rotate_bundle(old.clone(), &spec, &[], false).unwrap();
+        for name in old.keys() {
+            match name.as_str() {
+                "kube-ca" | "kube-apiserver-requestheader-ca" | "kube-service-account-token" => {
+                    assert_eq!(new[name], old[name], "{name} must be kept")
+                }
+                _ => assert!(differs(&old, &new, name), "{name} not rotated"),
+            }
+        }
+    }
+
+    #[test]
+    fn rotating_the_ca_resigns_everything_under_the_new_ca() {
+        let spec = spec_split_roles();
+        let old = generate_bundle(&spec).unwrap();
+        let (new, _) =
+            rotate_bundle(old.clone(), &spec, &[RotateService::KubeProxy], true).unwrap();
+        assert!(differs(&old, &new, "kube-ca"));
+        assert!(differs(&old, &new, "kube-apiserver-requestheader-ca"));
+        assert_eq!(
+            new["kube-service-account-token"].key_pem,
+            old["kube-service-account-token"].key_pem
+        );
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "kube-apiserver",
+            "kube-node",
+            "kube-etcd-192-168-0-1",
+            "kube-admin",
+        ] {
+            assert!(differs(&old, &new, name), "{name} not rotated");
+            let (ok, out) = openssl_verify(
+                dir.path(),
+                &new["kube-ca"].certificate_pem,
+                &new[name].certificate_pem,
+                None,
+            );
+            assert!(ok, "{name}: {out}");
+            let (ok, _) = openssl_verify(
+                dir.path(),
+                &old["kube-ca"].certificate_pem,
+                &new[name].certificate_pem,
+                None,
+            );
+            assert!(!ok, "{name} still chains to the old CA");
+        }
+    }
+
+    #[test]
+    fn expired_ca_needs_rotate_ca() {
+        // A CA (same key) whose validity ended in 2021.
+        let spec = spec_split_roles();
+        let mut old = generate_bundle(&spec).unwrap();
+        let key = rcgen::KeyPair::from_pem(&old["kube-ca"].key_pem).unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "kube-ca");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+        old.get_mut("kube-ca").unwrap().certificate_pem = params.self_signed(&key).unwrap().pem();
+        let err = rotate_bundle(old.clone(), &spec, &[], false).unwrap_err();
+        assert!(
+            err.to_string().contains("please use the --rotate-ca flag"),
+            "{err}"
+        );
+        let (new, _) = rotate_bundle(old, &spec, &[], true).unwrap();
+        assert!(new["kube-ca"].info().unwrap().not_after > ::time::OffsetDateTime::now_utc());
+    }
+
+    #[test]
+    fn service_names_parse() {
+        assert_eq!(
+            "kubelet".parse::<RotateService>().unwrap(),
+            RotateService::Kubelet
+        );
+        let err = "kubelets".parse::<RotateService>().unwrap_err();
+        assert!(
+            err.contains("kube-apiserver") && err.contains("etcd"),
+            "{err}"
+        );
+    }
+}

@@ -45,7 +45,7 @@ impl Changes {
         self.changed.iter().any(|n| n != KUBE_ADMIN_CERT_NAME) || !self.removed.is_empty()
     }
 
-    fn between(old: &Bundle, new: &Bundle) -> Changes {
+    pub(crate) fn between(old: &Bundle, new: &Bundle) -> Changes {
         let mut changes = Changes::default();
         for (name, entry) in new {
             match old.get(name) {
@@ -70,12 +70,12 @@ impl Changes {
 /// The full bundle of a new cluster: both CAs, then every component certificate.
 pub fn generate_bundle(spec: &PkiSpec) -> Result<Bundle, PkiError> {
     let cas = parallel_map(vec![CA_CERT_NAME, REQUEST_HEADER_CA_CERT_NAME], |name| {
-        new_ca(name).map(|(cert, key)| (name, cert, key))
+        new_ca_entry(name).map(|entry| (name, entry))
     });
     let mut bundle = Bundle::new();
     for ca in cas {
-        let (name, cert, key) = ca?;
-        bundle.insert(name.to_string(), cert_object(name, None, "", cert, key));
+        let (name, entry) = ca?;
+        bundle.insert(name.to_string(), entry);
     }
     let (bundle, _) = reconcile_bundle(bundle, spec)?;
     Ok(bundle)
@@ -514,6 +514,12 @@ pub(crate) fn san_list(names: &AltNames, cert_name: &str) -> Result<Vec<SanType>
     }
     sans.extend(names.ips.iter().map(|ip| SanType::IpAddress(*ip)));
     Ok(sans)
+}
+
+/// A new self-signed CA as a bundle entry.
+pub(crate) fn new_ca_entry(name: &str) -> Result<CertificatePki, PkiError> {
+    let (cert, key) = new_ca(name)?;
+    Ok(cert_object(name, None, "", cert, key))
 }
 
 fn new_ca(name: &str) -> Result<(String, String), PkiError> {

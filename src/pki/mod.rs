@@ -13,6 +13,7 @@ mod hosts;
 mod inspect;
 mod kubeconfig;
 pub mod names;
+mod rotate;
 mod spec;
 
 use std::collections::BTreeMap;
@@ -25,6 +26,7 @@ pub use hosts::{cert_names_for_host, certs_for_host};
 pub use inspect::{CertSummary, inspect_bundle};
 pub use kubeconfig::{LOCAL_API_SERVER_URL, admin_kubeconfig, node_kubeconfig};
 pub use names::crt_name_for_host;
+pub use rotate::{RotateService, rotate_bundle};
 pub use spec::{
     ExternalEtcd, HostRoles, PkiHost, PkiSpec, kubernetes_service_ips, parse_service_cidrs,
 };
@@ -43,6 +45,10 @@ pub enum PkiError {
     MissingCa { name: String },
     #[error("cannot generate certificate [{name}]: {reason}")]
     Generate { name: String, reason: String },
+    #[error(
+        "CA certificate is invalid, please use the --rotate-ca flag to rotate CA certificate, error: it expired on {not_after}"
+    )]
+    CaExpired { not_after: time::OffsetDateTime },
     #[error("invalid service cluster IP range [{value}]: {reason}")]
     ServiceCidr { value: String, reason: String },
     #[error("custom certificates in [{dir}]: {reason}")]

@@ -143,16 +143,13 @@ fn alt_names<'a>(
     names
         .ips
         .extend(kubernetes_service_ips(&spec.service_cidrs));
-    names.dns_names.extend(
-        [
-            "localhost".to_string(),
-            "kubernetes".to_string(),
-            "kubernetes.default".to_string(),
-            "kubernetes.default.svc".to_string(),
-            format!("kubernetes.default.svc.{}", spec.cluster_domain),
-        ]
-        .into_iter(),
-    );
+    names.dns_names.extend([
+        "localhost".to_string(),
+        "kubernetes".to_string(),
+        "kubernetes.default".to_string(),
+        "kubernetes.default.svc".to_string(),
+        format!("kubernetes.default.svc.{}", spec.cluster_domain),
+    ]);
     names
 }
 
