@@ -179,7 +179,7 @@ impl Cluster {
         }
         let new_config = self.config.to_state_json();
         let rke_config = match old_desired.and_then(|d| d.rke_config.as_ref()) {
-            Some(previous) => crate::state::merge_preserving(previous, new_config),
+            Some(previous) => with_unknown_fields(previous, new_config),
             None => new_config,
         };
         let desired = ClusterState {
@@ -219,4 +219,69 @@ fn register_secrets(c: &RkeConfig) {
         r.register(&s3.secret_key);
     }
     r.register(&c.services.etcd.key);
+}
+
+/// The new config plus the fields of the previous one that rkers does not model (a newer RKE's
+/// keys), so writing the state never drops them. Fields rkers models come from the new config
+/// only: a label or option the user removed stays removed.
+fn with_unknown_fields(previous: &serde_json::Value, new: serde_json::Value) -> serde_json::Value {
+    let modeled = match RkeConfig::from_state_json(previous) {
+        Ok(c) => c.to_state_json(),
+        // A previous config rkers cannot read at all has nothing it could safely keep.
+        Err(_) => return new,
+    };
+    let unknown = json_minus(previous, &modeled);
+    match unknown {
+        Some(u) => crate::state::merge_preserving(&u, new),
+        None => new,
+    }
+}
+
+/// What `a` has that `b` lacks: whole keys absent from `b`, recursively through objects.
+fn json_minus(a: &serde_json::Value, b: &serde_json::Value) -> Option<serde_json::Value> {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut out = serde_json::Map::new();
+            for (k, va) in a {
+                match b.get(k) {
+                    None => {
+                        out.insert(k.clone(), va.clone());
+                    }
+                    Some(vb) => {
+                        if let Some(d) = json_minus(va, vb) {
+                            out.insert(k.clone(), d);
+                        }
+                    }
+                }
+            }
+            (!out.is_empty()).then_some(Value::Object(out))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_fields_survive_and_removed_known_fields_stay_removed() {
+        let previous = json!({
+            "nodes": [{"address": "10.0.0.1", "role": ["etcd"], "user": "root", "labels": {"team": "a"}}],
+            "clusterName": "local",
+            "futureField": {"x": 1},
+            "services": {"etcd": {"futureEtcdKnob": true}}
+        });
+        let new = json!({
+            "nodes": [{"address": "10.0.0.1", "role": ["etcd"], "user": "root"}],
+            "clusterName": "local",
+            "services": {"etcd": {}}
+        });
+        let merged = with_unknown_fields(&previous, new);
+        assert_eq!(merged["futureField"], json!({"x": 1}));
+        assert_eq!(merged["services"]["etcd"]["futureEtcdKnob"], json!(true));
+        assert!(merged["nodes"][0].get("labels").is_none(), "{merged}");
+    }
 }
