@@ -72,7 +72,11 @@ impl Cluster {
             .iter()
             .filter(|r| !r.user.is_empty())
             .map(|r| RegistryCredential {
-                url: if r.url.is_empty() { "docker.io".into() } else { r.url.clone() },
+                url: if r.url.is_empty() {
+                    "docker.io".into()
+                } else {
+                    r.url.clone()
+                },
                 user: r.user.clone(),
                 password: Secret::new(r.password.clone()),
             })

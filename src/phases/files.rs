@@ -23,7 +23,13 @@ pub struct DesiredFile {
 impl std::fmt::Debug for DesiredFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Contents are keys and certificates: never in debug output.
-        write!(f, "DesiredFile({}, {} bytes, {:o})", self.relative_path, self.contents.len(), self.mode)
+        write!(
+            f,
+            "DesiredFile({}, {} bytes, {:o})",
+            self.relative_path,
+            self.contents.len(),
+            self.mode
+        )
     }
 }
 
@@ -36,7 +42,9 @@ pub async fn read_dir(
     with_helper(docker, host_dir, helper_image, |docker| async move {
         let mut stream = docker.raw().download_from_container(
             HELPER,
-            Some(bollard::query_parameters::DownloadFromContainerOptions { path: format!("{MOUNT}/.") }),
+            Some(bollard::query_parameters::DownloadFromContainerOptions {
+                path: format!("{MOUNT}/."),
+            }),
         );
         let mut tar_bytes = Vec::new();
         while let Some(chunk) = stream.next().await {
@@ -96,7 +104,12 @@ pub async fn write_files(
     .await
 }
 
-async fn with_helper<T, F, Fut>(docker: &DockerClient, host_dir: &str, image: &str, f: F) -> Result<T, HostError>
+async fn with_helper<T, F, Fut>(
+    docker: &DockerClient,
+    host_dir: &str,
+    image: &str,
+    f: F,
+) -> Result<T, HostError>
 where
     F: FnOnce(DockerClient) -> Fut,
     Fut: std::future::Future<Output = Result<T, HostError>>,
@@ -128,7 +141,11 @@ fn parse_tar(bytes: &[u8]) -> std::io::Result<BTreeMap<String, Vec<u8>>> {
         }
         let path = entry.path()?.to_string_lossy().into_owned();
         // Docker names entries after the requested path's last component (`./...`).
-        let rel = path.trim_start_matches("./").trim_start_matches('.').trim_start_matches('/').to_string();
+        let rel = path
+            .trim_start_matches("./")
+            .trim_start_matches('.')
+            .trim_start_matches('/')
+            .to_string();
         let mut contents = Vec::new();
         std::io::Read::read_to_end(&mut entry, &mut contents)?;
         files.insert(rel, contents);
@@ -170,7 +187,10 @@ fn build_tar(files: &[DesiredFile]) -> std::io::Result<Vec<u8>> {
 }
 
 /// The files whose contents differ from what the host has (or that it lacks).
-pub fn changed<'a>(desired: &'a [DesiredFile], current: &BTreeMap<String, Vec<u8>>) -> Vec<&'a DesiredFile> {
+pub fn changed<'a>(
+    desired: &'a [DesiredFile],
+    current: &BTreeMap<String, Vec<u8>>,
+) -> Vec<&'a DesiredFile> {
     desired
         .iter()
         .filter(|f| current.get(&f.relative_path) != Some(&f.contents))
@@ -184,8 +204,16 @@ mod tests {
     #[test]
     fn tar_round_trip_keeps_bytes_and_nested_paths() {
         let files = vec![
-            DesiredFile { relative_path: "ssl/kube-ca.pem".into(), contents: b"a\\nb\0c".to_vec(), mode: 0o600 },
-            DesiredFile { relative_path: "admission.yaml".into(), contents: b"x: 1\n".to_vec(), mode: 0o600 },
+            DesiredFile {
+                relative_path: "ssl/kube-ca.pem".into(),
+                contents: b"a\\nb\0c".to_vec(),
+                mode: 0o600,
+            },
+            DesiredFile {
+                relative_path: "admission.yaml".into(),
+                contents: b"x: 1\n".to_vec(),
+                mode: 0o600,
+            },
         ];
         let tar = build_tar(&files).unwrap();
         let back = parse_tar(&tar).unwrap();
@@ -196,12 +224,31 @@ mod tests {
     #[test]
     fn only_missing_or_different_files_change() {
         let files = vec![
-            DesiredFile { relative_path: "a".into(), contents: b"1".to_vec(), mode: 0o600 },
-            DesiredFile { relative_path: "b".into(), contents: b"2".to_vec(), mode: 0o600 },
-            DesiredFile { relative_path: "c".into(), contents: b"3".to_vec(), mode: 0o600 },
+            DesiredFile {
+                relative_path: "a".into(),
+                contents: b"1".to_vec(),
+                mode: 0o600,
+            },
+            DesiredFile {
+                relative_path: "b".into(),
+                contents: b"2".to_vec(),
+                mode: 0o600,
+            },
+            DesiredFile {
+                relative_path: "c".into(),
+                contents: b"3".to_vec(),
+                mode: 0o600,
+            },
         ];
-        let current: BTreeMap<String, Vec<u8>> = [("a".to_string(), b"1".to_vec()), ("b".to_string(), b"old".to_vec())].into();
-        let names: Vec<_> = changed(&files, &current).iter().map(|f| f.relative_path.as_str()).collect();
+        let current: BTreeMap<String, Vec<u8>> = [
+            ("a".to_string(), b"1".to_vec()),
+            ("b".to_string(), b"old".to_vec()),
+        ]
+        .into();
+        let names: Vec<_> = changed(&files, &current)
+            .iter()
+            .map(|f| f.relative_path.as_str())
+            .collect();
         assert_eq!(names, ["b", "c"]);
     }
 }

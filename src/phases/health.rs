@@ -41,8 +41,14 @@ pub async fn get(
         .map_err(|_| format!("GET {url}: no answer within {}s", timeout.as_secs()))?
 }
 
-async fn get_inner(ssh: &SshSession, url: &str, tls: Option<&TlsMaterial>) -> Result<(u16, String), String> {
-    let uri: http::Uri = url.parse().map_err(|e| format!("bad health URL {url}: {e}"))?;
+async fn get_inner(
+    ssh: &SshSession,
+    url: &str,
+    tls: Option<&TlsMaterial>,
+) -> Result<(u16, String), String> {
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e| format!("bad health URL {url}: {e}"))?;
     let https = uri.scheme_str() == Some("https");
     let host = uri.host().unwrap_or("localhost").to_string();
     let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
@@ -50,7 +56,11 @@ async fn get_inner(ssh: &SshSession, url: &str, tls: Option<&TlsMaterial>) -> Re
         .open_tcp(&host, port)
         .await
         .map_err(|e| format!("connect {host}:{port} from the node: {e}"))?;
-    let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/").to_string();
+    let path = uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/")
+        .to_string();
     let request = http::Request::get(&path)
         .header(http::header::HOST, format!("{host}:{port}"))
         .body(Empty::<Bytes>::new())
@@ -58,7 +68,8 @@ async fn get_inner(ssh: &SshSession, url: &str, tls: Option<&TlsMaterial>) -> Re
     if https {
         let config = client_config(tls)?;
         let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-        let name = ServerName::try_from(host.clone()).map_err(|e| format!("server name {host}: {e}"))?;
+        let name =
+            ServerName::try_from(host.clone()).map_err(|e| format!("server name {host}: {e}"))?;
         let tls_stream = connector
             .connect(name, stream)
             .await
@@ -79,7 +90,10 @@ where
     tokio::spawn(async move {
         let _ = conn.await;
     });
-    let response = sender.send_request(request).await.map_err(|e| format!("HTTP request: {e}"))?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| format!("HTTP request: {e}"))?;
     let status = response.status().as_u16();
     let body = response
         .into_body()
@@ -110,7 +124,8 @@ fn client_config(tls: Option<&TlsMaterial>) -> Result<rustls::ClientConfig, Stri
     match tls.and_then(|t| Some((t.client_cert_pem.as_deref()?, t.client_key_pem.as_deref()?))) {
         Some((cert, key)) => {
             use rustls::pki_types::pem::PemObject;
-            let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).map_err(|e| format!("client key: {e}"))?;
+            let key = PrivateKeyDer::from_pem_slice(key.as_bytes())
+                .map_err(|e| format!("client key: {e}"))?;
             builder
                 .with_client_auth_cert(pem_certs(cert)?, key)
                 .map_err(|e| format!("client certificate: {e}"))
@@ -147,7 +162,12 @@ impl rustls::client::danger::ServerCertVerifier for AcceptAnyServer {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
     fn verify_tls13_signature(
         &self,
@@ -155,7 +175,12 @@ impl rustls::client::danger::ServerCertVerifier for AcceptAnyServer {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
@@ -176,10 +201,19 @@ pub async fn wait_healthy(
     for attempt in 0..attempts.max(1) {
         match get(ssh, url, tls, Duration::from_secs(10)).await {
             Ok((200, body)) if accept(&body) => return Ok(()),
-            Ok((status, body)) => last = format!("HTTP {status}: {}", body.trim().chars().take(200).collect::<String>()),
+            Ok((status, body)) => {
+                last = format!(
+                    "HTTP {status}: {}",
+                    body.trim().chars().take(200).collect::<String>()
+                )
+            }
             Err(e) => last = e,
         }
-        let pause = if attempt < 5 { Duration::from_secs(1) } else { Duration::from_secs(5) };
+        let pause = if attempt < 5 {
+            Duration::from_secs(1)
+        } else {
+            Duration::from_secs(5)
+        };
         tokio::time::sleep(pause).await;
     }
     Err(format!("{url} not healthy: {last}"))
@@ -201,7 +235,9 @@ mod tests {
     fn etcd_health_bodies() {
         assert!(etcd_body_healthy(r#"{"health":"true"}"#));
         assert!(etcd_body_healthy(r#"{"health": "true", "reason": ""}"#));
-        assert!(!etcd_body_healthy(r#"{"health":"false","reason":"RAFT NO LEADER"}"#));
+        assert!(!etcd_body_healthy(
+            r#"{"health":"false","reason":"RAFT NO LEADER"}"#
+        ));
         assert!(!etcd_body_healthy("ok"));
     }
 }

@@ -71,7 +71,12 @@ const CONTROL_PLANE: &[&str] = &[
     plan::KUBE_CONTROLLER_MANAGER,
     plan::KUBE_SCHEDULER,
 ];
-const WORKER_PLANE: &[&str] = &[plan::NGINX_PROXY, plan::SERVICE_SIDEKICK, plan::KUBELET, plan::KUBE_PROXY];
+const WORKER_PLANE: &[&str] = &[
+    plan::NGINX_PROXY,
+    plan::SERVICE_SIDEKICK,
+    plan::KUBELET,
+    plan::KUBE_PROXY,
+];
 
 /// What one host runs and holds, as far as `up` compares it.
 #[derive(Default)]
@@ -104,7 +109,12 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         .and_then(|s| s.current_state.rke_config.as_ref())
         .map(RkeConfig::from_state_json)
         .transpose()
-        .map_err(|e| other(format!("{}: currentState.rkeConfig: {e}", cluster.files.state_path.display())))?;
+        .map_err(|e| {
+            other(format!(
+                "{}: currentState.rkeConfig: {e}",
+                cluster.files.state_path.display()
+            ))
+        })?;
     let (state, changes) = cluster.init_state(old.as_ref(), opts.custom_certs.as_deref())?;
     if !opts.dry_run {
         state.save(&cluster.files.state_path).map_err(other)?;
@@ -175,7 +185,12 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     let helper_image = cluster.config.system_images.cert_downloader.clone();
     let registries = cluster.registry_credentials();
     let observed = observe(&pool, &cluster_plan, &helper_image, &registries).await?;
-    guard_existing_cluster(old.as_ref(), &observed, opts.force, &cluster.files.state_path)?;
+    guard_existing_cluster(
+        old.as_ref(),
+        &observed,
+        opts.force,
+        &cluster.files.state_path,
+    )?;
     let mut all_actions = Vec::new();
     let mut actions = BTreeMap::new();
     for host_plan in &cluster_plan.hosts {
@@ -216,12 +231,16 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     write_admin_kubeconfig(cluster, &run.bundle, reporter)?;
     pull_images(&run, &runner).await?;
     etcd_plane(&run, &runner).await?;
-    plane(&run, &runner, "control plane", CONTROL_PLANE, |h| h.roles.controlplane).await?;
+    plane(&run, &runner, "control plane", CONTROL_PLANE, |h| {
+        h.roles.controlplane
+    })
+    .await?;
 
     let phase = reporter.phase("authz");
     let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(other)?;
     let api = KubeApi::from_kubeconfig(&kubeconfig).await.map_err(other)?;
-    let rbac = cluster.config.authorization.mode.is_empty() || cluster.config.authorization.mode == "rbac";
+    let rbac =
+        cluster.config.authorization.mode.is_empty() || cluster.config.authorization.mode == "rbac";
     api.apply_authz(rbac).await.map_err(other)?;
     phase.done();
 
@@ -247,7 +266,8 @@ fn check_docker_versions(
     opts: &UpOptions,
     reporter: &Reporter,
 ) -> Result<(), UpError> {
-    let ignore = opts.ignore_docker_version_flag || cluster.config.ignore_docker_version.unwrap_or(false);
+    let ignore =
+        opts.ignore_docker_version_flag || cluster.config.ignore_docker_version.unwrap_or(false);
     let minor = crate::metadata::K8sVersion::parse(&cluster.config.kubernetes_version)
         .map(|v| v.docker_key())
         .unwrap_or_default();
@@ -322,7 +342,9 @@ async fn observe(
     registries: &[hosts::target::RegistryCredential],
 ) -> Result<BTreeMap<String, Observed>, UpError> {
     let tasks = cluster_plan.hosts.iter().map(|h| async move {
-        let host = pool.get(&h.address).ok_or_else(|| other(format!("host {} not connected", h.address)))?;
+        let host = pool
+            .get(&h.address)
+            .ok_or_else(|| other(format!("host {} not connected", h.address)))?;
         let docker = host.docker();
         let mut obs = Observed::default();
         for name in KNOWN_CONTAINERS {
@@ -344,7 +366,9 @@ async fn observe(
             .ensure_image(helper_image, registries, &mut |_| {})
             .await
             .map_err(other)?;
-        obs.files = files::read_dir(docker, &etc_kubernetes(h), helper_image).await.map_err(other)?;
+        obs.files = files::read_dir(docker, &etc_kubernetes(h), helper_image)
+            .await
+            .map_err(other)?;
         Ok::<_, UpError>((h.address.clone(), obs))
     });
     futures::future::join_all(tasks).await.into_iter().collect()
@@ -414,7 +438,11 @@ fn observed_view(c: &hosts::ObservedContainer) -> diff::ObservedContainer {
 fn host_actions(h: &HostPlan, obs: &Observed, desired_files: &[DesiredFile]) -> Vec<Action> {
     let mut actions = Vec::new();
     for f in files::changed(desired_files, &obs.files) {
-        let reason = if obs.files.contains_key(&f.relative_path) { "changed" } else { "new" };
+        let reason = if obs.files.contains_key(&f.relative_path) {
+            "changed"
+        } else {
+            "new"
+        };
         actions.push(Action::UploadFile {
             path: format!("{}/{}", etc_kubernetes(h), f.relative_path),
             reason: reason.into(),
@@ -430,8 +458,19 @@ fn host_actions(h: &HostPlan, obs: &Observed, desired_files: &[DesiredFile]) -> 
     for (name, spec) in &h.containers {
         let observed = obs.containers.get(name).map(observed_view);
         let image_env = obs.images.get(&spec.image).cloned().flatten();
-        let dont_care: &[&str] = if name == plan::ETCD { diff::ETCD_DONT_CARE_FLAGS } else { &[] };
-        if let Some(a) = diff::container_action(name, &view(spec), spec.start, observed.as_ref(), image_env.as_deref(), dont_care) {
+        let dont_care: &[&str] = if name == plan::ETCD {
+            diff::ETCD_DONT_CARE_FLAGS
+        } else {
+            &[]
+        };
+        if let Some(a) = diff::container_action(
+            name,
+            &view(spec),
+            spec.start,
+            observed.as_ref(),
+            image_env.as_deref(),
+            dont_care,
+        ) {
             actions.push(a);
         }
     }
@@ -452,34 +491,48 @@ async fn apply_files(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
         .plan
         .hosts
         .iter()
-        .filter(|h| run.actions[&h.address].iter().any(|a| matches!(a, Action::UploadFile { .. })))
+        .filter(|h| {
+            run.actions[&h.address]
+                .iter()
+                .any(|a| matches!(a, Action::UploadFile { .. }))
+        })
         .map(|h| h.address.clone())
         .collect();
     let r = run.clone();
     let result = runner
-        .for_each_host("certificates and files", "write files", hosts, move |address| {
-            let run = r.clone();
-            async move {
-                let h = run.plan.hosts.iter().find(|h| h.address == address).expect("planned host");
-                let host = run.pool.get(&address).expect("connected host");
-                let wanted: BTreeSet<String> = run.actions[&address]
-                    .iter()
-                    .filter_map(|a| match a {
-                        Action::UploadFile { path, .. } => Some(path.clone()),
-                        _ => None,
-                    })
-                    .collect();
-                let base = etc_kubernetes(h);
-                let files: Vec<DesiredFile> = run.files[&address]
-                    .iter()
-                    .filter(|f| wanted.contains(&format!("{base}/{}", f.relative_path)))
-                    .cloned()
-                    .collect();
-                files::write_files(host.docker(), &base, &run.helper_image, &files)
-                    .await
-                    .map_err(|e| e.to_string())
-            }
-        })
+        .for_each_host(
+            "certificates and files",
+            "write files",
+            hosts,
+            move |address| {
+                let run = r.clone();
+                async move {
+                    let h = run
+                        .plan
+                        .hosts
+                        .iter()
+                        .find(|h| h.address == address)
+                        .expect("planned host");
+                    let host = run.pool.get(&address).expect("connected host");
+                    let wanted: BTreeSet<String> = run.actions[&address]
+                        .iter()
+                        .filter_map(|a| match a {
+                            Action::UploadFile { path, .. } => Some(path.clone()),
+                            _ => None,
+                        })
+                        .collect();
+                    let base = etc_kubernetes(h);
+                    let files: Vec<DesiredFile> = run.files[&address]
+                        .iter()
+                        .filter(|f| wanted.contains(&format!("{base}/{}", f.relative_path)))
+                        .cloned()
+                        .collect();
+                    files::write_files(host.docker(), &base, &run.helper_image, &files)
+                        .await
+                        .map_err(|e| e.to_string())
+                }
+            },
+        )
         .await;
     finish(phase, result)
 }
@@ -497,7 +550,11 @@ fn finish(phase: crate::output::PhaseGuard, result: Result<(), PhaseError>) -> R
     }
 }
 
-fn write_admin_kubeconfig(cluster: &Cluster, bundle: &Bundle, reporter: &Reporter) -> Result<(), UpError> {
+fn write_admin_kubeconfig(
+    cluster: &Cluster,
+    bundle: &Bundle,
+    reporter: &Reporter,
+) -> Result<(), UpError> {
     let server = cluster
         .config
         .nodes
@@ -505,8 +562,10 @@ fn write_admin_kubeconfig(cluster: &Cluster, bundle: &Bundle, reporter: &Reporte
         .find(|n| n.role.iter().any(|r| r == "controlplane"))
         .map(|n| format!("https://{}:6443", n.address))
         .ok_or_else(|| other("the cluster has no controlplane host"))?;
-    let text = pki::admin_kubeconfig(bundle, &cluster.config.cluster_name, &server).map_err(other)?;
-    crate::state::write_atomic(&cluster.files.kubeconfig_path, text.as_bytes(), 0o600).map_err(other)?;
+    let text =
+        pki::admin_kubeconfig(bundle, &cluster.config.cluster_name, &server).map_err(other)?;
+    crate::state::write_atomic(&cluster.files.kubeconfig_path, text.as_bytes(), 0o600)
+        .map_err(other)?;
     reporter.info(format!(
         "Successfully Deployed local admin kubeconfig at [{}]",
         cluster.files.kubeconfig_path.display()
@@ -596,7 +655,10 @@ async fn apply_container(run: &Run, host: &Host, h: &HostPlan, name: &str) -> Re
                 fix_etcd_permissions(run, host, h).await?;
             }
             docker.remove_container(name).await.map_err(err)?;
-            docker.create_container(name, &docker_spec(spec)).await.map_err(err)?;
+            docker
+                .create_container(name, &docker_spec(spec))
+                .await
+                .map_err(err)?;
             if spec.start {
                 docker.start_container(name).await.map_err(err)?;
             }
@@ -608,7 +670,10 @@ async fn apply_container(run: &Run, host: &Host, h: &HostPlan, name: &str) -> Re
             docker.remove_container(&old).await.map_err(err)?;
             docker.stop_container(name).await.map_err(err)?;
             docker.rename_container(name, &old).await.map_err(err)?;
-            docker.create_container(name, &docker_spec(spec)).await.map_err(err)?;
+            docker
+                .create_container(name, &docker_spec(spec))
+                .await
+                .map_err(err)?;
             if spec.start {
                 docker.start_container(name).await.map_err(err)?;
             }
@@ -625,16 +690,23 @@ async fn apply_container(run: &Run, host: &Host, h: &HostPlan, name: &str) -> Re
         && let Some(check) = &spec.health_check
     {
         let tls = check.client_certificate.as_ref().map(|c| TlsMaterial {
-            ca_pem: run.bundle.get(pki::names::CA_CERT_NAME).map(|ca| ca.certificate_pem.clone()),
+            ca_pem: run
+                .bundle
+                .get(pki::names::CA_CERT_NAME)
+                .map(|ca| ca.certificate_pem.clone()),
             client_cert_pem: run.bundle.get(c).map(|c| c.certificate_pem.clone()),
             client_key_pem: run.bundle.get(c).map(|c| c.key_pem.clone()),
         });
         let attempts = if name == plan::ETCD { 18 } else { 24 };
         let accept = |body: &str| name != plan::ETCD || health::etcd_body_healthy(body);
-        if let Err(e) = health::wait_healthy(host.ssh(), &check.url, tls.as_ref(), attempts, accept).await {
+        if let Err(e) =
+            health::wait_healthy(host.ssh(), &check.url, tls.as_ref(), attempts, accept).await
+        {
             let logs = docker.logs(name, 5).await.unwrap_or_default();
             let last = logs.lines().last().unwrap_or("").trim();
-            return Err(format!("{name}: Failed to verify healthcheck: {e}, log: {last}"));
+            return Err(format!(
+                "{name}: Failed to verify healthcheck: {e}, log: {last}"
+            ));
         }
     }
     Ok(())
@@ -655,17 +727,29 @@ async fn fix_etcd_permissions(run: &Run, host: &Host, h: &HostPlan) -> Result<()
         .await
         .map_err(|e| e.to_string())?;
     if r.exit_code != 0 {
-        return Err(format!("etcd-fix-perm exited with {}: {}", r.exit_code, r.logs.trim()));
+        return Err(format!(
+            "etcd-fix-perm exited with {}: {}",
+            r.exit_code,
+            r.logs.trim()
+        ));
     }
     Ok(())
 }
 
-async fn remove_unplanned(run: &Run, host: &Host, h: &HostPlan, names: &[&str]) -> Result<(), String> {
+async fn remove_unplanned(
+    run: &Run,
+    host: &Host,
+    h: &HostPlan,
+    names: &[&str],
+) -> Result<(), String> {
     for a in &run.actions[&h.address] {
         if let Action::RemoveContainer { name, .. } = a
             && names.contains(&name.as_str())
         {
-            host.docker().remove_container(name).await.map_err(|e| e.to_string())?;
+            host.docker()
+                .remove_container(name)
+                .await
+                .map_err(|e| e.to_string())?;
         }
     }
     Ok(())
@@ -675,7 +759,13 @@ async fn remove_unplanned(run: &Run, host: &Host, h: &HostPlan, names: &[&str]) 
 /// replacing running members, so quorum holds), then every member's health, all reported.
 async fn etcd_plane(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
     let phase = runner.reporter.phase("etcd plane");
-    let etcd_hosts: Vec<String> = run.plan.hosts.iter().filter(|h| h.roles.etcd).map(|h| h.address.clone()).collect();
+    let etcd_hosts: Vec<String> = run
+        .plan
+        .hosts
+        .iter()
+        .filter(|h| h.roles.etcd)
+        .map(|h| h.address.clone())
+        .collect();
     let replacing = etcd_hosts.iter().any(|a| {
         run.actions[a]
             .iter()
@@ -684,7 +774,12 @@ async fn etcd_plane(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
     let work = |address: String| {
         let run = run.clone();
         async move {
-            let h = run.plan.hosts.iter().find(|h| h.address == address).expect("planned host");
+            let h = run
+                .plan
+                .hosts
+                .iter()
+                .find(|h| h.address == address)
+                .expect("planned host");
             let host = run.pool.get(&address).expect("connected host");
             remove_unplanned(&run, host, h, ETCD_PLANE).await?;
             for name in ETCD_PLANE {
@@ -698,14 +793,18 @@ async fn etcd_plane(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
     let result = if replacing {
         let mut result = Ok(());
         for address in etcd_hosts.clone() {
-            result = runner.for_each_host("etcd plane", "etcd", [address], &work).await;
+            result = runner
+                .for_each_host("etcd plane", "etcd", [address], &work)
+                .await;
             if result.is_err() {
                 break;
             }
         }
         result
     } else {
-        runner.for_each_host("etcd plane", "etcd", etcd_hosts, &work).await
+        runner
+            .for_each_host("etcd plane", "etcd", etcd_hosts, &work)
+            .await
     };
     finish(phase, result)
 }
@@ -719,13 +818,24 @@ async fn plane(
     select: fn(&HostPlan) -> bool,
 ) -> Result<(), UpError> {
     let phase = runner.reporter.phase(title);
-    let hosts: Vec<String> = run.plan.hosts.iter().filter(|h| select(h)).map(|h| h.address.clone()).collect();
+    let hosts: Vec<String> = run
+        .plan
+        .hosts
+        .iter()
+        .filter(|h| select(h))
+        .map(|h| h.address.clone())
+        .collect();
     let r = run.clone();
     let result = runner
         .for_each_host(title, title, hosts, move |address| {
             let run = r.clone();
             async move {
-                let h = run.plan.hosts.iter().find(|h| h.address == address).expect("planned host");
+                let h = run
+                    .plan
+                    .hosts
+                    .iter()
+                    .find(|h| h.address == address)
+                    .expect("planned host");
                 let host = run.pool.get(&address).expect("connected host");
                 remove_unplanned(&run, host, h, names).await?;
                 for name in names {
@@ -742,7 +852,12 @@ async fn plane(
 
 fn taints_of(cfg: Option<&RkeConfig>, address: &str) -> Vec<TaintSpec> {
     cfg.and_then(|c| c.nodes.iter().find(|n| n.address == address))
-        .map(|n| n.taints.iter().map(|t| TaintSpec::new(&t.key, &t.value, &t.effect)).collect())
+        .map(|n| {
+            n.taints
+                .iter()
+                .map(|t| TaintSpec::new(&t.key, &t.value, &t.effect))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -766,11 +881,15 @@ async fn sync_nodes(
         .hosts
         .iter()
         .map(|h| {
-            let roles: BTreeSet<String> = [("etcd", h.roles.etcd), ("controlplane", h.roles.controlplane), ("worker", h.roles.worker)]
-                .into_iter()
-                .filter(|(_, on)| *on)
-                .map(|(r, _)| r.to_string())
-                .collect();
+            let roles: BTreeSet<String> = [
+                ("etcd", h.roles.etcd),
+                ("controlplane", h.roles.controlplane),
+                ("worker", h.roles.worker),
+            ]
+            .into_iter()
+            .filter(|(_, on)| *on)
+            .map(|(r, _)| r.to_string())
+            .collect();
             NodeSync::for_host(
                 &h.hostname,
                 &h.address,
@@ -785,13 +904,23 @@ async fn sync_nodes(
         .collect();
     let api = api.clone();
     let result = runner
-        .for_each_host("nodes", "labels and taints", syncs.into_iter().map(NamedSync), move |s| {
-            let api = api.clone();
-            async move {
-                crate::kubeapi::find_node(&api, &s.0.hostname, 60).await.map_err(|e| e.to_string())?;
-                crate::kubeapi::sync_node(&api, &s.0).await.map(|_| ()).map_err(|e| e.to_string())
-            }
-        })
+        .for_each_host(
+            "nodes",
+            "labels and taints",
+            syncs.into_iter().map(NamedSync),
+            move |s| {
+                let api = api.clone();
+                async move {
+                    crate::kubeapi::find_node(&api, &s.0.hostname, 60)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    crate::kubeapi::sync_node(&api, &s.0)
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                }
+            },
+        )
         .await;
     finish(phase, result)
 }

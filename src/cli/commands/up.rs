@@ -27,9 +27,11 @@ pub async fn run(cluster: &Cluster, args: &UpArgs, reporter: &Reporter) -> Resul
         dry_run: args.dry_run,
         force: args.force,
         disable_port_check: args.disable_port_check,
-        custom_certs: args
-            .custom_certs
-            .then(|| args.cert_dir.clone().unwrap_or_else(|| cluster.files.cert_dir.clone())),
+        custom_certs: args.custom_certs.then(|| {
+            args.cert_dir
+                .clone()
+                .unwrap_or_else(|| cluster.files.cert_dir.clone())
+        }),
         agent_override: args.connect.ssh_agent_auth,
         ignore_docker_version_flag: args.connect.ignore_docker_version,
         ssh: ssh_options(&args.connect),
