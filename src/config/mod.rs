@@ -107,3 +107,26 @@ fn join_lines(diagnostics: &[Diagnostic]) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// A [`VersionCatalog`] backed by a fixed table (tests, offline tools).
+#[derive(Clone, Debug, Default)]
+pub struct StaticCatalog {
+    pub default_version: String,
+    /// version → (`system_images` key → image)
+    pub versions: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl VersionCatalog for StaticCatalog {
+    fn default_version(&self) -> String {
+        self.default_version.clone()
+    }
+    fn system_images(&self, version: &str) -> Option<BTreeMap<String, String>> {
+        self.versions.get(version).cloned()
+    }
+    fn is_supported(&self, version: &str) -> bool {
+        self.versions.contains_key(version)
+    }
+    fn supported_versions(&self) -> Vec<String> {
+        self.versions.keys().cloned().collect()
+    }
+}
