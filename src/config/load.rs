@@ -147,7 +147,11 @@ pub fn load_str(src: &str, file_name: &str) -> Result<Loaded, ConfigError> {
     let typed: Result<RkeConfig, _> = serde_saphyr::with_deserializer_from_str(src, |de| {
         serde_ignored::deserialize(de, |path| unknown.push(ignored_path(&path)))
     });
-    let tree = serde_saphyr::from_str::<Spanned<LocNode>>(src);
+    // The shape pass accepts anything the typed pass might reject (e.g. `.nan`), so that a
+    // typed error can still be given the path of its key.
+    let mut lenient = serde_saphyr::Options::default();
+    lenient.reject_non_finite_typeless_float = false;
+    let tree = serde_saphyr::from_str_with_options::<Spanned<LocNode>>(src, lenient);
     let mut locations = Locations::empty(file_name);
     if let Ok(tree) = &tree {
         record(tree, String::new(), &mut locations.entries);
@@ -160,6 +164,10 @@ pub fn load_str(src: &str, file_name: &str) -> Result<Loaded, ConfigError> {
             return Err(ConfigError::Syntax(diagnostic));
         }
     };
+
+    if let Some(diagnostic) = non_finite_float(&config, &locations) {
+        return Err(ConfigError::Syntax(diagnostic));
+    }
 
     let warnings = unknown
         .iter()
@@ -174,6 +182,23 @@ pub fn load_str(src: &str, file_name: &str) -> Result<Loaded, ConfigError> {
         config,
         warnings,
         locations,
+    })
+}
+
+/// `.nan`/`.inf` parse as floats but cannot be stored (Go's JSON encoder refuses them).
+fn non_finite_float(config: &RkeConfig, locations: &Locations) -> Option<Diagnostic> {
+    let params = config.dns.as_ref()?.linear_autoscaler_params.as_ref()?;
+    [
+        ("cores_per_replica", params.cores_per_replica),
+        ("nodes_per_replica", params.nodes_per_replica),
+    ]
+    .into_iter()
+    .find(|(_, value)| !value.is_finite())
+    .map(|(key, _)| {
+        locations.diagnostic(
+            &format!("dns.linear_autoscaler_params.{key}"),
+            "expected a finite number",
+        )
     })
 }
 

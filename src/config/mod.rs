@@ -130,3 +130,77 @@ impl VersionCatalog for StaticCatalog {
         self.versions.keys().cloned().collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse_like_rke1() {
+        let v = parse_k8s_version("v1.30.5-rancher1-1").unwrap();
+        assert_eq!((v.major, v.minor, v.patch), (1, 30, 5));
+        assert!(parse_k8s_version("1.30.5").is_err());
+        assert!(parse_k8s_version("v").is_err());
+        assert!(parse_k8s_version("v1.30").is_err());
+    }
+
+    #[test]
+    fn dns1123_subdomains() {
+        assert!(validate::is_dns1123_subdomain("node-1.example.com"));
+        assert!(!validate::is_dns1123_subdomain("Node-1"));
+        assert!(!validate::is_dns1123_subdomain("node_1"));
+        assert!(!validate::is_dns1123_subdomain("-node"));
+        assert!(!validate::is_dns1123_subdomain("node..a"));
+        assert!(!validate::is_dns1123_subdomain(&"a".repeat(254)));
+    }
+
+    #[test]
+    fn locations_fall_back_to_the_nearest_written_parent() {
+        let loaded = load_str("nodes:\n  - address: a\n    user: b\n", "c.yml").unwrap();
+        let at = |p: &str| loaded.locations.nearest(p).map(|p| (p.line, p.column));
+        assert_eq!(at("nodes[0].user"), Some((3, 5)));
+        assert_eq!(at("nodes[0].role[1]"), Some((2, 5)));
+        assert_eq!(at("services.etcd.path"), Some((1, 1)));
+        assert_eq!(loaded.locations.path_at(3, 11), "nodes[0].user");
+    }
+
+    #[test]
+    fn debug_output_redacts_secrets() {
+        let node = Node {
+            address: "10.0.0.1".into(),
+            ssh_key: "-----BEGIN OPENSSH PRIVATE KEY-----secret".into(),
+            ..Default::default()
+        };
+        let s3 = S3BackupConfig {
+            secret_key: "s3-secret".into(),
+            ..Default::default()
+        };
+        let shown = format!("{node:?} {s3:?}");
+        assert!(shown.contains("10.0.0.1"));
+        assert!(!shown.contains("PRIVATE KEY"), "{shown}");
+        assert!(!shown.contains("s3-secret"), "{shown}");
+    }
+
+    #[test]
+    fn syntax_errors_carry_file_line_column_and_key() {
+        let err = load_str("nodes:\n  - address: a\n    port: [22]\n", "c.yml").unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        let text = err.to_string();
+        assert!(text.starts_with("c.yml:3:11: nodes[0].port: "), "{text}");
+    }
+
+    #[test]
+    fn non_finite_floats_are_rejected() {
+        let err = load_str(
+            "dns:\n  linear_autoscaler_params:\n    cores_per_replica: .nan\n",
+            "c.yml",
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text
+                .starts_with("c.yml:3:5: dns.linear_autoscaler_params.cores_per_replica: expected a finite number"),
+            "{text}"
+        );
+    }
+}
