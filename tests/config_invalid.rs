@@ -132,3 +132,26 @@ fn all_problems_are_reported_in_one_error() {
     );
     assert!(text.contains("at least one controlplane host"), "{text}");
 }
+
+#[test]
+fn prepare_returns_invalid_with_exit_code_2_and_warns_about_deprecations() {
+    let catalog = catalog::catalog();
+    let bad = config::load_str("nodes: []\n", "c.yml").unwrap();
+    let err = config::prepare(bad, &catalog).unwrap_err();
+    assert_eq!(err.exit_code(), 2);
+    assert!(
+        matches!(err, ConfigError::Invalid(ref d) if d.len() == 2),
+        "{err}"
+    );
+
+    let src = "kubernetes_version: v1.20.15-rancher2-2\nnodes: [{address: a, user: u, role: [etcd, controlplane]}]\n\
+               network: {plugin: weave}\nservices:\n  kube-controller:\n    service_cluster_ip_range: 10.53.0.0/16\n";
+    let ok = config::prepare(config::load_str(src, "c.yml").unwrap(), &catalog).unwrap();
+    let shown: Vec<String> = ok.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        shown,
+        vec![
+            "c.yml:6:5: services.kube-controller.service_cluster_ip_range: kube-api and kube-controller have different service_cluster_ip_range values"
+        ]
+    );
+}

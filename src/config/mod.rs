@@ -21,7 +21,7 @@ use std::fmt;
 pub use defaults::apply_defaults;
 pub use load::{Loaded, Locations, Position, load_file, load_str};
 pub use types::*;
-pub use validate::{parse_k8s_version, validate};
+pub use validate::{is_dns1123_subdomain, parse_k8s_version, validate, warnings};
 
 /// Kubernetes version metadata as the config module needs it (implemented by `metadata`).
 pub trait VersionCatalog {
@@ -34,6 +34,19 @@ pub trait VersionCatalog {
     fn is_supported(&self, version: &str) -> bool;
     /// Every supported version, for error messages.
     fn supported_versions(&self) -> Vec<String>;
+}
+
+/// Applies RKE1's defaults to a loaded config and validates it: the config `rke up` would
+/// work with. Extra (non-fatal) findings are appended to `loaded.warnings`.
+pub fn prepare(mut loaded: Loaded, catalog: &dyn VersionCatalog) -> Result<Loaded, ConfigError> {
+    apply_defaults(&mut loaded.config, catalog);
+    let problems = validate(&loaded.config, catalog, &loaded.locations);
+    if !problems.is_empty() {
+        return Err(ConfigError::Invalid(problems));
+    }
+    let extra = warnings(&loaded.config, &loaded.locations);
+    loaded.warnings.extend(extra);
+    Ok(loaded)
 }
 
 /// One problem (or warning) in a config file, located at the offending key.
@@ -146,12 +159,12 @@ mod tests {
 
     #[test]
     fn dns1123_subdomains() {
-        assert!(validate::is_dns1123_subdomain("node-1.example.com"));
-        assert!(!validate::is_dns1123_subdomain("Node-1"));
-        assert!(!validate::is_dns1123_subdomain("node_1"));
-        assert!(!validate::is_dns1123_subdomain("-node"));
-        assert!(!validate::is_dns1123_subdomain("node..a"));
-        assert!(!validate::is_dns1123_subdomain(&"a".repeat(254)));
+        assert!(is_dns1123_subdomain("node-1.example.com"));
+        assert!(!is_dns1123_subdomain("Node-1"));
+        assert!(!is_dns1123_subdomain("node_1"));
+        assert!(!is_dns1123_subdomain("-node"));
+        assert!(!is_dns1123_subdomain("node..a"));
+        assert!(!is_dns1123_subdomain(&"a".repeat(254)));
     }
 
     #[test]

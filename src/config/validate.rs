@@ -791,3 +791,34 @@ fn check_misc(cfg: &RkeConfig, report: &mut Report) {
         );
     }
 }
+
+/// Things that work but are probably not what the user wants (printed, never fatal).
+pub fn warnings(cfg: &RkeConfig, locations: &Locations) -> Vec<Diagnostic> {
+    let mut report = Report {
+        locations,
+        diagnostics: Vec::new(),
+    };
+    if cfg.network.plugin == "weave"
+        && parse_k8s_version(&cfg.kubernetes_version)
+            .is_ok_and(|v| version_at_least(&v, (1, 27, 0)))
+    {
+        report.at(
+            "network.plugin",
+            "the weave CNI plugin is deprecated from Kubernetes 1.27 and removed in 1.30",
+        );
+    }
+    let services = &cfg.services;
+    if !services.kube_controller.service_cluster_ip_range.is_empty()
+        && services.kube_api.service_cluster_ip_range
+            != services.kube_controller.service_cluster_ip_range
+    {
+        report.at_any(
+            &[
+                "services.kube-controller.service_cluster_ip_range",
+                "services.kube-api.service_cluster_ip_range",
+            ],
+            "kube-api and kube-controller have different service_cluster_ip_range values",
+        );
+    }
+    report.diagnostics
+}
