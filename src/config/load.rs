@@ -150,7 +150,7 @@ pub fn load_str(src: &str, file_name: &str) -> Result<Loaded, ConfigError> {
     // The shape pass accepts anything the typed pass might reject (e.g. `.nan`), so that a
     // typed error can still be given the path of its key.
     let mut lenient = serde_saphyr::Options::default();
-    lenient.reject_non_finite_typeless_float = false;
+    lenient.non_finite_float_policy = serde_saphyr::NonFiniteFloatPolicy::PassThrough;
     let tree = serde_saphyr::from_str_with_options::<Spanned<LocNode>>(src, lenient);
     let mut locations = Locations::empty(file_name);
     if let Ok(tree) = &tree {
