@@ -576,6 +576,23 @@ impl DockerClient {
         Ok(String::from_utf8_lossy(&out).into_owned())
     }
 
+    /// The last `tail` lines of stderr only.
+    pub async fn logs_stderr(&self, name: &str, tail: usize) -> Result<String, HostError> {
+        let opts = LogsOptions {
+            stdout: false,
+            stderr: true,
+            tail: tail.to_string(),
+            ..Default::default()
+        };
+        let mut stream = self.docker.logs(name, Some(opts));
+        let mut out = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| self.cerr(name, "logs", e))?;
+            out.extend_from_slice(&chunk.into_bytes());
+        }
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
     /// Runs a helper container to completion: removes a stale one of the same name first
     /// (left by an interrupted run, spec §32 pain point 19), creates, starts, waits, collects
     /// the last log lines and removes it. A non-zero exit code is returned, not an error.

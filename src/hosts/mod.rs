@@ -23,6 +23,8 @@ pub use container::{ContainerSpec, ObservedContainer, PortBinding, RestartPolicy
 pub use docker::{DockerClient, DockerTransport, OneShotResult, PullProgress, UploadOptions};
 pub use facts::{DockerVersionCheck, HostFacts, check_docker_version};
 pub use pool::{Host, HostAttempt, HostPool, HostProblems};
+pub use ports::{PortCheckFailure, PortCheckPlan, PortHost, check_cluster_ports};
+pub use preflight::{PreflightOptions, PreflightReport};
 pub use ssh::{ExecOutput, HostKeyVerdict, SshSession};
 pub use target::{
     BastionTarget, HostKeyPolicy, RegistryCredential, Secret, SshAuth, SshOptions, SshTarget,
