@@ -647,3 +647,114 @@ async fn error_docker_permission_denied_names_the_docker_group() {
         "{msg}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_dockerd_stopped_after_it_ran() {
+    let Some(env) = env() else { return };
+    // A dockerd of this test's own, so stopping it disturbs nobody.
+    let root = "/run/rkers-test-docker-stop";
+    let socket = format!("{root}/docker.sock");
+    std::fs::create_dir_all(root).unwrap();
+    let mut dockerd = std::process::Command::new("dockerd")
+        .args([
+            "--data-root=/var/lib/rkers-test-docker-stop".to_owned(),
+            format!("--exec-root={root}/exec"),
+            format!("--pidfile={root}/docker.pid"),
+            format!("--host=unix://{socket}"),
+            "--containerd-namespace=rkers-test-stop".into(),
+            "--containerd-plugins-namespace=rkers-test-stop-plugins".into(),
+            "--bridge=none".into(),
+            "--iptables=false".into(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let sshd = sshd_with(&env.key, SshdOptions::default());
+    let t = target("n", &sshd, &env.key, &socket);
+    let opts = options(env.dir.path());
+    let mut up = None;
+    for _ in 0..100 {
+        if let Ok(h) = connect_one(t.clone(), &opts).await {
+            up = Some(h);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let host = up.expect("connects while dockerd runs");
+    host.docker().ping().await.unwrap();
+    // Stop dockerd the way systemctl does.
+    let pid = dockerd.id().to_string();
+    support::run(std::process::Command::new("kill").args(["-TERM", &pid]));
+    dockerd.wait().unwrap();
+    let err = host.docker().ping().await.unwrap_err();
+    assert!(err.to_string().starts_with("host n: Docker"), "{err}");
+    let err = connect_one(t, &opts).await.unwrap_err();
+    assert!(
+        matches!(err.kind(), "docker-socket-missing" | "docker-not-answering"),
+        "{}: {err}",
+        err.kind()
+    );
+    assert!(err.to_string().contains(&socket), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preflight_reports_each_host_and_version_verdicts() {
+    let Some(env) = env() else { return };
+    let good = sshd_with(&env.key, SshdOptions::default());
+    let other = sshd_with(&env.key, SshdOptions::default());
+    let targets = vec![
+        target("good", &good, &env.key, env.socket),
+        target("nosock", &other, &env.key, "/run/rkers-no-such.sock"),
+    ];
+    use rkers::hosts::preflight::{self, PreflightOptions};
+    // A list whose newest entry is older than any Docker here: newer ⇒ warning only.
+    let popts = PreflightOptions {
+        kubernetes_minor: Some("1.20".into()),
+        supported_docker_versions: vec!["1.13.x".into(), "17.03.x".into()],
+        ..Default::default()
+    };
+    let (report, pool) = preflight::run(&targets, &options(env.dir.path()), &popts).await;
+    assert!(pool.is_none());
+    assert!(!report.ok());
+    let g = &report.hosts[0];
+    assert!(g.ok(), "{g:?}");
+    assert!(
+        g.warnings
+            .iter()
+            .any(|w| w.contains("newer than the newest version known")),
+        "{g:?}"
+    );
+    assert!(g.ssh.method.as_deref().unwrap().contains("ssh-ed25519"));
+    let n = &report.hosts[1];
+    assert!(n.ssh.ok);
+    assert_eq!(n.problem_kind.as_deref(), Some("docker-socket-missing"));
+    let table = report.render_table();
+    assert!(table.lines().next().unwrap().starts_with("HOST"), "{table}");
+    assert!(
+        table.contains("PROBLEM host nosock: Docker socket"),
+        "{table}"
+    );
+    assert!(
+        table.contains("skipped (not every host is usable)"),
+        "{table}"
+    );
+    let json = report.to_json();
+    assert_eq!(json["hosts"][1]["problem_kind"], "docker-socket-missing");
+    assert_eq!(
+        json["hosts"][0]["docker"]["version_check"]["verdict"],
+        "newer-than-known"
+    );
+    // All good + ignore_docker_version: ok, pool handed back.
+    let popts = PreflightOptions {
+        ignore_docker_version: true,
+        ..popts
+    };
+    let (report, pool) = preflight::run(&targets[..1], &options(env.dir.path()), &popts).await;
+    assert!(report.ok(), "{}", report.render_table());
+    assert_eq!(pool.unwrap().len(), 1);
+    assert_eq!(
+        report.to_json()["hosts"][0]["docker"]["version_check"]["verdict"],
+        "ignored"
+    );
+}
