@@ -1,5 +1,7 @@
 //! ssh-agent authentication against a local sshd, with a passphrase-protected key held by a
 //! real ssh-agent. A separate test binary because SSH_AUTH_SOCK is process-wide.
+// Tests hold a serialising std mutex across awaits on purpose (each runs on its own runtime).
+#![allow(clippy::await_holding_lock)]
 
 mod support;
 
@@ -198,6 +200,28 @@ async fn empty_agent_and_wrong_key_list_every_method_tried() {
     assert!(msg.contains("ssh-agent: holds no keys"), "{msg}");
     assert!(
         msg.contains("publickey ecdsa-sha2-nistp256 SHA256:"),
+        "{msg}"
+    );
+    // An encrypted key left to an agent that does not hold it is named too.
+    let enc = support::keygen(dir.path(), "enc", "ed25519", "pw");
+    let t = target(
+        &sshd,
+        socket,
+        SshAuth {
+            ssh_key_path: Some(enc.clone()),
+            ..Default::default()
+        },
+    );
+    let problems = match HostPool::connect(&[t], &options(dir.path())).await {
+        Ok(_) => panic!("must fail"),
+        Err(p) => p,
+    };
+    let msg = problems.0[0].to_string();
+    assert!(
+        msg.contains(&format!(
+            "key {}: passphrase-protected, left to the agent",
+            enc.display()
+        )),
         "{msg}"
     );
 }

@@ -316,17 +316,7 @@ async fn bastion_carries_every_node_over_one_connection() {
     assert_eq!(bastion.accepted_connections(), 1, "{}", bastion.log_text());
     for n in &nodes {
         assert_eq!(n.accepted_connections(), 1);
-        // The node saw the connection coming from the bastion's forwarding, not from us directly.
     }
-    assert_eq!(
-        bastion.log_text().matches("direct-tcpip").count()
-            + bastion
-                .log_text()
-                .matches("Connection from 127.0.0.1")
-                .count()
-            >= 1,
-        true
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

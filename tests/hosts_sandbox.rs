@@ -2,6 +2,9 @@
 //! with its own sshd and dockerd, and the sandbox registry with basic auth. Skips with a
 //! printed reason when not root or the sandbox is not up.
 
+// Tests hold a serialising std mutex across awaits on purpose (each runs on its own runtime).
+#![allow(clippy::await_holding_lock)]
+
 mod support;
 
 use std::collections::HashSet;

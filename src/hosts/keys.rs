@@ -16,6 +16,7 @@ use super::target::{Secret, SshAuth};
 
 /// One way to prove who we are, in the order they are tried.
 #[derive(Clone)]
+#[allow(clippy::large_enum_variant)] // few values, built once per host
 pub(crate) enum AuthMethod {
     Key {
         /// Where the key came from, for messages (`ssh_key` or a path); never the key itself.
@@ -24,6 +25,10 @@ pub(crate) enum AuthMethod {
         cert: Option<Certificate>,
     },
     Agent,
+    /// A configured key that could not be used (kept so failures can say so).
+    Skipped {
+        reason: String,
+    },
 }
 
 impl std::fmt::Debug for AuthMethod {
@@ -33,6 +38,7 @@ impl std::fmt::Debug for AuthMethod {
                 source_name, cert, ..
             } => write!(f, "Key({source_name}, cert: {})", cert.is_some()),
             AuthMethod::Agent => f.write_str("Agent"),
+            AuthMethod::Skipped { reason } => write!(f, "Skipped({reason})"),
         }
     }
 }
@@ -116,6 +122,14 @@ pub(crate) fn auth_methods(
                     host,
                     "skipping key {source_name}, the agent will be tried: {e}"
                 );
+                let reason = match &e {
+                    HostError::KeyEncrypted { .. } => {
+                        format!("key {source_name}: passphrase-protected, left to the agent")
+                    }
+                    HostError::KeyUnusable { detail, .. } => format!("key {source_name}: {detail}"),
+                    other => other.to_string(),
+                };
+                methods.push(AuthMethod::Skipped { reason });
                 first_error.get_or_insert(e);
             }
             Err(e) => return Err(e),
@@ -124,7 +138,10 @@ pub(crate) fn auth_methods(
     if agent && !auth.agent_auth {
         methods.push(AuthMethod::Agent);
     }
-    if methods.is_empty() {
+    if !methods
+        .iter()
+        .any(|m| !matches!(m, AuthMethod::Skipped { .. }))
+    {
         return Err(first_error.unwrap_or_else(|| HostError::NoAuthMethod {
             host: host.to_owned(),
             detail: "no ssh_key, ssh_key_path or IdentityFile is configured and no ssh-agent is running (SSH_AUTH_SOCK unset)".into(),

@@ -96,8 +96,11 @@ struct Client {
     lookup_names: Vec<String>,
     known_hosts_path: PathBuf,
     policy: HostKeyPolicy,
-    outcome: Arc<Mutex<Option<Result<(HostKeyVerdict, String), HostError>>>>,
+    outcome: Arc<Mutex<Option<KeyOutcome>>>,
 }
+
+/// The host key verdict and fingerprint, or why the key was refused.
+type KeyOutcome = Result<(HostKeyVerdict, String), HostError>;
 
 impl client::Handler for Client {
     type Error = russh::Error;
@@ -547,6 +550,7 @@ async fn authenticate(
                 }
                 tried.push(format!("{desc}: rejected"));
             }
+            AuthMethod::Skipped { reason } => tried.push(format!("{reason} (not tried)")),
             AuthMethod::Agent => match agent_auth(handle, &params.user, &mut tried).await {
                 Ok(Some(desc)) => return Ok(desc),
                 Ok(None) => {}
