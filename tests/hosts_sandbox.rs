@@ -484,3 +484,181 @@ async fn sandbox_passphrase_key_and_rsa_key() {
         .await
         .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sandbox_errors_wrong_key_and_changed_host_key() {
+    let _serial = serial();
+    let Some(sb) = sandbox() else { return };
+    let addrs = sb.node_addresses();
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = target(&sb, 0, &addrs[0]);
+    t.auth.ssh_key_path = Some(support::keygen(dir.path(), "stranger", "ed25519", ""));
+    let err = HostPool::connect(std::slice::from_ref(&t), &options(&sb))
+        .await
+        .unwrap_err();
+    assert_eq!(err.0[0].kind(), "auth-failed");
+    assert!(
+        err.0[0].to_string().starts_with(
+            "host host1: SSH authentication as user \"root\" failed; tried: publickey ssh-ed25519"
+        ),
+        "{}",
+        err.0[0]
+    );
+    // known_hosts that records another key for the host: the host "was reinstalled".
+    let kh = dir.path().join("known_hosts");
+    let other = support::keygen(dir.path(), "other_host_key", "ed25519", "");
+    std::fs::write(&kh, format!("{} {}", addrs[0], support::pubkey(&other))).unwrap();
+    let mut opts = options(&sb);
+    opts.known_hosts_path = Some(kh);
+    opts.host_key_policy = HostKeyPolicy::AcceptNew;
+    let err = HostPool::connect(&[target(&sb, 0, &addrs[0])], &opts)
+        .await
+        .unwrap_err();
+    let e = &err.0[0];
+    assert_eq!(e.kind(), "host-key-changed");
+    let real = support::run(
+        Command::new("ssh-keygen")
+            .arg("-lf")
+            .arg(sb.dir.join("hosts/host1/ssh_host_ed25519_key.pub")),
+    );
+    let old = support::run(
+        Command::new("ssh-keygen")
+            .arg("-lf")
+            .arg(other.with_extension("pub")),
+    );
+    let fp = |s: &str| s.split_whitespace().nth(1).unwrap().to_owned();
+    assert!(
+        e.to_string().contains(&fp(&old)) && e.to_string().contains(&fp(&real)),
+        "{e}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sandbox_stream_local_disabled_falls_back_then_sshd_stopped() {
+    let _serial = serial();
+    let Some(sb) = sandbox() else { return };
+    let addrs = sb.node_addresses();
+    if addrs.len() < 2 {
+        return support::skip("needs 2 sandbox hosts");
+    }
+    let mut sshd = match support::SandboxSshd::start(&sb, "host2", &addrs[1], 2222, false) {
+        Ok(s) => s,
+        Err(r) => return support::skip(&r),
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut t = target(&sb, 1, &addrs[1]);
+    t.port = Some(2222);
+    let mut opts = options(&sb);
+    opts.host_key_policy = HostKeyPolicy::AcceptNew;
+    let kh = tempfile::tempdir().unwrap();
+    opts.known_hosts_path = Some(kh.path().join("known_hosts"));
+    let pool = HostPool::connect(std::slice::from_ref(&t), &opts)
+        .await
+        .expect("fallback works");
+    let h = pool.hosts().next().unwrap();
+    assert_eq!(h.facts().transport, DockerTransport::DialStdio);
+    assert!(
+        h.docker()
+            .transport_note()
+            .unwrap()
+            .contains("AllowStreamLocalForwarding")
+    );
+    h.docker()
+        .ensure_image(TOOLS_IMAGE, &[registry_credential(&sb)], &mut |_| {})
+        .await
+        .unwrap();
+    let r = h
+        .docker()
+        .run_one_shot(
+            "rkers-test-fallback",
+            &ContainerSpec {
+                image: TOOLS_IMAGE.into(),
+                entrypoint: vec!["echo".into()],
+                cmd: vec!["fallback-ok".into()],
+                ..Default::default()
+            },
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
+    assert!(r.logs.contains("fallback-ok"), "{}", r.logs);
+    pool.close().await;
+    sshd.stop();
+    opts.retries = 0;
+    let err = HostPool::connect(&[t], &opts).await.unwrap_err();
+    assert_eq!(err.0[0].kind(), "connection-refused", "{}", err.0[0]);
+    assert_eq!(
+        err.0[0].to_string(),
+        format!(
+            "host host2: connection refused by {}:2222: nothing listens there (is sshd running on that port?)",
+            addrs[1]
+        )
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sandbox_docker_permission_denied_for_user_outside_docker_group() {
+    let _serial = serial();
+    let Some(sb) = sandbox() else { return };
+    let addrs = sb.node_addresses();
+    if addrs.len() < 2 {
+        return support::skip("needs 2 sandbox hosts");
+    }
+    let user = support::unprivileged_user();
+    let _sshd = match support::SandboxSshd::start(&sb, "host2", &addrs[1], 2223, true) {
+        Ok(s) => s,
+        Err(r) => return support::skip(&r),
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut t = target(&sb, 1, &addrs[1]);
+    t.port = Some(2223);
+    t.user = user.into();
+    let mut opts = options(&sb);
+    opts.host_key_policy = HostKeyPolicy::AcceptNew;
+    let kh = tempfile::tempdir().unwrap();
+    opts.known_hosts_path = Some(kh.path().join("known_hosts"));
+    let err = HostPool::connect(&[t], &opts).await.unwrap_err();
+    assert_eq!(err.0[0].kind(), "docker-permission-denied", "{}", err.0[0]);
+    assert!(
+        err.0[0]
+            .to_string()
+            .contains("add the user to the docker group"),
+        "{}",
+        err.0[0]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sandbox_dockerd_stopped_on_a_host() {
+    let _serial = serial();
+    let Some(sb) = sandbox() else { return };
+    let addrs = sb.node_addresses();
+    let last = addrs.len();
+    let host = format!("host{last}");
+    let script = Sandbox::script();
+    if !script.exists() {
+        return support::skip("sandbox script not found (set RKERS_SANDBOX_SCRIPT)");
+    }
+    struct Restart(PathBuf, String);
+    impl Drop for Restart {
+        fn drop(&mut self) {
+            let _ = Command::new(&self.0)
+                .args(["svc", &self.1, "start", "dockerd"])
+                .status();
+        }
+    }
+    support::run(Command::new(&script).args(["svc", &host, "stop", "dockerd"]));
+    let _restart = Restart(script.clone(), host.clone());
+    let t = target(&sb, last - 1, &addrs[last - 1]);
+    let err = HostPool::connect(&[t], &options(&sb)).await.unwrap_err();
+    let e = &err.0[0];
+    assert!(
+        matches!(e.kind(), "docker-socket-missing" | "docker-not-answering"),
+        "{}: {e}",
+        e.kind()
+    );
+    assert!(
+        e.to_string().starts_with(&format!("host {host}: Docker")),
+        "{e}"
+    );
+}

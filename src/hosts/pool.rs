@@ -260,6 +260,15 @@ pub struct HostPool {
     concurrency: usize,
 }
 
+impl std::fmt::Debug for HostPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostPool")
+            .field("hosts", &self.hosts.keys().collect::<Vec<_>>())
+            .field("concurrency", &self.concurrency)
+            .finish()
+    }
+}
+
 impl HostPool {
     /// Connects to every target (SSH, Docker, facts), `opts.concurrency` at a time, and
     /// reports each host's outcome. Never fails as a whole.

@@ -413,3 +413,98 @@ impl Sandbox {
         })
     }
 }
+
+impl Sandbox {
+    /// The sandbox control script: `RKERS_SANDBOX_SCRIPT`, else the repository's.
+    pub fn script() -> PathBuf {
+        std::env::var_os("RKERS_SANDBOX_SCRIPT")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/sandbox"))
+    }
+
+    /// Runs `cmd` inside sandbox host `host` (e.g. `host2`); returns stdout.
+    pub fn exec(&self, host: &str, cmd: &str) -> Result<String, String> {
+        let script = Self::script();
+        if !script.exists() {
+            return Err(format!(
+                "sandbox script {} not found (set RKERS_SANDBOX_SCRIPT)",
+                script.display()
+            ));
+        }
+        let out = Command::new(&script)
+            .args(["exec", host, "sh", "-c", cmd])
+            .output()
+            .map_err(|e| format!("{}: {e}", script.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "sandbox exec {host} {cmd:?} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+/// An extra sshd of our own inside a sandbox host (its namespaces, its dockerd), on a port
+/// other than 22 so the sandbox's own sshd is untouched. Stopped on drop.
+pub struct SandboxSshd<'a> {
+    pub sandbox: &'a Sandbox,
+    pub host: String,
+    pub port: u16,
+    stopped: bool,
+}
+
+impl<'a> SandboxSshd<'a> {
+    pub fn start(
+        sandbox: &'a Sandbox,
+        host: &str,
+        address: &str,
+        port: u16,
+        stream_local: bool,
+    ) -> Result<Self, String> {
+        let dir = format!("/run/rkers-hosts-test-{port}");
+        let keys = std::fs::read_to_string(sandbox.dir.join("ssh/id_ed25519.pub"))
+            .map_err(|e| e.to_string())?;
+        let yn = if stream_local { "yes" } else { "no" };
+        let cfg = format!(
+            "ListenAddress {address}\nPort {port}\nHostKey {hk}\nPidFile {dir}/sshd.pid\nAuthorizedKeysFile {dir}/authorized_keys\n\
+             StrictModes no\nUsePAM no\nPermitRootLogin yes\nPasswordAuthentication no\nLogLevel VERBOSE\n\
+             AllowTcpForwarding yes\nAllowStreamLocalForwarding {yn}\nMaxStartups 100:30:200\n",
+            hk = sandbox
+                .dir
+                .join(format!("hosts/{host}/ssh_host_ed25519_key"))
+                .display(),
+        );
+        sandbox.exec(
+            host,
+            &format!(
+                "set -e; mkdir -p {dir}; chmod 755 {dir}; printf '%s' '{keys}' > {dir}/authorized_keys; chmod 644 {dir}/authorized_keys; \
+                 printf '{cfg}' > {dir}/sshd_config; mkdir -p /run/sshd; /usr/sbin/sshd -f {dir}/sshd_config -E {dir}/sshd.log",
+                keys = keys.trim()
+            ),
+        )?;
+        Ok(SandboxSshd {
+            sandbox,
+            host: host.to_owned(),
+            port,
+            stopped: false,
+        })
+    }
+
+    pub fn stop(&mut self) {
+        if !self.stopped {
+            let dir = format!("/run/rkers-hosts-test-{}", self.port);
+            let _ = self.sandbox.exec(
+                &self.host,
+                &format!("kill $(cat {dir}/sshd.pid) 2>/dev/null; sleep 0.2; rm -rf {dir}"),
+            );
+            self.stopped = true;
+        }
+    }
+}
+
+impl Drop for SandboxSshd<'_> {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
