@@ -375,7 +375,11 @@ fn set_services_defaults(cfg: &mut RkeConfig) {
         {
             limit.configuration = Some(default_event_rate_limit_config());
         }
+        // RKE1 also defaults this with `authorization.mode: none` and then rejects its own
+        // default ("PodSecurity can't be enabled with RBAC support disabled"); we only default
+        // it where it can work.
         if at_least(&cfg.kubernetes_version, (1, 23, 0))
+            && cfg.authorization.mode == DEFAULT_AUTHORIZATION_MODE
             && kube_api.pod_security_configuration.is_empty()
         {
             kube_api.pod_security_configuration = "privileged".to_string();

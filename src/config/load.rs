@@ -78,6 +78,18 @@ impl Locations {
         }
     }
 
+    /// The deepest key path written at or just before a position (used to name the key a
+    /// type error from the YAML parser is about).
+    pub fn path_at(&self, line: u64, column: u64) -> String {
+        let target = Position { line, column };
+        self.entries
+            .iter()
+            .filter(|(_, p)| **p <= target)
+            .max_by(|(pa, a), (pb, b)| a.cmp(b).then(pa.len().cmp(&pb.len())))
+            .map(|(path, _)| path.clone())
+            .unwrap_or_default()
+    }
+
     /// Every recorded path with its position, in path order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, Position)> {
         self.entries.iter().map(|(k, v)| (k.as_str(), *v))
@@ -132,19 +144,37 @@ pub fn load_str(src: &str, file_name: &str) -> Result<Loaded, ConfigError> {
         });
     }
     let mut unknown: Vec<String> = Vec::new();
-    let mut config: RkeConfig = serde_saphyr::with_deserializer_from_str(src, |de| {
+    let typed: Result<RkeConfig, _> = serde_saphyr::with_deserializer_from_str(src, |de| {
         serde_ignored::deserialize(de, |path| unknown.push(ignored_path(&path)))
-    })
-    .map_err(|e| ConfigError::Syntax(syntax_diagnostic(&e, file_name)))?;
-
-    let tree: Spanned<LocNode> = serde_saphyr::from_str(src)
-        .map_err(|e| ConfigError::Syntax(syntax_diagnostic(&e, file_name)))?;
+    });
+    // The shape pass accepts anything the typed pass might reject (e.g. `.nan`), so that a
+    // typed error can still be given the path of its key.
+    let mut lenient = serde_saphyr::Options::default();
+    lenient.non_finite_float_policy = serde_saphyr::NonFiniteFloatPolicy::PassThrough;
+    let tree = serde_saphyr::from_str_with_options::<Spanned<LocNode>>(src, lenient);
     let mut locations = Locations::empty(file_name);
-    record(&tree, String::new(), &mut locations.entries);
+    if let Ok(tree) = &tree {
+        record(tree, String::new(), &mut locations.entries);
+    }
+    let mut config = match (typed, tree) {
+        (Ok(config), Ok(_)) => config,
+        (Err(e), _) | (Ok(_), Err(e)) => {
+            let mut diagnostic = syntax_diagnostic(&e, file_name);
+            diagnostic.path = locations.path_at(diagnostic.line, diagnostic.column);
+            return Err(ConfigError::Syntax(diagnostic));
+        }
+    };
+
+    if let Some(diagnostic) = non_finite_float(&config, &locations) {
+        return Err(ConfigError::Syntax(diagnostic));
+    }
 
     let warnings = unknown
         .iter()
-        .map(|path| locations.diagnostic(path, format!("unknown key `{path}` ignored")))
+        .map(|path| {
+            let key = path.rsplit(['.', '[']).next().unwrap_or(path);
+            locations.diagnostic(path, format!("unknown key `{key}` is ignored"))
+        })
         .collect();
 
     apply_parse_time_defaults(&mut config, &locations);
@@ -152,6 +182,23 @@ pub fn load_str(src: &str, file_name: &str) -> Result<Loaded, ConfigError> {
         config,
         warnings,
         locations,
+    })
+}
+
+/// `.nan`/`.inf` parse as floats but cannot be stored (Go's JSON encoder refuses them).
+fn non_finite_float(config: &RkeConfig, locations: &Locations) -> Option<Diagnostic> {
+    let params = config.dns.as_ref()?.linear_autoscaler_params.as_ref()?;
+    [
+        ("cores_per_replica", params.cores_per_replica),
+        ("nodes_per_replica", params.nodes_per_replica),
+    ]
+    .into_iter()
+    .find(|(_, value)| !value.is_finite())
+    .map(|(key, _)| {
+        locations.diagnostic(
+            &format!("dns.linear_autoscaler_params.{key}"),
+            "expected a finite number",
+        )
     })
 }
 
@@ -211,10 +258,19 @@ fn plain_message(error: &serde_saphyr::Error) -> String {
         None => first,
     };
     let first = first.strip_prefix("error: ").unwrap_or(first);
-    if first.is_empty() {
-        "invalid YAML".to_string()
-    } else {
-        first.to_string()
+    // Drop advice aimed at the library user, not at whoever edits cluster.yml.
+    let first = match first.find(", set DuplicateKeyPolicy") {
+        Some(i) => &first[..i],
+        None => first,
+    };
+    match first {
+        "" => "invalid YAML".to_string(),
+        "invalid i64" | "invalid i32" | "invalid u64" => "expected an integer".to_string(),
+        "invalid f64" => "expected a number".to_string(),
+        "expected string scalar" => {
+            "expected a single value (a string), not a list or mapping".to_string()
+        }
+        other => other.to_string(),
     }
 }
 

@@ -21,7 +21,7 @@ use std::fmt;
 pub use defaults::apply_defaults;
 pub use load::{Loaded, Locations, Position, load_file, load_str};
 pub use types::*;
-pub use validate::{parse_k8s_version, validate};
+pub use validate::{is_dns1123_subdomain, parse_k8s_version, validate, warnings};
 
 /// Kubernetes version metadata as the config module needs it (implemented by `metadata`).
 pub trait VersionCatalog {
@@ -34,6 +34,19 @@ pub trait VersionCatalog {
     fn is_supported(&self, version: &str) -> bool;
     /// Every supported version, for error messages.
     fn supported_versions(&self) -> Vec<String>;
+}
+
+/// Applies RKE1's defaults to a loaded config and validates it: the config `rke up` would
+/// work with. Extra (non-fatal) findings are appended to `loaded.warnings`.
+pub fn prepare(mut loaded: Loaded, catalog: &dyn VersionCatalog) -> Result<Loaded, ConfigError> {
+    apply_defaults(&mut loaded.config, catalog);
+    let problems = validate(&loaded.config, catalog, &loaded.locations);
+    if !problems.is_empty() {
+        return Err(ConfigError::Invalid(problems));
+    }
+    let extra = warnings(&loaded.config, &loaded.locations);
+    loaded.warnings.extend(extra);
+    Ok(loaded)
 }
 
 /// One problem (or warning) in a config file, located at the offending key.
@@ -106,4 +119,101 @@ fn join_lines(diagnostics: &[Diagnostic]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// A [`VersionCatalog`] backed by a fixed table (tests, offline tools).
+#[derive(Clone, Debug, Default)]
+pub struct StaticCatalog {
+    pub default_version: String,
+    /// version → (`system_images` key → image)
+    pub versions: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl VersionCatalog for StaticCatalog {
+    fn default_version(&self) -> String {
+        self.default_version.clone()
+    }
+    fn system_images(&self, version: &str) -> Option<BTreeMap<String, String>> {
+        self.versions.get(version).cloned()
+    }
+    fn is_supported(&self, version: &str) -> bool {
+        self.versions.contains_key(version)
+    }
+    fn supported_versions(&self) -> Vec<String> {
+        self.versions.keys().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse_like_rke1() {
+        let v = parse_k8s_version("v1.30.5-rancher1-1").unwrap();
+        assert_eq!((v.major, v.minor, v.patch), (1, 30, 5));
+        assert!(parse_k8s_version("1.30.5").is_err());
+        assert!(parse_k8s_version("v").is_err());
+        assert!(parse_k8s_version("v1.30").is_err());
+    }
+
+    #[test]
+    fn dns1123_subdomains() {
+        assert!(is_dns1123_subdomain("node-1.example.com"));
+        assert!(!is_dns1123_subdomain("Node-1"));
+        assert!(!is_dns1123_subdomain("node_1"));
+        assert!(!is_dns1123_subdomain("-node"));
+        assert!(!is_dns1123_subdomain("node..a"));
+        assert!(!is_dns1123_subdomain(&"a".repeat(254)));
+    }
+
+    #[test]
+    fn locations_fall_back_to_the_nearest_written_parent() {
+        let loaded = load_str("nodes:\n  - address: a\n    user: b\n", "c.yml").unwrap();
+        let at = |p: &str| loaded.locations.nearest(p).map(|p| (p.line, p.column));
+        assert_eq!(at("nodes[0].user"), Some((3, 5)));
+        assert_eq!(at("nodes[0].role[1]"), Some((2, 5)));
+        assert_eq!(at("services.etcd.path"), Some((1, 1)));
+        assert_eq!(loaded.locations.path_at(3, 11), "nodes[0].user");
+    }
+
+    #[test]
+    fn debug_output_redacts_secrets() {
+        let node = Node {
+            address: "10.0.0.1".into(),
+            ssh_key: "-----BEGIN OPENSSH PRIVATE KEY-----secret".into(),
+            ..Default::default()
+        };
+        let s3 = S3BackupConfig {
+            secret_key: "s3-secret".into(),
+            ..Default::default()
+        };
+        let shown = format!("{node:?} {s3:?}");
+        assert!(shown.contains("10.0.0.1"));
+        assert!(!shown.contains("PRIVATE KEY"), "{shown}");
+        assert!(!shown.contains("s3-secret"), "{shown}");
+    }
+
+    #[test]
+    fn syntax_errors_carry_file_line_column_and_key() {
+        let err = load_str("nodes:\n  - address: a\n    port: [22]\n", "c.yml").unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        let text = err.to_string();
+        assert!(text.starts_with("c.yml:3:11: nodes[0].port: "), "{text}");
+    }
+
+    #[test]
+    fn non_finite_floats_are_rejected() {
+        let err = load_str(
+            "dns:\n  linear_autoscaler_params:\n    cores_per_replica: .nan\n",
+            "c.yml",
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text
+                .starts_with("c.yml:3:5: dns.linear_autoscaler_params.cores_per_replica: expected a finite number"),
+            "{text}"
+        );
+    }
 }

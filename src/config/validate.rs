@@ -106,90 +106,81 @@ fn check_version(
     if catalog.is_supported(&cfg.kubernetes_version) {
         return Some(version);
     }
-    for (key, why) in required_images(cfg, &version) {
-        let path = format!("system_images.{key}");
-        let message = format!(
-            "{} is not a Kubernetes version this release knows, so every image must be set: {why} image `system_images.{key}` is not set",
-            cfg.kubernetes_version
+    let missing = required_images(cfg, &version);
+    if !missing.is_empty() {
+        report.at(
+            "kubernetes_version",
+            format!(
+                "{} is not a Kubernetes version this release knows (supported: {}); to use it anyway set these system_images: {}",
+                cfg.kubernetes_version,
+                catalog.supported_versions().join(", "),
+                missing.join(", ")
+            ),
         );
-        report.at_any(&[&path, "kubernetes_version"], message);
     }
     Some(version)
 }
 
-/// Images that must be given when the version has no catalog entry, with a short reason.
-fn required_images(
-    cfg: &RkeConfig,
-    version: &semver::Version,
-) -> Vec<(&'static str, &'static str)> {
+/// `system_images` keys that must be given when the version has no catalog entry.
+fn required_images(cfg: &RkeConfig, version: &semver::Version) -> Vec<&'static str> {
     let images = &cfg.system_images;
-    let mut required: Vec<(&'static str, &'static str)> = vec![
-        ("etcd", "etcd"),
-        ("kubernetes", "kubernetes"),
-        ("pod_infra_container", "pod infrastructure"),
-        ("alpine", "alpine"),
-        ("nginx_proxy", "nginx proxy"),
-        ("cert_downloader", "certificate downloader"),
-        ("kubernetes_services_sidecar", "kubernetes sidecar"),
+    let mut required: Vec<&'static str> = vec![
+        "etcd",
+        "kubernetes",
+        "pod_infra_container",
+        "alpine",
+        "nginx_proxy",
+        "cert_downloader",
+        "kubernetes_services_sidecar",
     ];
     match cfg.network.plugin.as_str() {
-        "flannel" => required.extend([("flannel", "flannel"), ("flannel_cni", "flannel cni")]),
-        "canal" => required.extend([
-            ("canal_node", "canal"),
-            ("canal_cni", "canal cni"),
-            ("canal_flannel", "canal flannel"),
-        ]),
+        "flannel" => required.extend(["flannel", "flannel_cni"]),
+        "canal" => required.extend(["canal_node", "canal_cni", "canal_flannel"]),
         "calico" => required.extend([
-            ("calico_cni", "calico cni"),
-            ("calico_ctl", "calico ctl"),
-            ("calico_node", "calico"),
-            ("calico_controllers", "calico controllers"),
+            "calico_cni",
+            "calico_ctl",
+            "calico_node",
+            "calico_controllers",
         ]),
-        "weave" => required.extend([("weave_cni", "weave cni"), ("weave_node", "weave")]),
+        "weave" => required.extend(["weave_cni", "weave_node"]),
         "aci" => required.extend([
-            ("aci_cni_deploy_container", "aci cnideploy"),
-            ("aci_host_container", "aci host"),
-            ("aci_opflex_container", "aci opflex agent"),
-            ("aci_mcast_container", "aci mcast"),
-            ("aci_ovs_container", "aci openvswitch"),
-            ("aci_controller_container", "aci controller"),
+            "aci_cni_deploy_container",
+            "aci_host_container",
+            "aci_opflex_container",
+            "aci_mcast_container",
+            "aci_ovs_container",
+            "aci_controller_container",
         ]),
         _ => {}
     }
     if let Some(dns) = &cfg.dns {
         match dns.provider.as_str() {
             "kube-dns" => required.extend([
-                ("kubedns", "kubedns"),
-                ("dnsmasq", "dnsmasq"),
-                ("kubedns_sidecar", "kubedns sidecar"),
-                ("kubedns_autoscaler", "kubedns autoscaler"),
+                "kubedns",
+                "dnsmasq",
+                "kubedns_sidecar",
+                "kubedns_autoscaler",
             ]),
-            "coredns" => required.extend([
-                ("coredns", "coredns"),
-                ("coredns_autoscaler", "coredns autoscaler"),
-            ]),
+            "coredns" => required.extend(["coredns", "coredns_autoscaler"]),
             _ => {}
         }
         if dns.nodelocal.is_some() {
-            required.push(("nodelocal", "nodelocal"));
+            required.push("nodelocal");
         }
     }
     if cfg.monitoring.provider != "none" {
-        required.push(("metrics_server", "metrics server"));
+        required.push("metrics_server");
     }
     if cfg.ingress.provider != "none" {
-        required.extend([
-            ("ingress", "ingress"),
-            ("ingress_backend", "ingress backend"),
-        ]);
+        required.extend(["ingress", "ingress_backend"]);
         if version_at_least(version, (1, 21, 0)) {
-            required.push(("ingress_webhook", "ingress webhook"));
+            required.push("ingress_webhook");
         }
     }
     let slots: HashMap<&str, &String> = images.slots().into_iter().collect();
     required
         .into_iter()
-        .filter(|(key, _)| slots.get(key).is_none_or(|v| v.is_empty()))
+        .filter(|key| slots.get(key).is_none_or(|v| v.is_empty()))
         .collect()
 }
 
@@ -799,4 +790,35 @@ fn check_misc(cfg: &RkeConfig, report: &mut Report) {
             "audit policy must be an audit.k8s.io/v1 object with `kind: Policy`",
         );
     }
+}
+
+/// Things that work but are probably not what the user wants (printed, never fatal).
+pub fn warnings(cfg: &RkeConfig, locations: &Locations) -> Vec<Diagnostic> {
+    let mut report = Report {
+        locations,
+        diagnostics: Vec::new(),
+    };
+    if cfg.network.plugin == "weave"
+        && parse_k8s_version(&cfg.kubernetes_version)
+            .is_ok_and(|v| version_at_least(&v, (1, 27, 0)))
+    {
+        report.at(
+            "network.plugin",
+            "the weave CNI plugin is deprecated from Kubernetes 1.27 and removed in 1.30",
+        );
+    }
+    let services = &cfg.services;
+    if !services.kube_controller.service_cluster_ip_range.is_empty()
+        && services.kube_api.service_cluster_ip_range
+            != services.kube_controller.service_cluster_ip_range
+    {
+        report.at_any(
+            &[
+                "services.kube-controller.service_cluster_ip_range",
+                "services.kube-api.service_cluster_ip_range",
+            ],
+            "kube-api and kube-controller have different service_cluster_ip_range values",
+        );
+    }
+    report.diagnostics
 }

@@ -1,1 +1,35 @@
 //! Node access: one SSH connection per host, Docker over it, and the facts gathered from each host.
+//!
+//! Callers describe hosts with [`SshTarget`] / [`SshOptions`] (no dependency on the cluster.yml
+//! model), open them all with [`HostPool::connect`], and then use each host's [`Host`]:
+//! [`Host::ssh`] for channels and commands, [`Host::docker`] for the typed Docker layer.
+
+// HostError carries the host and full context in owned strings by design; errors are the
+// cold path, so their size does not matter.
+#![allow(clippy::result_large_err)]
+
+pub mod container;
+pub mod docker;
+pub mod error;
+pub mod facts;
+pub mod keys;
+pub mod known_hosts;
+pub mod pool;
+pub mod ports;
+pub mod preflight;
+pub mod ssh;
+pub mod ssh_config;
+pub mod target;
+
+pub use error::HostError;
+
+pub use container::{ContainerSpec, ObservedContainer, PortBinding, RestartPolicy};
+pub use docker::{DockerClient, DockerTransport, OneShotResult, PullProgress, UploadOptions};
+pub use facts::{DockerVersionCheck, HostFacts, check_docker_version};
+pub use pool::{Host, HostAttempt, HostPool, HostProblems};
+pub use ports::{PortCheckFailure, PortCheckPlan, PortHost, check_cluster_ports};
+pub use preflight::{PreflightOptions, PreflightReport};
+pub use ssh::{ExecOutput, HostKeyVerdict, SshSession};
+pub use target::{
+    BastionTarget, HostKeyPolicy, RegistryCredential, Secret, SshAuth, SshOptions, SshTarget,
+};
