@@ -24,7 +24,7 @@ images_docker_cli_deb() {
     local d="$RKERS_CACHE/debs"
     mkdir -p "$d"
     if [ -z "$(find "$d" -maxdepth 1 -name 'docker.io_*.deb' | head -1)" ]; then
-        (cd "$d" && apt-get -qq download docker.io >&2)
+        (cd "$d" && apt-get -qq -o APT::Sandbox::User=root download docker.io >&2)
     fi
     find "$d" -maxdepth 1 -name 'docker.io_*.deb' | sort | tail -1
 }

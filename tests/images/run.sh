@@ -77,7 +77,11 @@ push_dir() {
 }
 
 login() {
-    on "$1" bash -c "docker login -u '$SANDBOX_REGISTRY_USER' --password-stdin '$REG' >/dev/null" <"$REG_PASSWORD_FILE"
+    local out
+    out=$(on "$1" bash -c "docker login -u '$SANDBOX_REGISTRY_USER' --password-stdin '$REG' 2>&1" <"$REG_PASSWORD_FILE") || {
+        echo "$out" >&2
+        return 1
+    }
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -354,7 +358,22 @@ selected=("$@")
 
 passed=0
 failed=0
-login "$H1" && login "$H2" || echo "warning: registry login failed; the tests that pull will fail" >&2
+for h in "$H1" "$H2"; do
+    on "$h" true </dev/null 2>/dev/null || {
+        echo "images tests: sandbox host $h is not running (scripts/sandbox status)" >&2
+        exit 2
+    }
+    login "$h" || {
+        echo "images tests: registry login on $h failed" >&2
+        exit 2
+    }
+    for img in "$HK" "$ETCD" "$TOOLS" "$PAUSE" "$CNI"; do
+        dk "$h" pull -q "$img" >/dev/null 2>"$work/pull.err" || {
+            echo "images tests: $h cannot pull $img: $(cat "$work/pull.err") (run scripts/build-images)" >&2
+            exit 2
+        }
+    done
+done
 for t in "${selected[@]}"; do
     [[ "$t" == test_* ]] || t="test_$t"
     declare -F "$t" >/dev/null || {
