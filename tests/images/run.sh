@@ -6,7 +6,7 @@
 #
 # Prints one line per test and `N passed, N failed` last; exits non-zero when a test failed.
 # Everything it starts is named imgtest-* and removed at the end; files go to each host's /tmp.
-# Ports used on the hosts: 23790/23800 (test etcd), 2379 (snapshot serve, when free), 16443/16999.
+# IMGTEST_HOSTS="hostA hostB" chooses the hosts. Ports used on the hosts: 23790/23800 (test etcd), 2379 (snapshot serve, when free), 16443/16999.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -20,13 +20,19 @@ SANDBOX_CMD=${SANDBOX_CMD:-$repo/scripts/sandbox}
     exit 2
 }
 hosts_file="$RKERS_SANDBOX_DIR/hosts.list"
-mapfile -t HOSTS < <(grep -v '^\s*$' "$hosts_file" 2>/dev/null)
+# IMGTEST_HOSTS="hostA hostB" picks the two hosts (default: the first two of the sandbox).
+if [ -n "${IMGTEST_HOSTS:-}" ]; then
+    read -r -a HOSTS <<<"$IMGTEST_HOSTS"
+else
+    mapfile -t HOSTS < <(grep -v '^\s*$' "$hosts_file" 2>/dev/null)
+fi
 [ ${#HOSTS[@]} -ge 2 ] || {
     echo "images tests: need a running sandbox with at least 2 hosts ($hosts_file)" >&2
     exit 2
 }
 H1=${HOSTS[0]}
 H2=${HOSTS[1]}
+[ "$H1" != "$H2" ] || echo "images tests: warning: both hosts are $H1; cross-host checks stay on one host" >&2
 host_ip() { echo "${SANDBOX_SUBNET_PREFIX}.$((10 + ${1#host}))"; }
 IP1=$(host_ip "$H1")
 IP2=$(host_ip "$H2")
@@ -257,17 +263,17 @@ test_etcd_snapshot_save_serve_download_restore() {
     else
         dk "$H1" run -d --name imgtest-serve --net host -v /tmp/imgtest/backup:/backup -v /tmp/imgtest/pki:/pki "$TOOLS" \
             /opt/rke-tools/rke-etcd-backup etcd-backup serve --name "$name" --cacert /pki/kube-ca.pem --cert /pki/kube-etcd.pem --key /pki/kube-etcd-key.pem >/dev/null
-        on "$H2" bash -c 'rm -rf /tmp/imgtest/backup && mkdir -p /tmp/imgtest/backup'
+        on "$H2" bash -c 'rm -rf /tmp/imgtest/downloaded && mkdir -p /tmp/imgtest/downloaded'
         local i
         for i in $(seq 1 20); do
-            out=$(dk "$H2" run --rm --net host -v /tmp/imgtest/backup:/backup -v /tmp/imgtest/pki:/pki "$TOOLS" \
+            out=$(dk "$H2" run --rm --net host -v /tmp/imgtest/downloaded:/backup -v /tmp/imgtest/pki:/pki "$TOOLS" \
                 /opt/rke-tools/rke-etcd-backup etcd-backup download --name "$name" --local-endpoint "$IP1" \
                 --cacert /pki/kube-ca.pem --cert /pki/kube-node.pem --key /pki/kube-node-key.pem 2>&1) && break
             sleep 0.5
         done
         dk "$H1" rm -f imgtest-serve >/dev/null 2>&1
         sum1=$(on "$H1" md5sum "/tmp/imgtest/backup/$name" | cut -d' ' -f1)
-        sum2=$(on "$H2" md5sum "/tmp/imgtest/backup/$name" | cut -d' ' -f1)
+        sum2=$(on "$H2" md5sum "/tmp/imgtest/downloaded/$name" | cut -d' ' -f1)
         [ -n "$sum1" ] && [ "$sum1" = "$sum2" ] || fail "downloaded snapshot differs ($sum1 vs $sum2): $out" || return 1
     fi
     # Restore as RKE's etcd-restore one-shot does, in the etcd image.
@@ -284,6 +290,8 @@ if not os.path.exists(os.path.join(d, n)):
 
 test_nginx_proxy_forwards_to_other_host() {
     local out
+    # On one host the client could reach the listener without nginx in between.
+    [ "$H1" != "$H2" ] || fail "needs two distinct hosts" || return 1
     dk "$H1" rm -f imgtest-listener >/dev/null 2>&1
     dk "$H2" rm -f imgtest-nginx-proxy >/dev/null 2>&1
     dk "$H1" run -d --name imgtest-listener --net host "$TOOLS" nc -lk -p 16443 -e "echo hello-from-$H1" >/dev/null ||
@@ -293,7 +301,8 @@ test_nginx_proxy_forwards_to_other_host() {
         --entrypoint nginx-proxy "$TOOLS" "CP_HOSTS=$IP1" >/dev/null || fail "nginx-proxy did not start" || return 1
     local i
     for i in $(seq 1 20); do
-        out=$(dk "$H2" run --rm --net host "$TOOLS" nc -w 3 127.0.0.1 16443 </dev/null 2>&1)
+        # stdin stays open a moment: nginx ends a stream session when the client half-closes.
+        out=$(dk "$H2" run --rm --net host "$TOOLS" sh -c 'sleep 1 | nc -w 3 127.0.0.1 16443' 2>&1)
         [ "$out" = "hello-from-$H1" ] && break
         sleep 0.5
     done
