@@ -61,7 +61,10 @@ log="$work/log"
 cleanup() {
     local h
     for h in "$H1" "$H2"; do
-        on "$h" bash -c 'ids=$(docker ps -aq --filter name=imgtest-); [ -z "$ids" ] || docker rm -f $ids >/dev/null 2>&1; rm -rf /tmp/imgtest' </dev/null >/dev/null 2>&1 || true
+        on "$h" bash -c 'docker rm -f imgtest-kubelet >/dev/null 2>&1
+            ids=$(docker ps -aq --filter name=imgtest-); [ -z "$ids" ] || docker rm -f $ids >/dev/null 2>&1
+            grep " /tmp/imgtest" /proc/mounts | cut -d" " -f2 | sort -r | xargs -r umount 2>/dev/null
+            rm -rf /tmp/imgtest' </dev/null >/dev/null 2>&1 || true
     done
     rm -rf "$work"
 }
@@ -145,6 +148,45 @@ test_wrapper_from_sidekick_runs_components() {
     out=$(dk "$H1" run --rm -v /var/run/docker.sock:/var/run/docker.sock --volumes-from imgtest-sidekick \
         --entrypoint /opt/rke-tools/bin/docker "$HK" info -f '{{.Info.CgroupDriver}}' 2>&1)
     [ "$out" = cgroupfs ] || [ "$out" = systemd ] || fail "docker CLI from the volume printed: $out" || return 1
+}
+
+# kubelet the way RKE starts it (privileged, host network and PID, wrapper from the sidekick
+# volume), standalone: it must answer /healthz and run a static pod whose sandbox is the pause image.
+test_kubelet_runs_static_pod_through_wrapper() {
+    local out i
+    dk "$H1" rm -f imgtest-sidekick imgtest-kubelet >/dev/null 2>&1
+    dk "$H1" create --name imgtest-sidekick --net none --entrypoint /bin/bash "$TOOLS" >/dev/null || fail "creating the sidekick failed" || return 1
+    on "$H1" bash -c "mkdir -p /tmp/imgtest/manifests /tmp/imgtest/kubelet && cat > /tmp/imgtest/manifests/imgtest.yaml" <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: imgtest-static, namespace: default}
+spec:
+  hostNetwork: true
+  containers:
+  - {name: sleeper, image: "$TOOLS", imagePullPolicy: IfNotPresent, command: [sleep, "3600"]}
+EOF
+    dk "$H1" run -d --name imgtest-kubelet --net host --pid host --privileged --volumes-from imgtest-sidekick \
+        -v /var/lib/docker:/var/lib/docker:rw,rslave -v /tmp/imgtest:/tmp/imgtest:shared \
+        -v /sys:/sys:rprivate -v /var/run:/var/run:rw,rprivate -v /run:/run:rprivate -v /dev:/host/dev:rprivate \
+        -v /usr:/host/usr:ro -v /etc:/host/etc:ro -v /etc/resolv.conf:/etc/resolv.conf \
+        --entrypoint /opt/rke-tools/entrypoint.sh "$HK" kubelet --root-dir=/tmp/imgtest/kubelet \
+        --pod-manifest-path=/tmp/imgtest/manifests --pod-infra-container-image="$PAUSE" --fail-swap-on=false \
+        --hostname-override="$H1" --resolv-conf=/etc/resolv.conf >/dev/null || fail "kubelet did not start" || return 1
+    for i in $(seq 1 90); do
+        out=$(dk "$H1" ps --filter name=imgtest-static --format '{{.Names}} {{.Image}}' 2>&1)
+        case "$out" in *k8s_sleeper_imgtest-static*) case "$out" in *"k8s_POD_imgtest-static"*"$PAUSE"*) break ;; esac ;; esac
+        sleep 1
+    done
+    expect_contains "static pod sandbox" "$out" "$PAUSE" || {
+        fail "kubelet log: $(dk "$H1" logs --tail 8 imgtest-kubelet 2>&1)"
+        return 1
+    }
+    expect_contains "static pod container" "$out" "k8s_sleeper_imgtest-static" || return 1
+    out=$(on "$H1" curl -s --max-time 5 http://127.0.0.1:10248/healthz)
+    [ "$out" = ok ] || fail "kubelet /healthz: $out" || return 1
+    out=$(dk "$H1" logs imgtest-kubelet 2>&1 | grep 'rke-tools entrypoint' | tr '\n' ' ')
+    expect_contains "wrapper log" "$out" "cgroup driver" || return 1
+    dk "$H1" rm -f imgtest-kubelet >/dev/null 2>&1
 }
 
 test_tools_contract() {
@@ -353,6 +395,7 @@ ALL_TESTS=(
     test_kubernetes_binaries_print_version
     test_hyperkube_has_host_tools
     test_wrapper_from_sidekick_runs_components
+    test_kubelet_runs_static_pod_through_wrapper
     test_tools_contract
     test_cert_deployer_writes_files
     test_etcd_serves_tls_clients
