@@ -288,14 +288,14 @@ test_etcd_serves_tls_clients() {
 test_etcd_snapshot_save_serve_download_restore() {
     local out name=imgtest-snap sum1 sum2
     dk "$H1" inspect imgtest-etcd >/dev/null 2>&1 || start_test_etcd || return 1
-    on "$H1" bash -c "mkdir -p /tmp/imgtest/backup /tmp/imgtest/k8s && echo '{\"imgtest\":true}' > /tmp/imgtest/k8s/$name.rkestate"
+    on "$H1" bash -c "mkdir -p /tmp/imgtest/backup /tmp/imgtest/snap-k8s && echo '{\"imgtest\":true}' > /tmp/imgtest/snap-k8s/$name.rkestate"
     # As RKE's etcd-snapshot-once container runs it.
-    out=$(dk "$H1" run --rm --net host -v /tmp/imgtest/backup:/backup -v /tmp/imgtest/k8s:/etc/kubernetes -v /tmp/imgtest/pki:/pki "$TOOLS" \
+    out=$(dk "$H1" run --rm --net host -v /tmp/imgtest/backup:/backup -v /tmp/imgtest/snap-k8s:/etc/kubernetes -v /tmp/imgtest/pki:/pki "$TOOLS" \
         /opt/rke-tools/rke-etcd-backup etcd-backup save --cacert /pki/kube-ca.pem --cert /pki/kube-node.pem --key /pki/kube-node-key.pem \
         --name "$name" --endpoints="$IP1:23790" --once 2>&1) || fail "save --once failed: $out" || return 1
-    out=$(on "$H1" bash -c "stat -c '%a' /tmp/imgtest/backup/$name.zip; ls /tmp/imgtest/backup; ls /tmp/imgtest/k8s")
+    out=$(on "$H1" bash -c "stat -c '%a' /tmp/imgtest/backup/$name.zip; ls /tmp/imgtest/backup; ls /tmp/imgtest/snap-k8s")
     [ "$out" = $'600\n'"$name.zip" ] || fail "after save: $out" || return 1
-    out=$(dk "$H1" run --rm -v /tmp/imgtest/backup:/backup -v /tmp/imgtest/k8s:/etc/kubernetes "$TOOLS" \
+    out=$(dk "$H1" run --rm -v /tmp/imgtest/backup:/backup -v /tmp/imgtest/snap-k8s:/etc/kubernetes "$TOOLS" \
         sh -c "/opt/rke-tools/rke-etcd-backup etcd-backup extractstatefile --name $name >/dev/null 2>&1 && cat /tmp/cluster.rkestate" 2>&1)
     [ "$out" = '{"imgtest":true}' ] || fail "extractstatefile gave: $out" || return 1
 
@@ -355,9 +355,11 @@ test_nginx_proxy_forwards_to_other_host() {
 
 test_port_checker_reports_closed_ports() {
     local out
-    dk "$H1" inspect imgtest-listener >/dev/null 2>&1 ||
-        dk "$H1" run -d --name imgtest-listener --net host "$TOOLS" nc -lk -p 16443 -e "echo hello" >/dev/null
-    sleep 0.5
+    # RKE's port listener: `nc -kl -p 1337 -e echo` behind a published port.
+    dk "$H1" rm -f imgtest-port-listener >/dev/null 2>&1
+    dk "$H1" run -d --name imgtest-port-listener -p 16443:1337 "$TOOLS" nc -kl -p 1337 -e echo >/dev/null ||
+        fail "port listener did not start" || return 1
+    sleep 1
     # RKE's rke-port-checker command, verbatim.
     out=$(dk "$H2" run --rm --net host -e "HOSTS=$IP1" -e "PORTS=16443 16999" "$TOOLS" sh -c \
         'for host in $HOSTS; do for port in $PORTS ; do echo "Checking host ${host} on port ${port}" >&1 & nc -w 5 -z $host $port > /dev/null || echo "${host}:${port}" >&2 & done; wait; done' 2>&1 >/dev/null)
