@@ -4,9 +4,10 @@
 #
 #   tests/images/run.sh [TEST...]
 #
-# Prints one line per test and `N passed, N failed` last; exits non-zero when a test failed.
+# Prints one line per test and `N passed, N failed, N skipped` last; exits non-zero when a test failed.
 # Everything it starts is named imgtest-* and removed at the end; files go to each host's /tmp.
-# IMGTEST_HOSTS="hostA hostB" chooses the hosts. Ports used on the hosts: 23790/23800 (test etcd), 2379 (snapshot serve, when free), 16443/16999.
+# IMGTEST_HOSTS="hostA hostB" chooses the hosts. Ports used on the hosts: 23790/23800 (test etcd),
+# 2379 (snapshot serve, when free), 16443, 16444, 16999, 10248 (kubelet healthz).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -154,6 +155,10 @@ test_wrapper_from_sidekick_runs_components() {
 # volume), standalone: it must answer /healthz and run a static pod whose sandbox is the pause image.
 test_kubelet_runs_static_pod_through_wrapper() {
     local out i
+    if on "$H1" curl -s --max-time 2 -o /dev/null http://127.0.0.1:10248/healthz; then
+        echo "    skipped: a kubelet already runs on $H1" >>"$log"
+        return 77
+    fi
     dk "$H1" rm -f imgtest-sidekick imgtest-kubelet >/dev/null 2>&1
     dk "$H1" create --name imgtest-sidekick --net none --entrypoint /bin/bash "$TOOLS" >/dev/null || fail "creating the sidekick failed" || return 1
     on "$H1" bash -c "mkdir -p /tmp/imgtest/manifests /tmp/imgtest/kubelet && cat > /tmp/imgtest/manifests/imgtest.yaml" <<EOF
@@ -350,6 +355,8 @@ test_nginx_proxy_forwards_to_other_host() {
     done
     [ "$out" = "hello-from-$H1" ] || fail "through nginx-proxy on $H2 got '$out'; logs: $(dk "$H2" logs --tail 5 imgtest-nginx-proxy 2>&1)" || return 1
     out=$(dk "$H2" exec imgtest-nginx-proxy cat /etc/nginx/nginx.conf)
+    dk "$H1" rm -f imgtest-listener >/dev/null 2>&1
+    dk "$H2" rm -f imgtest-nginx-proxy >/dev/null 2>&1
     expect_contains "rendered config" "$out" "server $IP1:16443;"
 }
 
@@ -357,11 +364,11 @@ test_port_checker_reports_closed_ports() {
     local out
     # RKE's port listener: `nc -kl -p 1337 -e echo` behind a published port.
     dk "$H1" rm -f imgtest-port-listener >/dev/null 2>&1
-    dk "$H1" run -d --name imgtest-port-listener -p 16443:1337 "$TOOLS" nc -kl -p 1337 -e echo >/dev/null ||
+    dk "$H1" run -d --name imgtest-port-listener -p 16444:1337 "$TOOLS" nc -kl -p 1337 -e echo >/dev/null ||
         fail "port listener did not start" || return 1
     sleep 1
     # RKE's rke-port-checker command, verbatim.
-    out=$(dk "$H2" run --rm --net host -e "HOSTS=$IP1" -e "PORTS=16443 16999" "$TOOLS" sh -c \
+    out=$(dk "$H2" run --rm --net host -e "HOSTS=$IP1" -e "PORTS=16444 16999" "$TOOLS" sh -c \
         'for host in $HOSTS; do for port in $PORTS ; do echo "Checking host ${host} on port ${port}" >&1 & nc -w 5 -z $host $port > /dev/null || echo "${host}:${port}" >&2 & done; wait; done' 2>&1 >/dev/null)
     [ "$out" = "$IP1:16999" ] || fail "port checker stderr: '$out' (expected only $IP1:16999)"
 }
@@ -412,6 +419,7 @@ selected=("$@")
 
 passed=0
 failed=0
+skipped=0
 for h in "$H1" "$H2"; do
     on "$h" true </dev/null 2>/dev/null || {
         echo "images tests: sandbox host $h is not running (scripts/sandbox status)" >&2
@@ -436,15 +444,23 @@ for t in "${selected[@]}"; do
     }
     : >"$log"
     start=$(date +%s.%N)
-    if "$t" </dev/null; then
-        result=ok
-        passed=$((passed + 1))
-    else
-        result=FAILED
-        failed=$((failed + 1))
-    fi
+    "$t" </dev/null
+    case $? in
+        0)
+            result=ok
+            passed=$((passed + 1))
+            ;;
+        77)
+            result=skip
+            skipped=$((skipped + 1))
+            ;;
+        *)
+            result=FAILED
+            failed=$((failed + 1))
+            ;;
+    esac
     printf '%-52s %-6s %5.1fs\n' "${t#test_}" "$result" "$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN{print e-s}')"
     [ -s "$log" ] && cat "$log"
 done
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]
