@@ -2,6 +2,8 @@
 //! `cluster.rkestate` as they are.
 //!
 //! The crate is split by job, each module owning one concern:
+//! - [`cluster`]: a cluster as a command sees it: config, metadata, files, state; and the
+//!   mapping of the config into the inputs of the other modules.
 //! - [`config`]: the cluster.yml model, defaults and validation (errors carry file:line:column).
 //! - [`metadata`]: Kubernetes version metadata (system images, default component flags).
 //! - [`state`]: the `.rkestate` file and the files named after the config (§6, §7).
@@ -9,14 +11,17 @@
 //! - [`hosts`]: one SSH connection per host and the Docker client over it; host facts.
 //! - [`plan`]: pure functions from config + state + metadata to the desired state of each host.
 //! - [`diff`]: desired vs observed, giving the list of actions `--dry-run` prints.
+//! - [`kubeapi`]: the Kubernetes API: RBAC objects, the in-cluster state, node labels and taints.
 //! - [`phases`]: ordered steps that apply actions, hosts in parallel under a concurrency limit.
 //! - [`output`]: progress on a TTY, plain lines otherwise, JSON events; secret redaction.
 //! - [`cli`]: the command line surface and exit codes.
 
 pub mod cli;
+pub mod cluster;
 pub mod config;
 pub mod diff;
 pub mod hosts;
+pub mod kubeapi;
 pub mod metadata;
 pub mod output;
 pub mod phases;

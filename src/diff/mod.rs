@@ -1,1 +1,322 @@
 //! Desired vs observed state of each host, giving the list of actions to take.
+//!
+//! Containers are compared the way RKE1 compares them (§22.1), so that a cluster RKE1 built is
+//! adopted without restarts: image name, entrypoint, command, binds and security options as sets,
+//! and the environment as a set after adding the image's own default environment. Fields RKE1
+//! does not compare (labels, network and PID mode, privileged, restart policy, user, ports) are
+//! not compared here either (§33.16).
+//!
+//! One deliberate difference (§33.17): RKE1 starts a stopped container without comparing it, so
+//! a stopped kube-apiserver with outdated flags comes back outdated. rkers compares stopped
+//! containers too and recreates them when they differ. Starting a stopped container never
+//! restarts a running one, so adopted clusters are unaffected.
+
+mod action;
+
+pub use action::{Action, HostActions, render_dry_run};
+
+use std::collections::BTreeSet;
+
+/// The fields of a container that decide whether it must be recreated.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContainerView {
+    pub image: String,
+    pub entrypoint: Vec<String>,
+    pub cmd: Vec<String>,
+    pub env: Vec<String>,
+    pub binds: Vec<String>,
+    pub security_opt: Vec<String>,
+}
+
+/// A container as found on a host.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObservedContainer {
+    pub id: String,
+    pub running: bool,
+    pub restarting: bool,
+    pub config: ContainerView,
+}
+
+/// One field that differs, for the dry-run output and the event log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldChange {
+    pub field: &'static str,
+    /// Values only the desired side has.
+    pub added: Vec<String>,
+    /// Values only the running container has.
+    pub removed: Vec<String>,
+}
+
+impl std::fmt::Display for FieldChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:", self.field)?;
+        for a in &self.added {
+            write!(f, " +{a}")?;
+        }
+        for r in &self.removed {
+            write!(f, " -{r}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Flags whose values do not count as a difference. RKE1 flips etcd's `--initial-cluster` and
+/// `--initial-cluster-state` between a member add and the next run (§33.6); etcd ignores both once
+/// its data directory exists, so a difference there must not restart etcd.
+pub const ETCD_DONT_CARE_FLAGS: &[&str] = &["--initial-cluster=", "--initial-cluster-state="];
+
+/// How the desired container compares with what runs on the host.
+///
+/// `image_env` is the default environment of the desired image as the host's Docker reports it,
+/// or `None` when the image is not on the host (then the container is recreated, as in RKE1:
+/// a new image is needed anyway).
+pub fn compare(
+    desired: &ContainerView,
+    observed: &ContainerView,
+    image_env: Option<&[String]>,
+    dont_care_flags: &[&str],
+) -> Vec<FieldChange> {
+    let mut changes = Vec::new();
+    if desired.image != observed.image || image_env.is_none() {
+        changes.push(FieldChange {
+            field: "image",
+            added: vec![desired.image.clone()],
+            removed: if desired.image != observed.image {
+                vec![observed.image.clone()]
+            } else {
+                Vec::new()
+            },
+        });
+    }
+    let keep = |v: &String| !dont_care_flags.iter().any(|p| v.starts_with(p));
+    let mut set_field = |field, want: &[String], have: &[String], want_extra: &[String]| {
+        let want: BTreeSet<&String> = want.iter().chain(want_extra).filter(|v| keep(v)).collect();
+        let have: BTreeSet<&String> = have.iter().filter(|v| keep(v)).collect();
+        if want != have {
+            changes.push(FieldChange {
+                field,
+                added: want.difference(&have).map(|s| s.to_string()).collect(),
+                removed: have.difference(&want).map(|s| s.to_string()).collect(),
+            });
+        }
+    };
+    set_field("entrypoint", &desired.entrypoint, &observed.entrypoint, &[]);
+    set_field("cmd", &desired.cmd, &observed.cmd, &[]);
+    set_field("env", &desired.env, &observed.env, image_env.unwrap_or(&[]));
+    set_field("binds", &desired.binds, &observed.binds, &[]);
+    let want_sec: BTreeSet<&String> = desired.security_opt.iter().collect();
+    let have_sec: BTreeSet<&String> = observed.security_opt.iter().collect();
+    let added: Vec<String> = want_sec
+        .difference(&have_sec)
+        .map(|s| s.to_string())
+        .collect();
+    let removed: Vec<String> = have_sec
+        .difference(&want_sec)
+        .map(|s| s.to_string())
+        .collect();
+    // RKE1 tolerates exactly one difference: `label=disable` present on one side only.
+    let only_label_disable = |v: &[String]| v.iter().all(|s| s == "label=disable");
+    if !(only_label_disable(&added) && only_label_disable(&removed)) {
+        changes.push(FieldChange {
+            field: "security_opt",
+            added,
+            removed,
+        });
+    }
+    changes
+}
+
+/// The action that brings one container to its desired state, or `None` when it is in it.
+pub fn container_action(
+    name: &str,
+    desired: &ContainerView,
+    start: bool,
+    observed: Option<&ObservedContainer>,
+    image_env: Option<&[String]>,
+    dont_care_flags: &[&str],
+) -> Option<Action> {
+    let Some(observed) = observed else {
+        return Some(Action::CreateContainer {
+            name: name.to_string(),
+            image: desired.image.clone(),
+            start,
+        });
+    };
+    let changes = compare(desired, &observed.config, image_env, dont_care_flags);
+    if !changes.is_empty() {
+        return Some(Action::RecreateContainer {
+            name: name.to_string(),
+            changes,
+            start,
+        });
+    }
+    if start && !observed.running {
+        return Some(Action::StartContainer {
+            name: name.to_string(),
+        });
+    }
+    if start && observed.restarting {
+        return Some(Action::RestartContainer {
+            name: name.to_string(),
+        });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn kubelet() -> ContainerView {
+        ContainerView {
+            image: "rancher/hyperkube:v1.31.1-rancher1".into(),
+            entrypoint: strings(&[
+                "/opt/rke-tools/entrypoint.sh",
+                "kubelet",
+                "--v=2",
+                "--address=0.0.0.0",
+            ]),
+            cmd: vec![],
+            env: strings(&["RKE_KUBELET_DOCKER_FILE=/var/lib/kubelet/config.json"]),
+            binds: strings(&[
+                "/etc/kubernetes:/etc/kubernetes",
+                "/var/run:/var/run:rw,rprivate",
+            ]),
+            security_opt: vec![],
+        }
+    }
+
+    #[test]
+    fn order_of_flags_binds_and_env_does_not_matter() {
+        let desired = kubelet();
+        let mut observed = kubelet();
+        observed.entrypoint.swap(2, 3);
+        observed.binds.reverse();
+        observed.env.insert(0, "PATH=/usr/bin".into());
+        let image_env = strings(&["PATH=/usr/bin"]);
+        assert!(compare(&desired, &observed, Some(&image_env), &[]).is_empty());
+    }
+
+    #[test]
+    fn image_env_counts_as_desired() {
+        let desired = kubelet();
+        let mut observed = kubelet();
+        observed.env.push("PATH=/usr/bin".into());
+        let changes = compare(&desired, &observed, Some(&[]), &[]);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0].field, "env");
+        assert_eq!(changes[0].removed, ["PATH=/usr/bin"]);
+    }
+
+    #[test]
+    fn changed_flag_is_reported_with_both_values() {
+        let desired = kubelet();
+        let mut observed = kubelet();
+        observed.entrypoint[2] = "--v=4".into();
+        let changes = compare(&desired, &observed, Some(&[]), &[]);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0].to_string(), "entrypoint: +--v=2 ---v=4");
+    }
+
+    #[test]
+    fn missing_image_on_host_means_recreate() {
+        let changes = compare(&kubelet(), &kubelet(), None, &[]);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0].field, "image");
+    }
+
+    #[test]
+    fn label_disable_alone_is_not_a_difference() {
+        let desired = kubelet();
+        let mut observed = kubelet();
+        observed.security_opt.push("label=disable".into());
+        assert!(compare(&desired, &observed, Some(&[]), &[]).is_empty());
+        observed
+            .security_opt
+            .push("label=type:rke_container_t".into());
+        assert_eq!(compare(&desired, &observed, Some(&[]), &[]).len(), 1);
+    }
+
+    #[test]
+    fn etcd_initial_cluster_flags_are_dont_care() {
+        let mut desired = kubelet();
+        desired.cmd = strings(&[
+            "/usr/local/bin/etcd",
+            "--initial-cluster=etcd-a=https://a:2380",
+            "--initial-cluster-state=new",
+        ]);
+        let mut observed = desired.clone();
+        observed.cmd = strings(&[
+            "/usr/local/bin/etcd",
+            "--initial-cluster=etcd-a=https://a:2380,etcd-b=https://b:2380",
+            "--initial-cluster-state=existing",
+        ]);
+        assert!(compare(&desired, &observed, Some(&[]), ETCD_DONT_CARE_FLAGS).is_empty());
+        assert_eq!(compare(&desired, &observed, Some(&[]), &[]).len(), 1);
+    }
+
+    #[test]
+    fn stopped_container_with_changed_config_is_recreated_not_started() {
+        let desired = kubelet();
+        let mut cfg = kubelet();
+        cfg.entrypoint.push("--old-flag=1".into());
+        let observed = ObservedContainer {
+            id: "abc".into(),
+            running: false,
+            restarting: false,
+            config: cfg,
+        };
+        let action = container_action("kubelet", &desired, true, Some(&observed), Some(&[]), &[]);
+        assert!(
+            matches!(action, Some(Action::RecreateContainer { .. })),
+            "{action:?}"
+        );
+    }
+
+    #[test]
+    fn stopped_unchanged_container_is_started_and_running_one_left_alone() {
+        let desired = kubelet();
+        let mut observed = ObservedContainer {
+            id: "abc".into(),
+            running: false,
+            restarting: false,
+            config: kubelet(),
+        };
+        let action = container_action("kubelet", &desired, true, Some(&observed), Some(&[]), &[]);
+        assert!(
+            matches!(action, Some(Action::StartContainer { .. })),
+            "{action:?}"
+        );
+        observed.running = true;
+        assert_eq!(
+            container_action("kubelet", &desired, true, Some(&observed), Some(&[]), &[]),
+            None
+        );
+    }
+
+    #[test]
+    fn created_only_sidekick_is_not_started() {
+        let desired = kubelet();
+        let observed = ObservedContainer {
+            id: "abc".into(),
+            running: false,
+            restarting: false,
+            config: kubelet(),
+        };
+        assert_eq!(
+            container_action(
+                "service-sidekick",
+                &desired,
+                false,
+                Some(&observed),
+                Some(&[]),
+                &[]
+            ),
+            None
+        );
+    }
+}

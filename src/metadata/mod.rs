@@ -1,2 +1,64 @@
-//! Kubernetes version metadata (§29): supported versions, system images and default component
-//! flags, loaded from the data file `data/versions.json`.
+//! Kubernetes version metadata (§29): supported versions, system images, default component
+//! flags, supported Docker versions and addon template ranges, loaded from the data file
+//! `data/versions.json` (regenerated from KDM by `data/extract-kdm.py`), plus the logic of
+//! `rkers config` (image and version listings, cluster.yml generation and its prompts).
+
+mod catalog;
+pub mod generate;
+mod kdm;
+mod version;
+
+use std::path::PathBuf;
+
+pub use catalog::{
+    Catalog, CatalogData, DockerVerdict, RANCHER_METADATA_URL_ENV, RKERS_METADATA_FILE_ENV,
+    SYSTEM_IMAGE_KEYS, ServiceOptions, SourceInfo, VersionInfo, addon, image_tag,
+    metadata_url_to_path,
+};
+pub use generate::{
+    ClusterAnswers, NodeAnswers, generate_cluster_yml, list_versions, prompt_answers,
+    system_images_listing, write_cluster_yml,
+};
+pub use version::{K8sVersion, VersionError, VersionRange, minor_key_of};
+
+/// Errors of loading and querying version metadata.
+#[derive(Debug, thiserror::Error)]
+pub enum MetadataError {
+    #[error("cannot read metadata file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{origin}:{line}:{column}: invalid metadata: {message}")]
+    Parse {
+        origin: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{origin}: invalid metadata: {message}")]
+    Invalid { origin: String, message: String },
+    #[error(
+        "{variable}={value}: only file paths are supported (rkers does not download metadata); \
+         download the file and point {variable} at it"
+    )]
+    UrlNotSupported {
+        variable: &'static str,
+        value: String,
+    },
+    #[error(transparent)]
+    Version(#[from] VersionError),
+    /// RKE's wording; the list is printed like Go's `%v` of a string slice.
+    #[error("k8s version is not supported, supported versions are: [{}]", supported.join(" "))]
+    UnsupportedVersion {
+        version: String,
+        supported: Vec<String>,
+    },
+    #[error(
+        "No serviceOptions found for cluster version [{version}] or cluster major version [{minor}]"
+    )]
+    NoServiceOptions { version: String, minor: String },
+    #[error("cannot read Docker version {version:?}: expected MAJOR.MINOR[.PATCH]")]
+    BadDockerVersion { version: String },
+}

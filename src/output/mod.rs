@@ -1,1 +1,432 @@
-//! What the user sees: progress on a TTY, timestamped lines otherwise, JSON events on request.
+//! What the user sees: progress on a TTY, timestamped lines otherwise, JSON events on request;
+//! and the redaction every line passes through so no secret reaches a terminal or a log.
+//!
+//! Every phase and every host action becomes an [`Event`]. The three renderers show the same
+//! events: `Progress` draws a live line per host under a phase header (indicatif), `Plain`
+//! prints one timestamped line per event, `Json` prints one JSON object per event.
+
+mod redact;
+
+pub use redact::{Redactor, redact};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How events are rendered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Live progress on a terminal, timestamped lines otherwise.
+    Text,
+    /// One JSON object per event on stdout.
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Started,
+    Ok,
+    Failed,
+    Skipped,
+    Warning,
+    Info,
+}
+
+/// One thing that happened, in the shape `--output json` prints it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Event {
+    /// RFC 3339 UTC time of the event.
+    pub time: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    pub status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Event {
+    pub fn new(status: Status) -> Self {
+        Event {
+            time: now_rfc3339(),
+            phase: None,
+            host: None,
+            action: None,
+            status,
+            duration_ms: None,
+            message: None,
+            error: None,
+        }
+    }
+
+    fn redacted(mut self) -> Self {
+        for field in [&mut self.message, &mut self.error, &mut self.action] {
+            if let Some(text) = field.as_mut() {
+                *text = redact(text);
+            }
+        }
+        self
+    }
+}
+
+fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+enum Renderer {
+    Progress {
+        multi: MultiProgress,
+        bars: Mutex<HashMap<(String, String), ProgressBar>>,
+    },
+    Plain,
+    Json,
+    Quiet,
+}
+
+/// The sink for all user-facing output of one command. Cheap to clone; shared across tasks.
+#[derive(Clone)]
+pub struct Reporter {
+    renderer: Arc<Renderer>,
+}
+
+impl Reporter {
+    /// Picks the renderer: JSON when asked, live progress when stderr is a terminal, plain lines
+    /// otherwise. `quiet` keeps only warnings and errors (and all JSON events).
+    pub fn new(format: OutputFormat, quiet: bool) -> Self {
+        let renderer = match format {
+            OutputFormat::Json => Renderer::Json,
+            OutputFormat::Text if quiet => Renderer::Quiet,
+            OutputFormat::Text if std::io::stderr().is_terminal() => Renderer::Progress {
+                multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
+                bars: Mutex::new(HashMap::new()),
+            },
+            OutputFormat::Text => Renderer::Plain,
+        };
+        Reporter {
+            renderer: Arc::new(renderer),
+        }
+    }
+
+    /// A reporter that prints plain lines regardless of the terminal (tests, pipes).
+    pub fn plain() -> Self {
+        Reporter {
+            renderer: Arc::new(Renderer::Plain),
+        }
+    }
+
+    pub fn is_json(&self) -> bool {
+        matches!(*self.renderer, Renderer::Json)
+    }
+
+    pub fn emit(&self, event: Event) {
+        let event = event.redacted();
+        match &*self.renderer {
+            Renderer::Json => {
+                let line = serde_json::to_string(&event).unwrap_or_default();
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{line}");
+            }
+            Renderer::Plain => eprintln!("{}", plain_line(&event)),
+            Renderer::Quiet => {
+                if matches!(event.status, Status::Failed | Status::Warning) {
+                    eprintln!("{}", plain_line(&event));
+                }
+            }
+            Renderer::Progress { multi, bars } => render_progress(multi, bars, &event),
+        }
+    }
+
+    pub fn info(&self, message: impl Into<String>) {
+        let mut e = Event::new(Status::Info);
+        e.message = Some(message.into());
+        self.emit(e);
+    }
+
+    pub fn warn(&self, message: impl Into<String>) {
+        let mut e = Event::new(Status::Warning);
+        e.message = Some(message.into());
+        self.emit(e);
+    }
+
+    /// Starts a phase; the returned guard reports its end.
+    pub fn phase(&self, name: &str) -> PhaseGuard {
+        let mut e = Event::new(Status::Started);
+        e.phase = Some(name.to_string());
+        self.emit(e);
+        PhaseGuard {
+            reporter: self.clone(),
+            name: name.to_string(),
+            started: Instant::now(),
+            finished: false,
+        }
+    }
+
+    /// Starts an action on one host within a phase.
+    pub fn host_action(&self, phase: &str, host: &str, action: &str) -> HostAction {
+        let mut e = Event::new(Status::Started);
+        e.phase = Some(phase.to_string());
+        e.host = Some(host.to_string());
+        e.action = Some(action.to_string());
+        self.emit(e);
+        HostAction {
+            reporter: self.clone(),
+            phase: phase.to_string(),
+            host: host.to_string(),
+            action: action.to_string(),
+            started: Instant::now(),
+            finished: false,
+        }
+    }
+}
+
+fn plain_line(e: &Event) -> String {
+    let mut line = format!("{} ", e.time);
+    line.push_str(match e.status {
+        Status::Started => "START",
+        Status::Ok => "OK   ",
+        Status::Failed => "FAIL ",
+        Status::Skipped => "SKIP ",
+        Status::Warning => "WARN ",
+        Status::Info => "INFO ",
+    });
+    if let Some(p) = &e.phase {
+        line.push_str(&format!(" [{p}]"));
+    }
+    if let Some(h) = &e.host {
+        line.push_str(&format!(" [{h}]"));
+    }
+    if let Some(a) = &e.action {
+        line.push(' ');
+        line.push_str(a);
+    }
+    if let Some(m) = &e.message {
+        line.push(' ');
+        line.push_str(m);
+    }
+    if let Some(d) = e.duration_ms {
+        line.push_str(&format!(" ({})", format_duration(Duration::from_millis(d))));
+    }
+    if let Some(err) = &e.error {
+        line.push_str(": ");
+        line.push_str(err);
+    }
+    line
+}
+
+fn format_duration(d: Duration) -> String {
+    if d.as_millis() < 1000 {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+fn render_progress(
+    multi: &MultiProgress,
+    bars: &Mutex<HashMap<(String, String), ProgressBar>>,
+    e: &Event,
+) {
+    let (Some(phase), Some(host)) = (&e.phase, &e.host) else {
+        // Phase headers and free-standing messages print above the live lines.
+        let text = match (e.status, &e.phase) {
+            (Status::Started, Some(p)) => format!("==> {p}"),
+            (_, Some(p)) => {
+                let d = e
+                    .duration_ms
+                    .map(|d| format!(" ({})", format_duration(Duration::from_millis(d))))
+                    .unwrap_or_default();
+                match &e.error {
+                    Some(err) => format!("<== {p} failed{d}: {err}"),
+                    None => format!("<== {p} done{d}"),
+                }
+            }
+            (Status::Warning, None) => format!("warning: {}", e.message.as_deref().unwrap_or("")),
+            (_, None) => e.message.clone().unwrap_or_default(),
+        };
+        let _ = multi.println(text);
+        return;
+    };
+    let key = (phase.clone(), host.clone());
+    let mut bars = bars.lock().unwrap_or_else(|p| p.into_inner());
+    let bar = bars
+        .entry(key)
+        .or_insert_with(|| {
+            let bar = multi.add(ProgressBar::new_spinner());
+            bar.set_style(
+                ProgressStyle::with_template("  {spinner} {prefix:<24} {wide_msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.set_prefix(host.clone());
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        })
+        .clone();
+    let action = e.action.clone().unwrap_or_default();
+    match e.status {
+        Status::Started | Status::Info => bar.set_message(action),
+        Status::Ok | Status::Skipped => bar.set_message(format!("✓ {action}")),
+        Status::Warning => bar.set_message(format!(
+            "! {action} {}",
+            e.message.as_deref().unwrap_or_default()
+        )),
+        Status::Failed => bar.set_message(format!(
+            "✗ {action}: {}",
+            e.error.as_deref().unwrap_or_default()
+        )),
+    }
+}
+
+/// Ends a phase when dropped; call [`PhaseGuard::fail`] to end it with an error.
+pub struct PhaseGuard {
+    reporter: Reporter,
+    name: String,
+    started: Instant,
+    finished: bool,
+}
+
+impl PhaseGuard {
+    pub fn fail(mut self, error: &str) {
+        self.finish(Status::Failed, Some(error));
+    }
+
+    pub fn done(mut self) {
+        self.finish(Status::Ok, None);
+    }
+
+    fn finish(&mut self, status: Status, error: Option<&str>) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        if let Renderer::Progress { bars, .. } = &*self.reporter.renderer {
+            let mut bars = bars.lock().unwrap_or_else(|p| p.into_inner());
+            bars.retain(|(phase, _), bar| {
+                if *phase == self.name {
+                    bar.finish();
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        let mut e = Event::new(status);
+        e.phase = Some(self.name.clone());
+        e.duration_ms = Some(self.started.elapsed().as_millis() as u64);
+        e.error = error.map(str::to_string);
+        self.reporter.emit(e);
+    }
+}
+
+impl Drop for PhaseGuard {
+    fn drop(&mut self) {
+        self.finish(Status::Ok, None);
+    }
+}
+
+/// One action on one host; reports `ok` when dropped unless failed or skipped explicitly.
+pub struct HostAction {
+    reporter: Reporter,
+    phase: String,
+    host: String,
+    action: String,
+    started: Instant,
+    finished: bool,
+}
+
+impl HostAction {
+    pub fn ok(mut self) {
+        self.finish(Status::Ok, None, None);
+    }
+
+    pub fn fail(mut self, error: &str) {
+        self.finish(Status::Failed, None, Some(error));
+    }
+
+    pub fn skip(mut self, why: &str) {
+        self.finish(Status::Skipped, Some(why), None);
+    }
+
+    /// Updates the live line (e.g. "pulling 40%") without ending the action.
+    pub fn progress(&self, message: &str) {
+        let mut e = Event::new(Status::Info);
+        e.phase = Some(self.phase.clone());
+        e.host = Some(self.host.clone());
+        e.action = Some(format!("{} {message}", self.action));
+        if !self.reporter.is_json() {
+            self.reporter.emit(e);
+        }
+    }
+
+    fn finish(&mut self, status: Status, message: Option<&str>, error: Option<&str>) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let mut e = Event::new(status);
+        e.phase = Some(self.phase.clone());
+        e.host = Some(self.host.clone());
+        e.action = Some(self.action.clone());
+        e.duration_ms = Some(self.started.elapsed().as_millis() as u64);
+        e.message = message.map(str::to_string);
+        e.error = error.map(str::to_string);
+        self.reporter.emit(e);
+    }
+}
+
+impl Drop for HostAction {
+    fn drop(&mut self) {
+        self.finish(Status::Ok, None, None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_line_names_phase_host_and_error() {
+        let mut e = Event::new(Status::Failed);
+        e.phase = Some("etcd".into());
+        e.host = Some("10.0.0.1".into());
+        e.action = Some("start etcd".into());
+        e.error = Some("health check failed".into());
+        let line = plain_line(&e);
+        assert!(
+            line.contains("FAIL  [etcd] [10.0.0.1] start etcd: health check failed"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn events_are_redacted_before_rendering() {
+        Redactor::global().register("s3cr3t-value");
+        let mut e = Event::new(Status::Failed);
+        e.error = Some("login with s3cr3t-value refused".into());
+        let e = e.redacted();
+        assert_eq!(e.error.as_deref(), Some("login with [REDACTED] refused"));
+    }
+
+    #[test]
+    fn json_event_omits_empty_fields() {
+        let mut e = Event::new(Status::Ok);
+        e.phase = Some("certificates".into());
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["status"], "ok");
+        assert_eq!(v["phase"], "certificates");
+        assert!(v.get("host").is_none());
+        assert!(v.get("error").is_none());
+    }
+}

@@ -1,1 +1,5 @@
 //! Ordered steps that apply actions to hosts, in parallel under a concurrency limit.
+
+pub mod manager;
+
+pub use manager::{HostName, Manager, Phase, PhaseError, Runner};

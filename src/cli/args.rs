@@ -1,0 +1,420 @@
+//! The command-line grammar: RKE1's commands and flags (§2) plus rkers' own.
+
+use crate::output::OutputFormat;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "rkers",
+    version,
+    about = "Kubernetes clusters over SSH and Docker, compatible with RKE1's cluster.yml and cluster.rkestate"
+)]
+pub struct Cli {
+    /// Debug logging.
+    #[arg(short, long, global = true)]
+    pub debug: bool,
+    /// Only warnings and errors.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Trace logging (very verbose; secrets stay masked).
+    #[arg(long, global = true)]
+    pub trace: bool,
+    /// How to report progress: live text, or one JSON object per event on stdout.
+    #[arg(long, global = true, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Bring the cluster up.
+    Up(UpArgs),
+    /// Tear the cluster down and clean the cluster nodes.
+    Remove(RemoveArgs),
+    /// Show the cluster's Kubernetes version.
+    Version(ConfigArg),
+    /// Set up a cluster configuration, or list versions and system images.
+    Config(ConfigCmdArgs),
+    /// Check SSH, Docker and the ports between roles on every host, changing nothing.
+    Preflight(PreflightArgs),
+    /// etcd snapshot save and restore.
+    Etcd {
+        #[command(subcommand)]
+        command: EtcdCommand,
+    },
+    /// Certificate management.
+    Cert {
+        #[command(subcommand)]
+        command: CertCommand,
+    },
+    /// Secrets encryption key management.
+    Encrypt {
+        #[command(subcommand)]
+        command: EncryptCommand,
+    },
+    /// Retrieve cluster files.
+    Util {
+        #[command(subcommand)]
+        command: UtilCommand,
+    },
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ConfigArg {
+    /// The cluster configuration file.
+    #[arg(long, env = "RKE_CONFIG", default_value = "cluster.yml")]
+    pub config: PathBuf,
+}
+
+/// How rkers reaches the nodes; shared by every command that connects.
+#[derive(Args, Debug, Clone)]
+pub struct ConnectArgs {
+    /// Use ssh-agent for every node (overrides `ssh_agent_auth` in the config).
+    #[arg(long)]
+    pub ssh_agent_auth: bool,
+    /// Skip the Docker version check. Without this flag, `ignore_docker_version` from the config
+    /// applies (RKE1 always overwrote it with the flag's default, §33.1).
+    #[arg(long)]
+    pub ignore_docker_version: bool,
+    /// known_hosts file used to verify host keys [default: ~/.ssh/known_hosts].
+    #[arg(long, value_name = "FILE")]
+    pub known_hosts: Option<PathBuf>,
+    /// What to do with host keys: refuse unknown ones (strict), record new ones and refuse changed
+    /// ones (accept-new), or check nothing (insecure, RKE1's behaviour).
+    #[arg(long, value_enum, default_value_t = HostKeyPolicy::AcceptNew)]
+    pub ssh_host_key_policy: HostKeyPolicy,
+    /// How many hosts are worked on at once.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
+    pub concurrency: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum HostKeyPolicy {
+    Strict,
+    AcceptNew,
+    Insecure,
+}
+
+#[derive(Args, Debug)]
+pub struct UpArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Print, per host, the actions `up` would take, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Proceed although hosts already run RKE containers and no state file exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Deploy on the local Docker daemon.
+    #[arg(long)]
+    pub local: bool,
+    /// Deploy Kubernetes cluster in docker containers (experimental).
+    #[arg(long)]
+    pub dind: bool,
+    /// Storage driver for the docker-in-docker containers.
+    #[arg(long, default_value = "")]
+    pub dind_storage_driver: String,
+    /// DNS server for the docker-in-docker containers.
+    #[arg(long, default_value = "8.8.8.8")]
+    pub dind_dns_server: String,
+    /// Skip idempotent deployment of control and etcd plane.
+    #[arg(long)]
+    pub update_only: bool,
+    /// Disable the port check between nodes.
+    #[arg(long)]
+    pub disable_port_check: bool,
+    /// Only generate the state file (certificates and desired config), then stop.
+    #[arg(long)]
+    pub init: bool,
+    /// Directory of custom certificates [default: <config dir>/<config name>_certs].
+    #[arg(long)]
+    pub cert_dir: Option<PathBuf>,
+    /// Use the certificates in the cert dir instead of generating them.
+    #[arg(long)]
+    pub custom_certs: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RemoveArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Do not ask for confirmation.
+    #[arg(long)]
+    pub force: bool,
+    /// Print what would be removed and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Remove a cluster deployed on the local Docker daemon.
+    #[arg(long)]
+    pub local: bool,
+    /// Remove a docker-in-docker cluster.
+    #[arg(long)]
+    pub dind: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ConfigCmdArgs {
+    /// File to write.
+    #[arg(short, long, default_value = "cluster.yml")]
+    pub name: PathBuf,
+    /// Write a configuration with one empty node, asking nothing.
+    #[arg(short, long)]
+    pub empty: bool,
+    /// Print the configuration instead of writing it.
+    #[arg(short, long)]
+    pub print: bool,
+    /// Print the system images of the default Kubernetes version (or --version, or --all).
+    #[arg(short = 's', long)]
+    pub system_images: bool,
+    /// Print the default Kubernetes version (or every current one with --all).
+    #[arg(short, long)]
+    pub list_version: bool,
+    /// With --system-images or --list-version: every current version.
+    #[arg(short, long)]
+    pub all: bool,
+    /// Kubernetes version for --system-images.
+    #[arg(long)]
+    pub version: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct PreflightArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Skip the port checks between roles.
+    #[arg(long)]
+    pub disable_port_check: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct S3Args {
+    /// Back up to or restore from S3.
+    #[arg(long)]
+    pub s3: bool,
+    #[arg(long, default_value = "s3.amazonaws.com")]
+    pub s3_endpoint: String,
+    /// Path to a CA certificate (PEM) for the S3 endpoint.
+    #[arg(long)]
+    pub s3_endpoint_ca: Option<PathBuf>,
+    #[arg(long, env = "S3_ACCESS_KEY", hide_env_values = true)]
+    pub access_key: Option<String>,
+    #[arg(long, env = "S3_SECRET_KEY", hide_env_values = true)]
+    pub secret_key: Option<String>,
+    #[arg(long)]
+    pub bucket_name: Option<String>,
+    #[arg(long)]
+    pub region: Option<String>,
+    #[arg(long)]
+    pub folder: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum EtcdCommand {
+    /// Take a snapshot on every etcd host.
+    SnapshotSave {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        connect: ConnectArgs,
+        /// Snapshot name [default: rke_etcd_snapshot_<time>].
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        s3: S3Args,
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Restore an existing snapshot.
+    SnapshotRestore {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        connect: ConnectArgs,
+        /// Snapshot name, without the .zip extension.
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        s3: S3Args,
+        #[arg(long)]
+        cert_dir: Option<PathBuf>,
+        #[arg(long)]
+        custom_certs: bool,
+        /// Use the local state file, not the one inside the snapshot archive.
+        #[arg(long)]
+        use_local_state: bool,
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RotatableService {
+    #[value(name = "kube-apiserver")]
+    KubeApiserver,
+    #[value(name = "kube-controller-manager")]
+    KubeControllerManager,
+    #[value(name = "kube-scheduler")]
+    KubeScheduler,
+    #[value(name = "kubelet")]
+    Kubelet,
+    #[value(name = "kube-proxy")]
+    KubeProxy,
+    #[value(name = "etcd")]
+    Etcd,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CertCommand {
+    /// Rotate the cluster's certificates.
+    Rotate {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        connect: ConnectArgs,
+        /// Only these services' certificates (repeatable).
+        #[arg(long, value_enum)]
+        service: Vec<RotatableService>,
+        /// Rotate every certificate including the CAs.
+        #[arg(long)]
+        rotate_ca: bool,
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Write certificate signing requests (and keys) for the components into the cert dir.
+    GenerateCsr {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[arg(long)]
+        cert_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum EncryptCommand {
+    /// Rotate the secrets encryption provider key.
+    RotateKey {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        connect: ConnectArgs,
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum UtilCommand {
+    /// Retrieve the state file from the cluster.
+    GetStateFile {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Rebuild the admin kubeconfig from the state file.
+    GetKubeconfig {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+}
+
+impl Command {
+    /// The config file a command reads, when it reads one.
+    pub fn config_path(&self) -> Option<&std::path::Path> {
+        let arg = match self {
+            Command::Up(a) => &a.config,
+            Command::Remove(a) => &a.config,
+            Command::Version(a) => a,
+            Command::Preflight(a) => &a.config,
+            Command::Config(_) => return None,
+            Command::Etcd { command } => match command {
+                EtcdCommand::SnapshotSave { config, .. } => config,
+                EtcdCommand::SnapshotRestore { config, .. } => config,
+            },
+            Command::Cert { command } => match command {
+                CertCommand::Rotate { config, .. } => config,
+                CertCommand::GenerateCsr { config, .. } => config,
+            },
+            Command::Encrypt { command } => match command {
+                EncryptCommand::RotateKey { config, .. } => config,
+            },
+            Command::Util { command } => match command {
+                UtilCommand::GetStateFile { config, .. } => config,
+                UtilCommand::GetKubeconfig { config } => config,
+            },
+        };
+        Some(&arg.config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn grammar_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn rke1_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "rkers",
+            "up",
+            "--config",
+            "x.yml",
+            "--update-only",
+            "--disable-port-check",
+            "--ignore-docker-version",
+            "--ssh-agent-auth",
+            "--cert-dir",
+            "c",
+            "--custom-certs",
+            "--dry-run",
+        ])
+        .unwrap();
+        let Command::Up(up) = cli.command else {
+            panic!()
+        };
+        assert!(up.update_only && up.disable_port_check && up.custom_certs && up.dry_run);
+        assert!(up.connect.ignore_docker_version && up.connect.ssh_agent_auth);
+        assert_eq!(up.config.config, std::path::PathBuf::from("x.yml"));
+        let cli = Cli::try_parse_from([
+            "rkers",
+            "cert",
+            "rotate",
+            "--service",
+            "etcd",
+            "--service",
+            "kubelet",
+            "--rotate-ca",
+        ])
+        .unwrap();
+        let Command::Cert {
+            command: CertCommand::Rotate {
+                service, rotate_ca, ..
+            },
+        } = cli.command
+        else {
+            panic!()
+        };
+        assert_eq!(service, [RotatableService::Etcd, RotatableService::Kubelet]);
+        assert!(rotate_ca);
+        assert!(Cli::try_parse_from(["rkers", "cert", "rotate", "--service", "bogus"]).is_err());
+        let cli = Cli::try_parse_from(["rkers", "config", "-s", "--version", "v1.31.1-rancher1-1"])
+            .unwrap();
+        let Command::Config(c) = cli.command else {
+            panic!()
+        };
+        assert_eq!(c.version.as_deref(), Some("v1.31.1-rancher1-1"));
+    }
+}

@@ -1,0 +1,4 @@
+//! One file per command; each turns parsed arguments into calls on the library modules.
+
+pub mod config_cmd;
+pub mod offline;

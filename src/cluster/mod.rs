@@ -1,0 +1,220 @@
+//! A cluster as one command sees it: the config (defaulted and validated), the version metadata,
+//! the files named after the config and the state. It also maps the config into the inputs of
+//! the other modules (PKI spec, plan inputs, SSH targets), so those modules stay independent of
+//! each other and of the config model.
+
+use crate::config::{self, ConfigError, Diagnostic, RkeConfig, VersionCatalog};
+use crate::metadata::{Catalog, MetadataError};
+use crate::output::{Redactor, Reporter};
+use crate::pki::{self, PkiError, PkiHost, PkiSpec};
+use crate::state::{ClusterFiles, ClusterState, StateError, StateFile};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Metadata(#[from] MetadataError),
+    #[error("{0}")]
+    State(#[from] StateError),
+    #[error("certificates: {0}")]
+    Pki(#[from] PkiError),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl ClusterError {
+    pub fn is_invalid_config(&self) -> bool {
+        matches!(self, ClusterError::Config(e) if e.exit_code() == 2)
+    }
+}
+
+impl VersionCatalog for Catalog {
+    fn default_version(&self) -> String {
+        Catalog::default_version(self)
+    }
+    fn system_images(&self, version: &str) -> Option<BTreeMap<String, String>> {
+        Catalog::system_images(self, version)
+    }
+    fn is_supported(&self, version: &str) -> bool {
+        Catalog::is_supported(self, version)
+    }
+    fn supported_versions(&self) -> Vec<String> {
+        Catalog::supported_versions(self)
+    }
+}
+
+pub struct Cluster {
+    pub config: RkeConfig,
+    pub warnings: Vec<Diagnostic>,
+    pub catalog: Catalog,
+    pub files: ClusterFiles,
+}
+
+impl Cluster {
+    /// Reads, defaults and validates the config; every problem is reported at once.
+    pub fn load(path: &Path, reporter: &Reporter) -> Result<Cluster, ClusterError> {
+        let catalog = Catalog::load()?;
+        let loaded = config::load_file(path)?;
+        let mut config = loaded.config;
+        for warning in &loaded.warnings {
+            reporter.warn(warning.to_string());
+        }
+        register_secrets(&config);
+        config::apply_defaults(&mut config, &catalog);
+        let problems = config::validate(&config, &catalog, &loaded.locations);
+        if !problems.is_empty() {
+            return Err(ConfigError::Invalid(problems).into());
+        }
+        Ok(Cluster {
+            config,
+            warnings: loaded.warnings,
+            catalog,
+            files: ClusterFiles::from_config_path(path),
+        })
+    }
+
+    pub fn load_state(&self) -> Result<Option<StateFile>, ClusterError> {
+        let state = StateFile::load(&self.files.state_path)?;
+        if let Some(s) = &state {
+            for side in [&s.desired_state, &s.current_state] {
+                for cert in side.certificates_bundle.values() {
+                    Redactor::global().register(&cert.key_pem);
+                }
+            }
+        }
+        Ok(state)
+    }
+
+    /// The certificate inputs: hosts in config order, SANs, CIDRs, domain (§11).
+    pub fn pki_spec(&self) -> Result<PkiSpec, ClusterError> {
+        let c = &self.config;
+        let hosts = c
+            .nodes
+            .iter()
+            .map(|n| PkiHost {
+                address: n.address.clone(),
+                internal_address: n.internal_address.clone(),
+                hostname_override: n.hostname_override.clone(),
+                roles: pki::HostRoles {
+                    etcd: n.role.iter().any(|r| r == "etcd"),
+                    controlplane: n.role.iter().any(|r| r == "controlplane"),
+                    worker: n.role.iter().any(|r| r == "worker"),
+                },
+            })
+            .collect();
+        let etcd = &c.services.etcd;
+        let external_etcd = (!etcd.external_urls.is_empty()).then(|| pki::ExternalEtcd {
+            ca_cert: etcd.ca_cert.clone(),
+            cert: etcd.cert.clone(),
+            key: etcd.key.clone(),
+        });
+        Ok(PkiSpec {
+            hosts,
+            extra_sans: c.authentication.sans.clone(),
+            service_cidrs: pki::parse_service_cidrs(&c.services.kube_api.service_cluster_ip_range)?,
+            cluster_domain: c.services.kubelet.cluster_domain.clone(),
+            cluster_name: c.cluster_name.clone(),
+            kubelet_serving_certs: c.services.kubelet.generate_serving_certificate,
+            external_etcd,
+            admin_kubeconfig_path: self.files.kubeconfig_path.display().to_string(),
+        })
+    }
+
+    /// The default component flags of the cluster's version, in the plan's shape.
+    pub fn service_options(&self) -> Result<crate::plan::ServiceOptions, ClusterError> {
+        let o = self.catalog.service_options(
+            &self.config.kubernetes_version,
+            Some(&self.config.system_images.kubernetes),
+        )?;
+        Ok(crate::plan::ServiceOptions {
+            etcd: o.etcd,
+            kube_api: o.kubeapi,
+            kube_controller: o.kube_controller,
+            scheduler: o.scheduler,
+            kubelet: o.kubelet,
+            kubeproxy: o.kubeproxy,
+        })
+    }
+
+    /// RKE1's init phase (§9.1): certificates generated, reconciled with the previous run, or
+    /// read from the cert dir; the desired state is the new config with those certificates.
+    /// The current state is carried over untouched.
+    pub fn init_state(
+        &self,
+        old: Option<&StateFile>,
+        custom_certs: Option<&Path>,
+    ) -> Result<(StateFile, pki::Changes), ClusterError> {
+        let spec = self.pki_spec()?;
+        let old_desired = old.map(|s| &s.desired_state);
+        let (bundle, changes) = if let Some(dir) = custom_certs {
+            let custom = pki::load_custom_certs(dir, &spec)?;
+            let changes = pki::Changes {
+                changed: custom.bundle.keys().cloned().collect(),
+                removed: Default::default(),
+            };
+            for w in &custom.warnings {
+                tracing::warn!("{w}");
+            }
+            (custom.bundle, changes)
+        } else {
+            match old_desired.filter(|d| !d.certificates_bundle.is_empty()) {
+                Some(d) => pki::reconcile_bundle(d.certificates_bundle.clone(), &spec)?,
+                None => {
+                    let bundle = pki::generate_bundle(&spec)?;
+                    let changes = pki::Changes {
+                        changed: bundle.keys().cloned().collect(),
+                        removed: Default::default(),
+                    };
+                    (bundle, changes)
+                }
+            }
+        };
+        for cert in bundle.values() {
+            Redactor::global().register(&cert.key_pem);
+        }
+        let new_config = self.config.to_state_json();
+        let rke_config = match old_desired.and_then(|d| d.rke_config.as_ref()) {
+            Some(previous) => crate::state::merge_preserving(previous, new_config),
+            None => new_config,
+        };
+        let desired = ClusterState {
+            rke_config: Some(rke_config),
+            certificates_bundle: bundle,
+            encryption_config: old_desired
+                .map(|d| d.encryption_config.clone())
+                .unwrap_or_default(),
+            ..Default::default()
+        };
+        let state = StateFile {
+            desired_state: desired,
+            current_state: old.map(|s| s.current_state.clone()).unwrap_or_default(),
+            extra: old.map(|s| s.extra.clone()).unwrap_or_default(),
+        };
+        Ok((state, changes))
+    }
+}
+
+/// Every secret the config carries is masked wherever it could show up later.
+fn register_secrets(c: &RkeConfig) {
+    let r = Redactor::global();
+    for n in &c.nodes {
+        r.register(&n.ssh_key);
+    }
+    r.register(&c.bastion_host.ssh_key);
+    for reg in &c.private_registries {
+        r.register(&reg.password);
+        if let Some(ecr) = &reg.ecr_credential_plugin {
+            r.register(&ecr.aws_secret_access_key);
+            r.register(&ecr.aws_session_token);
+        }
+    }
+    if let Some(backup) = &c.services.etcd.backup_config
+        && let Some(s3) = &backup.s3_backup_config
+    {
+        r.register(&s3.secret_key);
+    }
+    r.register(&c.services.etcd.key);
+}

@@ -1,0 +1,802 @@
+//! Semantic validation of a defaulted cluster.yml (upstream `cluster/validation.go`, plus the
+//! checks RKE1 misses and only discovers half-way through `rke up`). Every problem is reported,
+//! not only the first, each at the key it concerns.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+use super::load::Locations;
+use super::types::*;
+use super::{Diagnostic, VersionCatalog};
+
+/// Parses `vX.Y.Z[-pre]` as RKE1 does: a leading `v` followed by a semantic version.
+pub fn parse_k8s_version(version: &str) -> Result<semver::Version, String> {
+    let Some(rest) = version.strip_prefix('v').filter(|r| !r.is_empty()) else {
+        return Err(format!(
+            "`{version}` is not a valid version: it must start with `v`"
+        ));
+    };
+    semver::Version::parse(rest).map_err(|e| format!("`{version}` is not valid semver: {e}"))
+}
+
+/// `>= X.Y.Z-rancher0` in RKE1's ranges, i.e. any build of X.Y.Z or later.
+pub(crate) fn version_at_least(version: &semver::Version, min: (u64, u64, u64)) -> bool {
+    (version.major, version.minor, version.patch) >= min
+}
+
+const ROLES: [&str; 3] = ["etcd", "controlplane", "worker"];
+const TAINT_EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
+const NETWORK_PLUGINS: [&str; 6] = ["canal", "flannel", "calico", "weave", "aci", "none"];
+const DNS_POLICIES: [&str; 4] = ["ClusterFirst", "ClusterFirstWithHostNet", "None", "Default"];
+const ROTATABLE_SERVICES: [&str; 6] = [
+    "etcd",
+    "kubelet",
+    "kube-apiserver",
+    "kube-proxy",
+    "kube-scheduler",
+    "kube-controller-manager",
+];
+
+struct Report<'a> {
+    locations: &'a Locations,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Report<'_> {
+    /// Reports at `path`, or at its nearest written ancestor.
+    fn at(&mut self, path: &str, message: impl Into<String>) {
+        self.diagnostics
+            .push(self.locations.diagnostic(path, message));
+    }
+
+    /// Reports at the first of `paths` written in the file (else as [`Self::at`] the first).
+    fn at_any(&mut self, paths: &[&str], message: impl Into<String>) {
+        let path = paths
+            .iter()
+            .find(|p| self.locations.contains(p))
+            .unwrap_or(&paths[0]);
+        self.at(path, message);
+    }
+}
+
+/// Every problem in a defaulted config. An empty list means the config can be used.
+pub fn validate(
+    cfg: &RkeConfig,
+    catalog: &dyn VersionCatalog,
+    locations: &Locations,
+) -> Vec<Diagnostic> {
+    let mut report = Report {
+        locations,
+        diagnostics: Vec::new(),
+    };
+    let version = check_version(cfg, catalog, &mut report);
+    check_nodes(cfg, &mut report);
+    check_auth(cfg, &mut report);
+    check_network(cfg, version.as_ref(), &mut report);
+    check_ingress(cfg, &mut report);
+    check_dns_and_monitoring(cfg, &mut report);
+    if let Some(v) = &version {
+        check_version_dependent(cfg, v, &mut report);
+    }
+    check_etcd(cfg, &mut report);
+    check_upgrade_strategy(cfg, &mut report);
+    check_misc(cfg, &mut report);
+    let mut diagnostics = report.diagnostics;
+    diagnostics.sort_by_key(|d| (d.line == 0, d.line, d.column));
+    diagnostics
+}
+
+fn check_version(
+    cfg: &RkeConfig,
+    catalog: &dyn VersionCatalog,
+    report: &mut Report,
+) -> Option<semver::Version> {
+    let version = match parse_k8s_version(&cfg.kubernetes_version) {
+        Ok(v) => v,
+        Err(e) => {
+            report.at(
+                "kubernetes_version",
+                format!("{e} (expected a version such as v1.30.5-rancher1-1)"),
+            );
+            return None;
+        }
+    };
+    if catalog.is_supported(&cfg.kubernetes_version) {
+        return Some(version);
+    }
+    for (key, why) in required_images(cfg, &version) {
+        let path = format!("system_images.{key}");
+        let message = format!(
+            "{} is not a Kubernetes version this release knows, so every image must be set: {why} image `system_images.{key}` is not set",
+            cfg.kubernetes_version
+        );
+        report.at_any(&[&path, "kubernetes_version"], message);
+    }
+    Some(version)
+}
+
+/// Images that must be given when the version has no catalog entry, with a short reason.
+fn required_images(
+    cfg: &RkeConfig,
+    version: &semver::Version,
+) -> Vec<(&'static str, &'static str)> {
+    let images = &cfg.system_images;
+    let mut required: Vec<(&'static str, &'static str)> = vec![
+        ("etcd", "etcd"),
+        ("kubernetes", "kubernetes"),
+        ("pod_infra_container", "pod infrastructure"),
+        ("alpine", "alpine"),
+        ("nginx_proxy", "nginx proxy"),
+        ("cert_downloader", "certificate downloader"),
+        ("kubernetes_services_sidecar", "kubernetes sidecar"),
+    ];
+    match cfg.network.plugin.as_str() {
+        "flannel" => required.extend([("flannel", "flannel"), ("flannel_cni", "flannel cni")]),
+        "canal" => required.extend([
+            ("canal_node", "canal"),
+            ("canal_cni", "canal cni"),
+            ("canal_flannel", "canal flannel"),
+        ]),
+        "calico" => required.extend([
+            ("calico_cni", "calico cni"),
+            ("calico_ctl", "calico ctl"),
+            ("calico_node", "calico"),
+            ("calico_controllers", "calico controllers"),
+        ]),
+        "weave" => required.extend([("weave_cni", "weave cni"), ("weave_node", "weave")]),
+        "aci" => required.extend([
+            ("aci_cni_deploy_container", "aci cnideploy"),
+            ("aci_host_container", "aci host"),
+            ("aci_opflex_container", "aci opflex agent"),
+            ("aci_mcast_container", "aci mcast"),
+            ("aci_ovs_container", "aci openvswitch"),
+            ("aci_controller_container", "aci controller"),
+        ]),
+        _ => {}
+    }
+    if let Some(dns) = &cfg.dns {
+        match dns.provider.as_str() {
+            "kube-dns" => required.extend([
+                ("kubedns", "kubedns"),
+                ("dnsmasq", "dnsmasq"),
+                ("kubedns_sidecar", "kubedns sidecar"),
+                ("kubedns_autoscaler", "kubedns autoscaler"),
+            ]),
+            "coredns" => required.extend([
+                ("coredns", "coredns"),
+                ("coredns_autoscaler", "coredns autoscaler"),
+            ]),
+            _ => {}
+        }
+        if dns.nodelocal.is_some() {
+            required.push(("nodelocal", "nodelocal"));
+        }
+    }
+    if cfg.monitoring.provider != "none" {
+        required.push(("metrics_server", "metrics server"));
+    }
+    if cfg.ingress.provider != "none" {
+        required.extend([
+            ("ingress", "ingress"),
+            ("ingress_backend", "ingress backend"),
+        ]);
+        if version_at_least(version, (1, 21, 0)) {
+            required.push(("ingress_webhook", "ingress webhook"));
+        }
+    }
+    let slots: HashMap<&str, &String> = images.slots().into_iter().collect();
+    required
+        .into_iter()
+        .filter(|(key, _)| slots.get(key).is_none_or(|v| v.is_empty()))
+        .collect()
+}
+
+/// Kubernetes' DNS-1123 subdomain rule (node names must follow it).
+pub fn is_dns1123_subdomain(name: &str) -> bool {
+    if name.is_empty() || name.len() > 253 {
+        return false;
+    }
+    name.split('.').all(|label| {
+        let bytes = label.as_bytes();
+        !bytes.is_empty()
+            && bytes
+                .iter()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+            && bytes[0] != b'-'
+            && bytes[bytes.len() - 1] != b'-'
+    })
+}
+
+fn check_nodes(cfg: &RkeConfig, report: &mut Report) {
+    let mut addresses: HashMap<&str, usize> = HashMap::new();
+    let mut hostnames: HashMap<String, usize> = HashMap::new();
+    for (i, node) in cfg.nodes.iter().enumerate() {
+        let base = format!("nodes[{i}]");
+        if node.address.is_empty() {
+            report.at(&base, "node has no `address`");
+        } else if let Some(first) = addresses.get(node.address.as_str()) {
+            let line = report
+                .locations
+                .nearest(&format!("nodes[{first}].address"))
+                .map(|p| p.line)
+                .unwrap_or(0);
+            report.at(
+                &format!("{base}.address"),
+                format!(
+                    "duplicate address \"{}\" (also at line {line})",
+                    node.address
+                ),
+            );
+        } else {
+            addresses.insert(&node.address, i);
+        }
+        if node.user.is_empty() {
+            report.at(&base, "node has no `user`");
+        }
+        let hostname_path = format!("{base}.hostname_override");
+        let hostname_at = [hostname_path.as_str(), &format!("{base}.address"), &base];
+        let hostname = if node.hostname_override.is_empty() {
+            node.address.to_lowercase()
+        } else {
+            node.hostname_override.to_lowercase()
+        };
+        if !hostname.is_empty() {
+            if !is_dns1123_subdomain(&hostname) {
+                report.at_any(
+                    &hostname_at,
+                    format!(
+                        "node name \"{hostname}\" is not a valid DNS-1123 subdomain (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)"
+                    ),
+                );
+            }
+            if let Some(first) = hostnames.get(&hostname) {
+                let line = report
+                    .locations
+                    .nearest(&format!("nodes[{first}]"))
+                    .map(|p| p.line)
+                    .unwrap_or(0);
+                // A duplicate address already says the same thing.
+                if cfg.nodes[*first].address != node.address {
+                    report.at_any(
+                        &hostname_at,
+                        format!("duplicate node name \"{hostname}\" (also at line {line})"),
+                    );
+                }
+            } else {
+                hostnames.insert(hostname, i);
+            }
+        }
+        if node.role.is_empty() {
+            report.at_any(&[&format!("{base}.role"), &base], "node has no `role`");
+        }
+        for (j, role) in node.role.iter().enumerate() {
+            if !ROLES.contains(&role.as_str()) {
+                report.at(
+                    &format!("{base}.role[{j}]"),
+                    format!("unknown role \"{role}\" (expected controlplane, etcd or worker)"),
+                );
+            }
+        }
+        for (j, taint) in node.taints.iter().enumerate() {
+            let path = format!("{base}.taints[{j}]");
+            if taint.key.is_empty() {
+                report.at(&path, "taint has no `key`");
+            }
+            if !TAINT_EFFECTS.contains(&taint.effect.as_str()) {
+                report.at_any(
+                    &[&format!("{path}.effect"), &path],
+                    format!(
+                        "invalid taint effect \"{}\" (expected NoSchedule, PreferNoSchedule or NoExecute)",
+                        taint.effect
+                    ),
+                );
+            }
+        }
+    }
+
+    let has_role = |role: &str| cfg.nodes.iter().any(|n| n.role.iter().any(|r| r == role));
+    let external_etcd = !cfg.services.etcd.external_urls.is_empty();
+    if !has_role("etcd") && !external_etcd {
+        report.at(
+            "nodes",
+            "cluster must have at least one etcd host: give a node the `etcd` role",
+        );
+    }
+    if has_role("etcd") && external_etcd {
+        report.at(
+            "services.etcd.external_urls",
+            "cluster can't have both internal and external etcd: remove `external_urls` or the `etcd` roles",
+        );
+    }
+    if !has_role("controlplane") {
+        report.at(
+            "nodes",
+            "cluster must have at least one controlplane host: give a node the `controlplane` role",
+        );
+    }
+}
+
+fn check_auth(cfg: &RkeConfig, report: &mut Report) {
+    let strategies: Vec<String> = cfg
+        .authentication
+        .strategy
+        .split('|')
+        .map(|s| s.trim().to_lowercase())
+        .filter(|s| !s.is_empty())
+        .collect();
+    for strategy in &strategies {
+        if strategy != "x509" && strategy != "webhook" {
+            report.at(
+                "authentication.strategy",
+                format!("authentication strategy \"{strategy}\" is not supported (x509, webhook)"),
+            );
+        }
+    }
+    if !strategies.iter().any(|s| s == "x509") {
+        report.at(
+            "authentication.strategy",
+            "authentication strategy must contain \"x509\"",
+        );
+    }
+    let mode = cfg.authorization.mode.as_str();
+    if mode != "rbac" && mode != "none" {
+        report.at(
+            "authorization.mode",
+            format!("authorization mode \"{mode}\" is not supported (rbac, none)"),
+        );
+    }
+}
+
+fn parse_cidrs(value: &str) -> Result<Vec<IpNet>, String> {
+    value
+        .split(',')
+        .map(|part| {
+            part.trim().parse::<IpNet>().map_err(|_| {
+                format!(
+                    "\"{}\" is not a valid CIDR (e.g. 10.43.0.0/16)",
+                    part.trim()
+                )
+            })
+        })
+        .collect()
+}
+
+fn overlaps(a: &IpNet, b: &IpNet) -> bool {
+    a.contains(&b.network()) || b.contains(&a.network())
+}
+
+fn check_network(cfg: &RkeConfig, version: Option<&semver::Version>, report: &mut Report) {
+    let plugin = cfg.network.plugin.as_str();
+    if !NETWORK_PLUGINS.contains(&plugin) {
+        report.at(
+            "network.plugin",
+            format!(
+                "network plugin \"{plugin}\" is not supported (canal, flannel, calico, weave, aci, none)"
+            ),
+        );
+    }
+    if plugin == "flannel" && cfg.network.mtu != 0 {
+        report.at(
+            "network.mtu",
+            "network plugin flannel does not support configuring `mtu`",
+        );
+    }
+    if plugin == "weave"
+        && let Some(v) = version
+        && version_at_least(v, (1, 30, 0))
+    {
+        report.at(
+            "network.plugin",
+            "weave CNI support is removed for Kubernetes >= 1.30.0: choose another network plugin",
+        );
+    }
+
+    let services = &cfg.services;
+    let ranges = [
+        (
+            "services.kube-api.service_cluster_ip_range",
+            services.kube_api.service_cluster_ip_range.as_str(),
+        ),
+        (
+            "services.kube-controller.service_cluster_ip_range",
+            services.kube_controller.service_cluster_ip_range.as_str(),
+        ),
+        (
+            "services.kube-controller.cluster_cidr",
+            services.kube_controller.cluster_cidr.as_str(),
+        ),
+    ];
+    let mut parsed: Vec<Option<Vec<IpNet>>> = Vec::new();
+    let mut dual_stack_at = None;
+    for (path, value) in ranges {
+        if value.is_empty() {
+            parsed.push(None);
+            continue;
+        }
+        match parse_cidrs(value) {
+            Ok(nets) => {
+                if nets.len() > 1 && dual_stack_at.is_none() {
+                    dual_stack_at = Some(path);
+                }
+                parsed.push(Some(nets));
+            }
+            Err(e) => {
+                report.at(path, e);
+                parsed.push(None);
+            }
+        }
+    }
+    if let (Some(service), Some(cluster)) = (&parsed[0], &parsed[2]) {
+        for s in service {
+            for c in cluster {
+                if overlaps(s, c) {
+                    report.at(
+                        "services.kube-controller.cluster_cidr",
+                        format!("cluster CIDR {c} overlaps the service CIDR {s}"),
+                    );
+                }
+            }
+        }
+    }
+    if let Some(path) = dual_stack_at {
+        if plugin != "calico" && plugin != "aci" {
+            report.at(
+                path,
+                format!("network plugin \"{plugin}\" does not support dual-stack (IPv4+IPv6) CIDRs; use calico"),
+            );
+        } else if plugin == "aci"
+            && let Some(v) = version
+        {
+            let supported = match (v.major, v.minor) {
+                (1, 23) => version_at_least(v, (1, 23, 16)),
+                (1, 24) => version_at_least(v, (1, 24, 13)),
+                _ => version_at_least(v, (1, 25, 9)),
+            };
+            if !supported {
+                report.at(
+                    path,
+                    format!(
+                        "Kubernetes {} has no aci CNI version that supports dual-stack",
+                        cfg.kubernetes_version
+                    ),
+                );
+            }
+        }
+    }
+    if !cfg.services.kubelet.cluster_dns_server.is_empty()
+        && cfg
+            .services
+            .kubelet
+            .cluster_dns_server
+            .parse::<IpAddr>()
+            .is_err()
+    {
+        report.at(
+            "services.kubelet.cluster_dns_server",
+            format!(
+                "\"{}\" is not an IP address",
+                cfg.services.kubelet.cluster_dns_server
+            ),
+        );
+    }
+    if plugin == "aci" {
+        check_aci(cfg, report);
+    }
+}
+
+fn check_aci(cfg: &RkeConfig, report: &mut Report) {
+    let Some(aci) = &cfg.network.aci_network_provider else {
+        report.at(
+            "network",
+            "network plugin aci needs an `aci_network_provider` section",
+        );
+        return;
+    };
+    let required = [
+        ("system_id", &aci.system_id),
+        ("token", &aci.token),
+        ("apic_user_name", &aci.apic_user_name),
+        ("apic_user_key", &aci.apic_user_key),
+        ("apic_user_crt", &aci.apic_user_crt),
+        ("encap_type", &aci.encap_type),
+        ("mcast_range_start", &aci.mcast_range_start),
+        ("mcast_range_end", &aci.mcast_range_end),
+        ("node_subnet", &aci.node_subnet),
+        ("aep", &aci.aep),
+        ("vrf_name", &aci.vrf_name),
+        ("vrf_tenant", &aci.vrf_tenant),
+        ("l3out", &aci.l3out),
+        ("extern_dynamic", &aci.extern_dynamic),
+        ("extern_static", &aci.extern_static),
+        ("node_svc_subnet", &aci.node_svc_subnet),
+        ("kube_api_vlan", &aci.kube_api_vlan),
+        ("service_vlan", &aci.service_vlan),
+        ("infra_vlan", &aci.infra_vlan),
+    ];
+    for (key, value) in required {
+        if value.is_empty() {
+            report.at(
+                "network.aci_network_provider",
+                format!("network plugin aci: `{key}` is not set under aci_network_provider"),
+            );
+        }
+    }
+    if aci.apic_hosts.is_empty() {
+        report.at(
+            "network.aci_network_provider",
+            "network plugin aci: `apic_hosts` is not set under aci_network_provider",
+        );
+    }
+    if aci.l3out_external_networks.is_empty() {
+        report.at(
+            "network.aci_network_provider",
+            "network plugin aci: `l3out_external_networks` is not set under aci_network_provider",
+        );
+    }
+}
+
+fn check_ingress(cfg: &RkeConfig, report: &mut Report) {
+    let ingress = &cfg.ingress;
+    if ingress.provider != "nginx" && ingress.provider != "none" {
+        report.at(
+            "ingress.provider",
+            format!(
+                "ingress provider \"{}\" is not supported (nginx, none)",
+                ingress.provider
+            ),
+        );
+    }
+    if !ingress.dns_policy.is_empty() && !DNS_POLICIES.contains(&ingress.dns_policy.as_str()) {
+        report.at(
+            "ingress.dns_policy",
+            format!(
+                "\"{}\" is not a valid DNS policy (ClusterFirst, ClusterFirstWithHostNet, None, Default)",
+                ingress.dns_policy
+            ),
+        );
+    }
+    if ingress.network_mode == "hostPort" {
+        for (path, port) in [
+            ("ingress.https_port", ingress.https_port),
+            ("ingress.http_port", ingress.http_port),
+        ] {
+            if !(0..=65535).contains(&port) {
+                report.at(
+                    path,
+                    format!("port {port} is invalid: it must be within 0 to 65535"),
+                );
+            }
+        }
+        if ingress.http_port != 0
+            && ingress.https_port != 0
+            && ingress.http_port == ingress.https_port
+        {
+            report.at_any(
+                &["ingress.https_port", "ingress.http_port"],
+                format!(
+                    "http and https ports must differ (both are {})",
+                    ingress.http_port
+                ),
+            );
+        }
+    }
+    if !["", "hostNetwork", "hostPort", "none"].contains(&ingress.network_mode.as_str()) {
+        report.at(
+            "ingress.network_mode",
+            format!(
+                "\"{}\" is not a valid network mode (hostNetwork, hostPort, none)",
+                ingress.network_mode
+            ),
+        );
+    }
+}
+
+fn check_dns_and_monitoring(cfg: &RkeConfig, report: &mut Report) {
+    if let Some(dns) = &cfg.dns {
+        if !["coredns", "kube-dns", "none", ""].contains(&dns.provider.as_str()) {
+            report.at(
+                "dns.provider",
+                format!(
+                    "DNS provider \"{}\" is not supported (coredns, kube-dns, none)",
+                    dns.provider
+                ),
+            );
+        }
+        if let Some(nodelocal) = &dns.nodelocal
+            && !nodelocal.ip_address.is_empty()
+            && nodelocal.ip_address.parse::<IpAddr>().is_err()
+        {
+            report.at(
+                "dns.nodelocal.ip_address",
+                format!("\"{}\" is not an IP address", nodelocal.ip_address),
+            );
+        }
+    }
+    let provider = cfg.monitoring.provider.as_str();
+    if provider != "metrics-server" && provider != "none" && !provider.is_empty() {
+        report.at(
+            "monitoring.provider",
+            format!("monitoring provider \"{provider}\" is not supported (metrics-server, none)"),
+        );
+    }
+}
+
+fn check_version_dependent(cfg: &RkeConfig, version: &semver::Version, report: &mut Report) {
+    match cfg.enable_cri_dockerd {
+        Some(true) if !version_at_least(version, (1, 21, 0)) => report.at(
+            "enable_cri_dockerd",
+            format!(
+                "enabling cri-dockerd for Kubernetes {} is not supported (needs >= 1.21)",
+                cfg.kubernetes_version
+            ),
+        ),
+        // Not checked by RKE1, whose kubelet then fails to start: dockershim is gone in 1.24.
+        Some(false) if version_at_least(version, (1, 24, 0)) => report.at(
+            "enable_cri_dockerd",
+            format!(
+                "Kubernetes {} has no dockershim: `enable_cri_dockerd` must be true (or left out)",
+                cfg.kubernetes_version
+            ),
+        ),
+        _ => {}
+    }
+
+    let level = cfg.services.kube_api.pod_security_configuration.as_str();
+    if !level.is_empty() {
+        let path = "services.kube-api.pod_security_configuration";
+        if cfg.authorization.mode != "rbac" {
+            report.at(
+                path,
+                "PodSecurity can't be enabled with RBAC authorization disabled",
+            );
+        }
+        if !version_at_least(version, (1, 23, 0)) {
+            report.at(
+                path,
+                "Kubernetes must be at least v1.23 to use pod_security_configuration",
+            );
+        }
+        if level != "privileged" && level != "restricted" {
+            report.at(
+                path,
+                format!("invalid pod_security_configuration \"{level}\" (privileged, restricted)"),
+            );
+        }
+    }
+
+    if cfg.cloud_provider.name == "aws" && version_at_least(version, (1, 27, 0)) {
+        report.at(
+            "cloud_provider.name",
+            format!(
+                "cloud provider \"aws\" is invalid for Kubernetes {}: use \"external-aws\"",
+                cfg.kubernetes_version
+            ),
+        );
+    }
+}
+
+fn check_etcd(cfg: &RkeConfig, report: &mut Report) {
+    let etcd = &cfg.services.etcd;
+    if !etcd.external_urls.is_empty() {
+        for (field, value, what) in [
+            ("ca_cert", &etcd.ca_cert, "external etcd CA certificate"),
+            ("cert", &etcd.cert, "external etcd client certificate"),
+            ("key", &etcd.key, "external etcd client key"),
+            ("path", &etcd.path, "external etcd path"),
+        ] {
+            if value.is_empty() {
+                report.at(
+                    "services.etcd.external_urls",
+                    format!("{what} (`services.etcd.{field}`) can't be empty with external etcd"),
+                );
+            }
+        }
+    }
+    if let Some(s3) = etcd
+        .backup_config
+        .as_ref()
+        .and_then(|b| b.s3_backup_config.as_ref())
+    {
+        let base = "services.etcd.backup_config.s3backupconfig";
+        if s3.endpoint.is_empty() {
+            report.at(base, "etcd s3 backup endpoint can't be empty");
+        }
+        if s3.bucket_name.is_empty() {
+            report.at(base, "etcd s3 backup bucket_name can't be empty");
+        }
+        if !s3.custom_ca.is_empty() && !is_valid_certificate(&s3.custom_ca) {
+            report.at(
+                &format!("{base}.custom_ca"),
+                "custom_ca is not a PEM-encoded X.509 certificate",
+            );
+        }
+    }
+}
+
+fn is_valid_certificate(text: &str) -> bool {
+    match pem::parse(text) {
+        Ok(block) => {
+            block.tag() == "CERTIFICATE"
+                && x509_parser::parse_x509_certificate(block.contents()).is_ok()
+        }
+        Err(_) => false,
+    }
+}
+
+/// `max_unavailable_*`: a positive count or a percentage in 1%..=100%.
+fn check_max_unavailable(value: &str, path: &str, report: &mut Report) {
+    if value.is_empty() {
+        return;
+    }
+    let valid = match value.strip_suffix('%') {
+        Some(percent) => percent.parse::<u32>().is_ok_and(|p| (1..=100).contains(&p)),
+        None => value.parse::<u64>().is_ok_and(|n| n > 0),
+    };
+    if !valid {
+        report.at(
+            path,
+            format!(
+                "\"{value}\" is not a positive number of nodes or a percentage between 1% and 100%"
+            ),
+        );
+    }
+}
+
+fn check_upgrade_strategy(cfg: &RkeConfig, report: &mut Report) {
+    let Some(strategy) = &cfg.upgrade_strategy else {
+        return;
+    };
+    check_max_unavailable(
+        &strategy.max_unavailable_worker,
+        "upgrade_strategy.max_unavailable_worker",
+        report,
+    );
+    check_max_unavailable(
+        &strategy.max_unavailable_controlplane,
+        "upgrade_strategy.max_unavailable_controlplane",
+        report,
+    );
+    if let Some(drain) = &strategy.node_drain_input
+        && !(1..=10800).contains(&drain.timeout)
+    {
+        report.at(
+            "upgrade_strategy.node_drain_input.timeout",
+            format!(
+                "drain timeout {} must be between 1 and 10800 seconds",
+                drain.timeout
+            ),
+        );
+    }
+}
+
+fn check_misc(cfg: &RkeConfig, report: &mut Report) {
+    if let Some(rotate) = &cfg.rotate_certificates {
+        for (i, service) in rotate.services.iter().enumerate() {
+            if !ROTATABLE_SERVICES.contains(&service.as_str()) {
+                report.at(
+                    &format!("rotate_certificates.services[{i}]"),
+                    format!("\"{service}\" is not a service whose certificate can be rotated"),
+                );
+            }
+        }
+    }
+    if !cfg.cloud_provider.custom_cloud_provider.is_empty() && cfg.cloud_provider.name.is_empty() {
+        report.at("cloud_provider", "a custom cloud provider needs a `name`");
+    }
+    if let Some(policy) = cfg
+        .services
+        .kube_api
+        .audit_log
+        .as_ref()
+        .and_then(|a| a.configuration.as_ref())
+        .and_then(|c| c.policy.as_ref())
+        && policy.get("kind").and_then(|k| k.as_str()) != Some("Policy")
+    {
+        report.at(
+            "services.kube-api.audit_log.configuration.policy",
+            "audit policy must be an audit.k8s.io/v1 object with `kind: Policy`",
+        );
+    }
+}

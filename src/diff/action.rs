@@ -1,0 +1,185 @@
+//! The actions `up` takes on a host, and their rendering for `--dry-run`.
+
+use super::FieldChange;
+use serde::Serialize;
+
+/// One change to one host. `--dry-run` prints exactly these, grouped by host.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    PullImage {
+        image: String,
+    },
+    CreateContainer {
+        name: String,
+        image: String,
+        start: bool,
+    },
+    RecreateContainer {
+        name: String,
+        #[serde(serialize_with = "changes_as_strings")]
+        changes: Vec<FieldChange>,
+        start: bool,
+    },
+    StartContainer {
+        name: String,
+    },
+    RestartContainer {
+        name: String,
+    },
+    RemoveContainer {
+        name: String,
+        reason: String,
+    },
+    DeployCertificates {
+        names: Vec<String>,
+        force: bool,
+    },
+    UploadFile {
+        path: String,
+        reason: String,
+    },
+    RemoveFile {
+        path: String,
+    },
+    AddEtcdMember {
+        member: String,
+        peer_url: String,
+    },
+    RemoveEtcdMember {
+        member: String,
+    },
+    CleanDirectories {
+        paths: Vec<String>,
+    },
+    DeleteNode {
+        node: String,
+    },
+    UpdateNode {
+        node: String,
+        changes: Vec<String>,
+    },
+}
+
+fn changes_as_strings<S: serde::Serializer>(c: &[FieldChange], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(c.iter().map(|c| c.to_string()))
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Action::PullImage { image } => write!(f, "pull image {image}"),
+            Action::CreateContainer { name, image, start } => {
+                let verb = if *start { "create and start" } else { "create" };
+                write!(f, "{verb} container {name} ({image})")
+            }
+            Action::RecreateContainer { name, changes, .. } => {
+                write!(f, "recreate container {name}")?;
+                for c in changes {
+                    write!(f, "\n      {c}")?;
+                }
+                Ok(())
+            }
+            Action::StartContainer { name } => write!(f, "start stopped container {name}"),
+            Action::RestartContainer { name } => write!(f, "restart container {name}"),
+            Action::RemoveContainer { name, reason } => {
+                write!(f, "remove container {name} ({reason})")
+            }
+            Action::DeployCertificates { names, force } => write!(
+                f,
+                "deploy {} certificates{}",
+                names.len(),
+                if *force { " (overwrite)" } else { "" }
+            ),
+            Action::UploadFile { path, reason } => write!(f, "upload {path} ({reason})"),
+            Action::RemoveFile { path } => write!(f, "remove file {path}"),
+            Action::AddEtcdMember { member, peer_url } => {
+                write!(f, "add etcd member {member} ({peer_url})")
+            }
+            Action::RemoveEtcdMember { member } => write!(f, "remove etcd member {member}"),
+            Action::CleanDirectories { paths } => write!(f, "clean {}", paths.join(", ")),
+            Action::DeleteNode { node } => write!(f, "delete node {node}"),
+            Action::UpdateNode { node, changes } => {
+                write!(f, "update node {node}: {}", changes.join(", "))
+            }
+        }
+    }
+}
+
+/// The actions for one host, in the order they are taken.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HostActions {
+    pub host: String,
+    pub actions: Vec<Action>,
+}
+
+/// The text `--dry-run` prints: every host, and under it every action, or "no changes".
+pub fn render_dry_run(hosts: &[HostActions]) -> String {
+    let mut out = String::new();
+    let total: usize = hosts.iter().map(|h| h.actions.len()).sum();
+    for h in hosts {
+        out.push_str(&format!("{}:\n", h.host));
+        if h.actions.is_empty() {
+            out.push_str("    no changes\n");
+        }
+        for a in &h.actions {
+            out.push_str(&format!("  - {a}\n"));
+        }
+    }
+    out.push_str(&format!(
+        "{total} action{} on {} host{}\n",
+        if total == 1 { "" } else { "s" },
+        hosts.len(),
+        if hosts.len() == 1 { "" } else { "s" }
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dry_run_lists_every_host_and_action() {
+        let hosts = vec![
+            HostActions {
+                host: "10.0.0.1".into(),
+                actions: vec![
+                    Action::PullImage {
+                        image: "rancher/hyperkube:v1".into(),
+                    },
+                    Action::RecreateContainer {
+                        name: "kube-apiserver".into(),
+                        changes: vec![FieldChange {
+                            field: "entrypoint",
+                            added: vec!["--v=4".into()],
+                            removed: vec!["--v=2".into()],
+                        }],
+                        start: true,
+                    },
+                ],
+            },
+            HostActions {
+                host: "10.0.0.2".into(),
+                actions: vec![],
+            },
+        ];
+        let text = render_dry_run(&hosts);
+        assert_eq!(
+            text,
+            "10.0.0.1:\n  - pull image rancher/hyperkube:v1\n  - recreate container kube-apiserver\n      entrypoint: +--v=4 ---v=2\n10.0.0.2:\n    no changes\n2 actions on 2 hosts\n"
+        );
+    }
+
+    #[test]
+    fn actions_serialize_with_a_tag() {
+        let v = serde_json::to_value(Action::RemoveEtcdMember {
+            member: "etcd-host3".into(),
+        })
+        .unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"action": "remove_etcd_member", "member": "etcd-host3"})
+        );
+    }
+}

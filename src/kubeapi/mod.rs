@@ -1,0 +1,335 @@
+//! The Kubernetes API side of a run: a client built from the admin kubeconfig, the RBAC objects
+//! RKE1 creates (§20), the in-cluster copy of the state (§7) and the node label, annotation and
+//! taint sync (§21).
+
+mod nodes;
+
+pub use nodes::{NodeSync, TaintSpec, find_node, sync_node};
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::discovery::{ApiResource, Scope};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Field manager name for every server-side apply rkers makes.
+pub const FIELD_MANAGER: &str = "rkers";
+/// Where RKE1 keeps the full state in the cluster (§7); rkers uses the same object.
+pub const STATE_SECRET_NAMESPACE: &str = "kube-system";
+pub const STATE_SECRET_NAME: &str = "full-cluster-state";
+pub const STATE_SECRET_KEY: &str = "full-cluster-state";
+
+#[derive(Debug, thiserror::Error)]
+pub enum KubeApiError {
+    #[error("invalid kubeconfig: {0}")]
+    Kubeconfig(String),
+    #[error("Kubernetes API at {server}: {message}")]
+    Api { server: String, message: String },
+    #[error("node {0} not found in the cluster")]
+    NodeNotFound(String),
+}
+
+/// A client for one API server, with the server named in every error.
+#[derive(Clone)]
+pub struct KubeApi {
+    pub client: kube::Client,
+    pub server: String,
+}
+
+impl KubeApi {
+    /// Builds a client from kubeconfig text (the admin kubeconfig rkers writes, §6.1).
+    pub async fn from_kubeconfig(text: &str) -> Result<Self, KubeApiError> {
+        let kubeconfig =
+            Kubeconfig::from_yaml(text).map_err(|e| KubeApiError::Kubeconfig(e.to_string()))?;
+        let mut config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| KubeApiError::Kubeconfig(e.to_string()))?;
+        config.connect_timeout = Some(Duration::from_secs(10));
+        config.read_timeout = Some(Duration::from_secs(60));
+        let server = config.cluster_url.to_string();
+        let client = kube::Client::try_from(config).map_err(|e| KubeApiError::Api {
+            server: server.clone(),
+            message: e.to_string(),
+        })?;
+        Ok(KubeApi { client, server })
+    }
+
+    pub(crate) fn err(&self, context: &str, e: impl std::fmt::Display) -> KubeApiError {
+        KubeApiError::Api {
+            server: self.server.clone(),
+            message: format!("{context}: {e}"),
+        }
+    }
+
+    /// The server's version, e.g. "v1.20.2".
+    pub async fn server_version(&self) -> Result<String, KubeApiError> {
+        let info = self
+            .client
+            .apiserver_version()
+            .await
+            .map_err(|e| self.err("GET /version", e))?;
+        Ok(info.git_version)
+    }
+
+    /// Creates or updates the RBAC objects RKE1 creates right after the control plane (§20).
+    pub async fn apply_authz(&self, rbac: bool) -> Result<(), KubeApiError> {
+        let mut docs = vec![JOB_DEPLOYER_SERVICE_ACCOUNT, JOB_DEPLOYER_BINDING];
+        if rbac {
+            docs.extend([
+                SYSTEM_NODE_BINDING,
+                KUBEAPI_PROXY_ROLE,
+                KUBEAPI_PROXY_BINDING,
+            ]);
+        }
+        for doc in docs {
+            self.apply_yaml(doc).await?;
+        }
+        Ok(())
+    }
+
+    /// Server-side applies one YAML object of a built-in kind.
+    pub async fn apply_yaml(&self, yaml: &str) -> Result<(), KubeApiError> {
+        let obj: DynamicObject =
+            serde_saphyr::from_str(yaml).map_err(|e| self.err("parse embedded manifest", e))?;
+        let types = obj
+            .types
+            .clone()
+            .ok_or_else(|| self.err("embedded manifest", "no apiVersion/kind"))?;
+        let (group, version) = match types.api_version.split_once('/') {
+            Some((g, v)) => (g.to_string(), v.to_string()),
+            None => (String::new(), types.api_version.clone()),
+        };
+        let gvk = kube::api::GroupVersionKind::gvk(&group, &version, &types.kind);
+        let (resource, scope) = builtin_resource(&gvk);
+        let name = obj
+            .metadata
+            .name
+            .clone()
+            .ok_or_else(|| self.err("embedded manifest", "no name"))?;
+        let api: Api<DynamicObject> = match scope {
+            Scope::Namespaced => Api::namespaced_with(
+                self.client.clone(),
+                obj.metadata.namespace.as_deref().unwrap_or("default"),
+                &resource,
+            ),
+            Scope::Cluster => Api::all_with(self.client.clone(), &resource),
+        };
+        api.patch(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&obj),
+        )
+        .await
+        .map_err(|e| self.err(&format!("apply {} {name}", types.kind), e))?;
+        Ok(())
+    }
+
+    /// Stores the full state JSON in the cluster, where RKE1 keeps it (§7), retrying briefly
+    /// because the API server may still be settling right after the control plane comes up.
+    pub async fn save_state_secret(&self, state_json: &str) -> Result<(), KubeApiError> {
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), STATE_SECRET_NAMESPACE);
+        let mut data = BTreeMap::new();
+        data.insert(
+            STATE_SECRET_KEY.to_string(),
+            k8s_openapi::ByteString(state_json.as_bytes().to_vec()),
+        );
+        let secret = Secret {
+            metadata: kube::api::ObjectMeta {
+                name: Some(STATE_SECRET_NAME.to_string()),
+                namespace: Some(STATE_SECRET_NAMESPACE.to_string()),
+                ..Default::default()
+            },
+            data: Some(data),
+            type_: Some("Opaque".to_string()),
+            ..Default::default()
+        };
+        let mut last_error = String::new();
+        for _ in 0..30 {
+            let result = match api.get_opt(STATE_SECRET_NAME).await {
+                Ok(Some(mut existing)) => {
+                    existing.data = secret.data.clone();
+                    api.replace(STATE_SECRET_NAME, &PostParams::default(), &existing)
+                        .await
+                        .map(|_| ())
+                }
+                Ok(None) => api
+                    .create(&PostParams::default(), &secret)
+                    .await
+                    .map(|_| ()),
+                Err(e) => Err(e),
+            };
+            match result {
+                Ok(()) => return Ok(()),
+                Err(e) => last_error = e.to_string(),
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        Err(self.err("save Secret kube-system/full-cluster-state", last_error))
+    }
+
+    /// Reads the in-cluster state: the Secret first, then the ConfigMap older RKE1 releases
+    /// used (§27; RKE1's node-side fallback reads only the ConfigMap, §33.5).
+    pub async fn read_state(&self) -> Result<Option<String>, KubeApiError> {
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), STATE_SECRET_NAMESPACE);
+        if let Some(secret) = secrets
+            .get_opt(STATE_SECRET_NAME)
+            .await
+            .map_err(|e| self.err("get Secret full-cluster-state", e))?
+            && let Some(v) = secret.data.and_then(|mut d| d.remove(STATE_SECRET_KEY))
+        {
+            return Ok(Some(String::from_utf8_lossy(&v.0).into_owned()));
+        }
+        let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+            Api::namespaced(self.client.clone(), STATE_SECRET_NAMESPACE);
+        Ok(maps
+            .get_opt(STATE_SECRET_NAME)
+            .await
+            .map_err(|e| self.err("get ConfigMap full-cluster-state", e))?
+            .and_then(|cm| cm.data)
+            .and_then(|mut d| d.remove(STATE_SECRET_KEY)))
+    }
+}
+
+/// The resource and scope of the few built-in kinds rkers applies itself; no discovery round
+/// trip is needed for them.
+fn builtin_resource(gvk: &kube::api::GroupVersionKind) -> (ApiResource, Scope) {
+    let plural = match gvk.kind.as_str() {
+        "ServiceAccount" => "serviceaccounts",
+        "ClusterRole" => "clusterroles",
+        "ClusterRoleBinding" => "clusterrolebindings",
+        "Role" => "roles",
+        "RoleBinding" => "rolebindings",
+        "ConfigMap" => "configmaps",
+        "Secret" => "secrets",
+        "Namespace" => "namespaces",
+        other => return (ApiResource::from_gvk(gvk), guess_scope(other)),
+    };
+    let scope = guess_scope(&gvk.kind);
+    (ApiResource::from_gvk_with_plural(gvk, plural), scope)
+}
+
+fn guess_scope(kind: &str) -> Scope {
+    match kind {
+        "ClusterRole" | "ClusterRoleBinding" | "Namespace" | "Node" => Scope::Cluster,
+        _ => Scope::Namespaced,
+    }
+}
+
+// The objects of §20, with RKE1's names, labels and annotations.
+const JOB_DEPLOYER_SERVICE_ACCOUNT: &str = "apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: rke-job-deployer
+  namespace: kube-system
+";
+
+const JOB_DEPLOYER_BINDING: &str = "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: job-deployer
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: cluster-admin
+subjects:
+- kind: ServiceAccount
+  namespace: kube-system
+  name: rke-job-deployer
+";
+
+const SYSTEM_NODE_BINDING: &str = "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: system:node
+  annotations:
+    rbac.authorization.kubernetes.io/autoupdate: \"false\"
+  labels:
+    kubernetes.io/bootstrapping: rbac-defaults
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: system:node
+subjects:
+- kind: Group
+  name: system:nodes
+  apiGroup: rbac.authorization.k8s.io
+";
+
+const KUBEAPI_PROXY_ROLE: &str = "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: proxy-clusterrole-kubeapiserver
+rules:
+- apiGroups: [\"\"]
+  resources: [nodes/metrics, nodes/proxy, nodes/stats, nodes/log, nodes/spec]
+  verbs: [get, list, watch, create]
+";
+
+const KUBEAPI_PROXY_BINDING: &str = "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: proxy-role-binding-kubernetes-master
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: proxy-clusterrole-kubeapiserver
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: kube-apiserver
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_rbac_objects_parse_with_names_and_kinds() {
+        for (doc, kind, name) in [
+            (
+                JOB_DEPLOYER_SERVICE_ACCOUNT,
+                "ServiceAccount",
+                "rke-job-deployer",
+            ),
+            (JOB_DEPLOYER_BINDING, "ClusterRoleBinding", "job-deployer"),
+            (SYSTEM_NODE_BINDING, "ClusterRoleBinding", "system:node"),
+            (
+                KUBEAPI_PROXY_ROLE,
+                "ClusterRole",
+                "proxy-clusterrole-kubeapiserver",
+            ),
+            (
+                KUBEAPI_PROXY_BINDING,
+                "ClusterRoleBinding",
+                "proxy-role-binding-kubernetes-master",
+            ),
+        ] {
+            let obj: DynamicObject = serde_saphyr::from_str(doc).unwrap();
+            assert_eq!(obj.types.unwrap().kind, kind);
+            assert_eq!(obj.metadata.name.as_deref(), Some(name));
+        }
+        let node: DynamicObject = serde_saphyr::from_str(SYSTEM_NODE_BINDING).unwrap();
+        assert_eq!(
+            node.metadata.annotations.unwrap()["rbac.authorization.kubernetes.io/autoupdate"],
+            "false"
+        );
+    }
+
+    #[test]
+    fn builtin_scopes() {
+        let crb = kube::api::GroupVersionKind::gvk(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRoleBinding",
+        );
+        let (res, scope) = builtin_resource(&crb);
+        assert_eq!(res.plural, "clusterrolebindings");
+        assert!(matches!(scope, Scope::Cluster));
+        let sa = kube::api::GroupVersionKind::gvk("", "v1", "ServiceAccount");
+        let (res, scope) = builtin_resource(&sa);
+        assert_eq!(res.plural, "serviceaccounts");
+        assert!(matches!(scope, Scope::Namespaced));
+    }
+}

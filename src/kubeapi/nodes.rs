@@ -1,0 +1,414 @@
+//! Kubernetes Node objects: finding a host's node, syncing its labels, annotations and taints
+//! (§21), cordon and uncordon, readiness and deletion.
+
+use super::{KubeApi, KubeApiError};
+use k8s_openapi::api::core::v1::{Node, Taint};
+use kube::api::{Api, DeleteParams, PostParams};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+pub const EXTERNAL_ADDRESS_ANNOTATION: &str = "rke.cattle.io/external-ip";
+pub const INTERNAL_ADDRESS_ANNOTATION: &str = "rke.cattle.io/internal-ip";
+pub const ROLE_LABELS: [(&str, &str); 3] = [
+    ("etcd", "node-role.kubernetes.io/etcd"),
+    ("controlplane", "node-role.kubernetes.io/controlplane"),
+    ("worker", "node-role.kubernetes.io/worker"),
+];
+/// Taints RKE1 reserves for hosts without the worker role (§18).
+pub const ETCD_TAINT: (&str, &str, &str) = ("node-role.kubernetes.io/etcd", "true", "NoExecute");
+pub const CONTROLPLANE_TAINT: (&str, &str, &str) =
+    ("node-role.kubernetes.io/controlplane", "true", "NoSchedule");
+
+/// A taint identified, as RKE1 identifies it, by key and effect.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TaintSpec {
+    pub key: String,
+    pub value: String,
+    pub effect: String,
+}
+
+impl TaintSpec {
+    pub fn new(key: &str, value: &str, effect: &str) -> Self {
+        TaintSpec {
+            key: key.into(),
+            value: value.into(),
+            effect: effect.into(),
+        }
+    }
+}
+
+/// What to change on one node.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeSync {
+    pub hostname: String,
+    pub address: String,
+    pub internal_address: String,
+    pub labels_to_add: BTreeMap<String, String>,
+    pub labels_to_delete: BTreeSet<String>,
+    pub taints_to_add: Vec<TaintSpec>,
+    pub taints_to_delete: Vec<TaintSpec>,
+}
+
+impl NodeSync {
+    /// The changes for a host, from its roles and labels/taints in the new config and what the
+    /// previous run applied (`old_*`, empty for a new host). Labels set by others are never
+    /// touched: only role labels and labels rkers itself set before are deleted.
+    #[allow(clippy::too_many_arguments)]
+    pub fn for_host(
+        hostname: &str,
+        address: &str,
+        internal_address: &str,
+        roles: &BTreeSet<String>,
+        labels: &BTreeMap<String, String>,
+        old_labels: &BTreeMap<String, String>,
+        taints: &[TaintSpec],
+        old_taints: &[TaintSpec],
+    ) -> Self {
+        let mut sync = NodeSync {
+            hostname: hostname.to_string(),
+            address: address.to_string(),
+            internal_address: internal_address.to_string(),
+            ..Default::default()
+        };
+        for (role, label) in ROLE_LABELS {
+            if roles.contains(role) {
+                sync.labels_to_add.insert(label.into(), "true".into());
+            } else {
+                sync.labels_to_delete.insert(label.into());
+            }
+        }
+        for (k, v) in labels {
+            sync.labels_to_add.insert(k.clone(), v.clone());
+        }
+        for k in old_labels.keys() {
+            if !labels.contains_key(k) {
+                sync.labels_to_delete.insert(k.clone());
+            }
+        }
+        let is_worker = roles.contains("worker");
+        let mut wanted: Vec<TaintSpec> = taints.to_vec();
+        for (role, taint) in [("etcd", ETCD_TAINT), ("controlplane", CONTROLPLANE_TAINT)] {
+            let t = TaintSpec::new(taint.0, taint.1, taint.2);
+            if !is_worker && roles.contains(role) {
+                wanted.push(t);
+            } else {
+                sync.taints_to_delete.push(t);
+            }
+        }
+        let same = |a: &TaintSpec, b: &TaintSpec| a.key == b.key && a.effect == b.effect;
+        for old in old_taints {
+            match wanted.iter().find(|w| same(w, old)) {
+                Some(w) if w.value == old.value => {}
+                _ => sync.taints_to_delete.push(old.clone()),
+            }
+        }
+        sync.taints_to_delete
+            .retain(|d| !wanted.iter().any(|w| w == d));
+        sync.taints_to_add = wanted;
+        sync
+    }
+
+    /// Applies the changes to a Node object; true when anything changed.
+    pub fn apply_to(&self, node: &mut Node) -> bool {
+        let before = node.clone();
+        let annotations = node
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default);
+        annotations.insert(EXTERNAL_ADDRESS_ANNOTATION.into(), self.address.clone());
+        annotations.insert(
+            INTERNAL_ADDRESS_ANNOTATION.into(),
+            self.internal_address.clone(),
+        );
+        let labels = node.metadata.labels.get_or_insert_with(Default::default);
+        for k in &self.labels_to_delete {
+            if !self.labels_to_add.contains_key(k) {
+                labels.remove(k);
+            }
+        }
+        for (k, v) in &self.labels_to_add {
+            labels.insert(k.clone(), v.clone());
+        }
+        let spec = node.spec.get_or_insert_with(Default::default);
+        let taints = spec.taints.get_or_insert_with(Vec::new);
+        taints.retain(|t| {
+            !self.taints_to_delete.iter().any(|d| {
+                d.key == t.key
+                    && d.effect == t.effect
+                    && d.value == t.value.clone().unwrap_or_default()
+            })
+        });
+        for add in &self.taints_to_add {
+            let exists = taints.iter().any(|t| {
+                t.key == add.key
+                    && t.effect == add.effect
+                    && t.value.clone().unwrap_or_default() == add.value
+            });
+            if !exists {
+                taints.push(Taint {
+                    key: add.key.clone(),
+                    value: (!add.value.is_empty()).then(|| add.value.clone()),
+                    effect: add.effect.clone(),
+                    time_added: None,
+                });
+            }
+        }
+        if taints.is_empty() {
+            spec.taints = None;
+        }
+        *node != before
+    }
+}
+
+/// Finds the node of a host by its `kubernetes.io/hostname` label (case-insensitively, as RKE1),
+/// retrying while the kubelet registers.
+pub async fn find_node(api: &KubeApi, hostname: &str, attempts: u32) -> Result<Node, KubeApiError> {
+    let nodes: Api<Node> = Api::all(api.client.clone());
+    for attempt in 0..attempts.max(1) {
+        let list = nodes
+            .list(&Default::default())
+            .await
+            .map_err(|e| api.err("list nodes", e))?;
+        if let Some(node) = list.items.into_iter().find(|n| {
+            n.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(HOSTNAME_LABEL))
+                .is_some_and(|h| h.eq_ignore_ascii_case(hostname))
+        }) {
+            return Ok(node);
+        }
+        if attempt + 1 < attempts {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+    }
+    Err(KubeApiError::NodeNotFound(hostname.to_string()))
+}
+
+/// Applies a [`NodeSync`], writing the node only when it changed; retries on conflicts.
+pub async fn sync_node(api: &KubeApi, sync: &NodeSync) -> Result<bool, KubeApiError> {
+    let nodes: Api<Node> = Api::all(api.client.clone());
+    for _ in 0..5 {
+        let mut node = find_node(api, &sync.hostname, 6).await?;
+        if !sync.apply_to(&mut node) {
+            return Ok(false);
+        }
+        let name = node.metadata.name.clone().unwrap_or_default();
+        match nodes.replace(&name, &PostParams::default(), &node).await {
+            Ok(_) => return Ok(true),
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            Err(e) => return Err(api.err(&format!("update node {name}"), e)),
+        }
+    }
+    Err(api.err(
+        "update node",
+        format!("{}: too many conflicts", sync.hostname),
+    ))
+}
+
+pub fn is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+impl KubeApi {
+    /// Marks a node (un)schedulable.
+    pub async fn set_unschedulable(
+        &self,
+        hostname: &str,
+        cordon: bool,
+    ) -> Result<(), KubeApiError> {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let node = find_node(self, hostname, 5).await?;
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let patch = serde_json::json!({"spec": {"unschedulable": cordon}});
+        nodes
+            .patch(
+                &name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&patch),
+            )
+            .await
+            .map_err(|e| self.err(&format!("cordon node {name}"), e))?;
+        Ok(())
+    }
+
+    /// Deletes a host's node; a node that is already gone is fine.
+    pub async fn delete_node(&self, hostname: &str) -> Result<(), KubeApiError> {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        match find_node(self, hostname, 1).await {
+            Ok(node) => {
+                let name = node.metadata.name.unwrap_or_default();
+                match nodes.delete(&name, &DeleteParams::default()).await {
+                    Ok(_) => Ok(()),
+                    Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+                    Err(e) => Err(self.err(&format!("delete node {name}"), e)),
+                }
+            }
+            Err(KubeApiError::NodeNotFound(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Waits until the host's node reports Ready, or the timeout passes.
+    pub async fn wait_node_ready(
+        &self,
+        hostname: &str,
+        timeout: Duration,
+    ) -> Result<(), KubeApiError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Ok(node) = find_node(self, hostname, 1).await
+                && is_ready(&node)
+            {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(self.err(
+                    "wait for node",
+                    format!("{hostname} not Ready after {}s", timeout.as_secs()),
+                ));
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roles(r: &[&str]) -> BTreeSet<String> {
+        r.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn etcd_only_host_gets_noexecute_taint_and_role_labels() {
+        let sync = NodeSync::for_host(
+            "h1",
+            "1.1.1.1",
+            "10.0.0.1",
+            &roles(&["etcd"]),
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+            &[],
+            &[],
+        );
+        assert_eq!(sync.labels_to_add["node-role.kubernetes.io/etcd"], "true");
+        assert!(
+            sync.labels_to_delete
+                .contains("node-role.kubernetes.io/worker")
+        );
+        assert_eq!(
+            sync.taints_to_add,
+            vec![TaintSpec::new(
+                "node-role.kubernetes.io/etcd",
+                "true",
+                "NoExecute"
+            )]
+        );
+    }
+
+    #[test]
+    fn etcd_and_controlplane_without_worker_get_both_taints() {
+        let sync = NodeSync::for_host(
+            "h1",
+            "a",
+            "a",
+            &roles(&["etcd", "controlplane"]),
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+            &[],
+            &[],
+        );
+        assert_eq!(sync.taints_to_add.len(), 2);
+        assert!(sync.taints_to_delete.is_empty());
+    }
+
+    #[test]
+    fn gaining_worker_role_removes_reserved_taints() {
+        let sync = NodeSync::for_host(
+            "h1",
+            "a",
+            "a",
+            &roles(&["controlplane", "worker"]),
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+            &[],
+            &[],
+        );
+        assert!(sync.taints_to_add.is_empty());
+        assert!(sync.taints_to_delete.contains(&TaintSpec::new(
+            "node-role.kubernetes.io/controlplane",
+            "true",
+            "NoSchedule"
+        )));
+    }
+
+    #[test]
+    fn removed_config_label_is_deleted_foreign_labels_kept() {
+        let old: BTreeMap<String, String> = [("team".to_string(), "a".to_string())].into();
+        let sync = NodeSync::for_host(
+            "h1",
+            "a",
+            "a",
+            &roles(&["worker"]),
+            &BTreeMap::new(),
+            &old,
+            &[],
+            &[],
+        );
+        let mut node = Node::default();
+        node.metadata.labels = Some(
+            [
+                ("team".to_string(), "a".to_string()),
+                ("other".to_string(), "x".to_string()),
+            ]
+            .into(),
+        );
+        assert!(sync.apply_to(&mut node));
+        let labels = node.metadata.labels.unwrap();
+        assert!(!labels.contains_key("team"));
+        assert_eq!(labels["other"], "x");
+        assert_eq!(labels["node-role.kubernetes.io/worker"], "true");
+    }
+
+    #[test]
+    fn changed_taint_value_replaces_old_one_and_second_apply_is_noop() {
+        let old = vec![TaintSpec::new("dedicated", "a", "NoSchedule")];
+        let new = vec![TaintSpec::new("dedicated", "b", "NoSchedule")];
+        let sync = NodeSync::for_host(
+            "h1",
+            "a",
+            "a",
+            &roles(&["worker"]),
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+            &new,
+            &old,
+        );
+        let mut node = Node::default();
+        node.spec = Some(k8s_openapi::api::core::v1::NodeSpec {
+            taints: Some(vec![Taint {
+                key: "dedicated".into(),
+                value: Some("a".into()),
+                effect: "NoSchedule".into(),
+                time_added: None,
+            }]),
+            ..Default::default()
+        });
+        assert!(sync.apply_to(&mut node));
+        let taints = node.spec.as_ref().unwrap().taints.clone().unwrap();
+        assert_eq!(taints.len(), 1);
+        assert_eq!(taints[0].value.as_deref(), Some("b"));
+        assert!(
+            !sync.apply_to(&mut node),
+            "second apply must change nothing"
+        );
+    }
+}

@@ -1,0 +1,114 @@
+//! Masks secrets in any text before it is shown: PEM private keys wherever they appear, and every
+//! secret value the run registered (registry passwords, S3 keys, inline SSH keys, tokens).
+
+use std::sync::{OnceLock, RwLock};
+
+const MASK: &str = "[REDACTED]";
+/// Short strings would mask ordinary words; real secrets are longer than this.
+const MIN_SECRET_LEN: usize = 6;
+
+#[derive(Default)]
+pub struct Redactor {
+    secrets: RwLock<Vec<String>>,
+}
+
+impl Redactor {
+    pub fn global() -> &'static Redactor {
+        static GLOBAL: OnceLock<Redactor> = OnceLock::new();
+        GLOBAL.get_or_init(Redactor::default)
+    }
+
+    /// Remembers a secret value so it is masked wherever it shows up later.
+    pub fn register(&self, secret: &str) {
+        let secret = secret.trim();
+        if secret.len() < MIN_SECRET_LEN {
+            return;
+        }
+        let mut secrets = self.secrets.write().unwrap_or_else(|p| p.into_inner());
+        if !secrets.iter().any(|s| s == secret) {
+            secrets.push(secret.to_string());
+            // Longest first, so a secret containing another is masked whole.
+            secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        }
+    }
+
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = mask_private_key_blocks(text);
+        let secrets = self.secrets.read().unwrap_or_else(|p| p.into_inner());
+        for secret in secrets.iter() {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), MASK);
+            }
+        }
+        out
+    }
+}
+
+/// Masks through the global redactor.
+pub fn redact(text: &str) -> String {
+    Redactor::global().redact(text)
+}
+
+/// Replaces the body of every `-----BEGIN ... PRIVATE KEY-----` block (to its END line, or to the
+/// end of the text when the block is cut off).
+fn mask_private_key_blocks(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("-----BEGIN ") {
+        let header_end = rest[start + 11..].find("-----").map(|i| start + 11 + i + 5);
+        let Some(header_end) = header_end else { break };
+        let label = &rest[start + 11..header_end - 5];
+        out.push_str(&rest[..start]);
+        if !label.contains("PRIVATE KEY") {
+            out.push_str(&rest[start..header_end]);
+            rest = &rest[header_end..];
+            continue;
+        }
+        let end_marker = format!("-----END {label}-----");
+        out.push_str(&format!("-----BEGIN {label}-----{MASK}"));
+        match rest[header_end..].find(&end_marker) {
+            Some(i) => {
+                out.push_str(&end_marker);
+                rest = &rest[header_end + i + end_marker.len()..];
+            }
+            None => {
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_key_blocks_are_masked_certificates_kept() {
+        let text = "key: -----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY----- cert: -----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----";
+        let out = mask_private_key_blocks(text);
+        assert!(!out.contains("MIIEabc"), "{out}");
+        assert!(
+            out.contains("-----BEGIN RSA PRIVATE KEY-----[REDACTED]-----END RSA PRIVATE KEY-----")
+        );
+        assert!(out.contains("MIIB"), "certificates are public: {out}");
+    }
+
+    #[test]
+    fn truncated_key_block_is_masked_to_the_end() {
+        let out =
+            mask_private_key_blocks("oops -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXkt");
+        assert_eq!(out, "oops -----BEGIN OPENSSH PRIVATE KEY-----[REDACTED]");
+    }
+
+    #[test]
+    fn registered_secrets_are_masked_longest_first() {
+        let r = Redactor::default();
+        r.register("hunter2hunter2");
+        r.register("hunter2hunter2-and-more");
+        r.register("abc"); // too short to be a secret worth masking
+        let out = r.redact("a hunter2hunter2-and-more b hunter2hunter2 c abc");
+        assert_eq!(out, "a [REDACTED] b [REDACTED] c abc");
+    }
+}

@@ -1,0 +1,81 @@
+//! Which certificates each node receives (§11.1 "which nodes receive which certs", §12).
+
+use std::collections::BTreeSet;
+
+use super::names::*;
+use super::{Bundle, CertificatePki, PkiHost, PkiSpec};
+
+/// Names of the certificates a host needs, by role (union over its roles).
+pub fn cert_names_for_host(spec: &PkiSpec, host: &PkiHost) -> BTreeSet<String> {
+    let mut names: BTreeSet<String> = [CA_CERT_NAME, KUBE_PROXY_CERT_NAME, KUBE_NODE_CERT_NAME]
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    // Every node gets every node's serving certificate, as RKE1 does.
+    if spec.kubelet_serving_certs {
+        names.extend(
+            spec.hosts
+                .iter()
+                .map(|h| crt_name_for_host(h, KUBELET_CERT_PREFIX)),
+        );
+    }
+    if host.roles.etcd {
+        names.extend(
+            spec.etcd_hosts()
+                .map(|h| crt_name_for_host(h, ETCD_CERT_PREFIX)),
+        );
+    }
+    if host.roles.controlplane {
+        names.extend(
+            [
+                KUBE_API_CERT_NAME,
+                SERVICE_ACCOUNT_TOKEN_KEY_NAME,
+                KUBE_CONTROLLER_CERT_NAME,
+                KUBE_SCHEDULER_CERT_NAME,
+                ETCD_CLIENT_CERT_NAME,
+                ETCD_CLIENT_CA_CERT_NAME,
+                REQUEST_HEADER_CA_CERT_NAME,
+                API_PROXY_CLIENT_CERT_NAME,
+            ]
+            .into_iter()
+            .map(str::to_string),
+        );
+    }
+    names
+}
+
+/// The entries to deploy on `host`, sorted by name. Names missing from the bundle (e.g. the
+/// external etcd pair when etcd is not external) are skipped. Hosts without the controlplane
+/// role get `kube-ca` without its private key.
+pub fn certs_for_host(bundle: &Bundle, spec: &PkiSpec, host: &PkiHost) -> Vec<CertificatePki> {
+    cert_names_for_host(spec, host)
+        .into_iter()
+        .filter_map(|name| bundle.get(&name).cloned())
+        .map(|mut entry| {
+            if entry.name == CA_CERT_NAME && !host.roles.controlplane {
+                entry.key_pem.clear();
+                entry.key_env_name.clear();
+                entry.key_path.clear();
+            }
+            entry
+        })
+        .collect()
+}
+
+impl CertificatePki {
+    /// The cert-deployer environment of this entry (§12): `<ENV>_KEY=<key>`, `<ENV>=<cert>`,
+    /// `KUBECFG_<ENV>=<kubeconfig>`, each only when present.
+    pub fn deploy_env(&self) -> Vec<(String, String)> {
+        let mut env = Vec::with_capacity(3);
+        if self.has_key() && !self.key_env_name.is_empty() {
+            env.push((self.key_env_name.clone(), self.key_pem.clone()));
+        }
+        if self.has_certificate() {
+            env.push((self.env_name.clone(), self.certificate_pem.clone()));
+        }
+        if !self.config.is_empty() && !self.config_env_name.is_empty() {
+            env.push((self.config_env_name.clone(), self.config.clone()));
+        }
+        env
+    }
+}

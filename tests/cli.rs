@@ -1,0 +1,239 @@
+//! The command-line contract: exit codes, file names and modes, and that secrets stay out of
+//! the output.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+const CLUSTER: &str = "nodes:
+  - address: 10.0.0.1
+    user: root
+    role: [controlplane, etcd, worker]
+  - address: 10.0.0.2
+    user: root
+    role: [worker]
+private_registries:
+  - url: registry.example:5000
+    user: admin
+    password: very-secret-registry-password
+";
+
+fn rkers() -> Command {
+    Command::cargo_bin("rkers").unwrap()
+}
+
+fn write_cluster(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn invalid_config_exits_2_for_every_command_and_lists_every_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write_cluster(
+        dir.path(),
+        "bad.yml",
+        "nodes:\n  - address: 10.0.0.1\n    user: root\n    role: [worker, bogus]\n",
+    );
+    for args in [
+        vec!["up"],
+        vec!["remove", "--force"],
+        vec!["cert", "rotate"],
+        vec!["etcd", "snapshot-save"],
+        vec!["util", "get-kubeconfig"],
+        vec!["preflight"],
+    ] {
+        let mut cmd = rkers();
+        cmd.args(&args).arg("--config").arg(&bad);
+        cmd.assert()
+            .code(2)
+            .stderr(predicate::str::contains(
+                "bad.yml:4:20: nodes[0].role[1]: unknown role \"bogus\"",
+            ))
+            .stderr(predicate::str::contains("at least one etcd host"));
+    }
+}
+
+#[test]
+fn missing_config_is_a_failure_naming_the_file() {
+    rkers()
+        .args(["up", "--config", "/nonexistent/cluster.yml"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("/nonexistent/cluster.yml"));
+}
+
+#[test]
+fn config_env_var_names_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cluster(dir.path(), "envcluster.yml", CLUSTER);
+    rkers()
+        .env("RKE_CONFIG", &path)
+        .args(["up", "--init"])
+        .assert()
+        .success();
+    assert!(dir.path().join("envcluster.rkestate").exists());
+}
+
+#[test]
+fn up_init_writes_state_0600_keeps_backup_and_reuses_certificates() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cluster(dir.path(), "prod.yaml", CLUSTER);
+    rkers()
+        .args(["up", "--init", "--config"])
+        .arg(&path)
+        .assert()
+        .success();
+    let state_path = dir.path().join("prod.rkestate");
+    let mode = std::fs::metadata(&state_path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let first: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
+    let ca = first["desiredState"]["certificatesBundle"]["kube-ca"]["certificatePEM"].clone();
+    assert!(
+        ca.as_str()
+            .unwrap()
+            .starts_with("-----BEGIN CERTIFICATE-----")
+    );
+    assert_eq!(
+        first["desiredState"]["rkeConfig"]["nodes"][0]["address"],
+        "10.0.0.1"
+    );
+
+    rkers()
+        .args(["up", "--init", "--config"])
+        .arg(&path)
+        .assert()
+        .success();
+    let second: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
+    assert_eq!(
+        second["desiredState"]["certificatesBundle"]["kube-ca"]["certificatePEM"], ca,
+        "CA must survive a second init"
+    );
+    let backup = dir.path().join("prod.rkestate.bak");
+    assert!(backup.exists(), "previous state kept");
+    assert_eq!(
+        std::fs::metadata(&backup).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+#[test]
+fn dry_run_init_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cluster(dir.path(), "cluster.yml", CLUSTER);
+    rkers()
+        .args(["up", "--init", "--dry-run", "--config"])
+        .arg(&path)
+        .assert()
+        .success();
+    assert!(!dir.path().join("cluster.rkestate").exists());
+}
+
+#[test]
+fn get_kubeconfig_writes_admin_kubeconfig_next_to_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cluster(dir.path(), "cluster.yml", CLUSTER);
+    rkers()
+        .args(["util", "get-kubeconfig", "--config"])
+        .arg(&path)
+        .assert()
+        .code(1);
+    rkers()
+        .args(["up", "--init", "--config"])
+        .arg(&path)
+        .assert()
+        .success();
+    rkers()
+        .args(["util", "get-kubeconfig", "--config"])
+        .arg(&path)
+        .assert()
+        .success();
+    let kubeconfig = dir.path().join("kube_config_cluster.yml");
+    let text = std::fs::read_to_string(&kubeconfig).unwrap();
+    assert!(text.contains("server: \"https://10.0.0.1:6443\""), "{text}");
+    assert!(text.contains("kube-admin-local"), "{text}");
+    assert_eq!(
+        std::fs::metadata(&kubeconfig).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+#[test]
+fn secrets_never_reach_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cluster(dir.path(), "cluster.yml", CLUSTER);
+    let out = rkers()
+        .args(["--debug", "up", "--init", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{all}");
+    assert!(!all.contains("very-secret-registry-password"), "{all}");
+    assert!(!all.contains("PRIVATE KEY-----\nMII"), "{all}");
+}
+
+#[test]
+fn json_output_is_one_object_per_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cluster(dir.path(), "cluster.yml", CLUSTER);
+    let out = rkers()
+        .args(["--output", "json", "up", "--init", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(!stdout.trim().is_empty());
+    for line in stdout.lines() {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+        assert!(v["time"].is_string() && v["status"].is_string(), "{line}");
+    }
+}
+
+#[test]
+fn unknown_keys_warn_but_do_not_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cluster(
+        dir.path(),
+        "cluster.yml",
+        &format!("{CLUSTER}not_a_key: 1\n"),
+    );
+    rkers()
+        .args(["up", "--init", "--config"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("not_a_key"));
+}
+
+#[test]
+fn config_generation_round_trips_through_the_loader() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("generated.yml");
+    rkers()
+        .args(["config", "--empty", "--name"])
+        .arg(&out)
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::metadata(&out).unwrap().permissions().mode() & 0o777,
+        0o640
+    );
+    // An empty node is not a valid cluster; the loader must say so with locations, not crash.
+    rkers()
+        .args(["up", "--init", "--config"])
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("generated.yml:"));
+}
