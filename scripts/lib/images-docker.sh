@@ -2,6 +2,8 @@
 # decide whether an image has to be built or pushed at all. Sourced by scripts/build-images after
 # scripts/lib/common.sh and scripts/lib/images-rootfs.sh.
 
+# Where images are pushed: the sandbox registry's unauthenticated local listener.
+IMAGES_PUSH_REGISTRY="${IMAGES_PUSH_REGISTRY:-$SANDBOX_REGISTRY_LOCAL}"
 IMAGES_BUILD_RUN=/run/rkers-build
 IMAGES_BUILD_SOCK="$IMAGES_BUILD_RUN/docker.sock"
 IMAGES_BUILD_PIDFILE="$IMAGES_BUILD_RUN/dockerd.pid"
@@ -41,7 +43,7 @@ images_build_dockerd() {
 }
 
 images_registry_alive() {
-    curl -fsS -o /dev/null --max-time 5 "http://$SANDBOX_REGISTRY_LOCAL/v2/"
+    curl -fs -o /dev/null --max-time 5 "http://$IMAGES_PUSH_REGISTRY/v2/"
 }
 
 # Prints the input hash label of <repository>:<tag> as the registry holds it; prints nothing when
@@ -51,9 +53,9 @@ images_registry_input_hash() {
     manifest=$(curl -fsS --max-time 10 \
         -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
         -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
-        "http://$SANDBOX_REGISTRY_LOCAL/v2/$repo/manifests/$tag" 2>/dev/null) || return 0
+        "http://$IMAGES_PUSH_REGISTRY/v2/$repo/manifests/$tag" 2>/dev/null) || return 0
     config_digest=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["config"]["digest"])' <<<"$manifest" 2>/dev/null) || return 0
-    curl -fsS --max-time 10 "http://$SANDBOX_REGISTRY_LOCAL/v2/$repo/blobs/$config_digest" 2>/dev/null |
+    curl -fsS --max-time 10 "http://$IMAGES_PUSH_REGISTRY/v2/$repo/blobs/$config_digest" 2>/dev/null |
         python3 -c "import json,sys; print((json.load(sys.stdin).get('config') or {}).get('Labels', {}).get('$IMAGES_INPUT_LABEL', ''))" 2>/dev/null || true
 }
 
