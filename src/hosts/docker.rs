@@ -638,7 +638,11 @@ impl DockerClient {
                 });
             }
         };
-        let name = format!("rkers-file-upload-{}", sanitize(file_name));
+        // One name per target path: parallel uploads of different files do not collide, and
+        // a helper left by an interrupted run is found and replaced.
+        use sha2::Digest;
+        let path_hash = hex::encode(&sha2::Sha256::digest(path_on_host.as_bytes())[..4]);
+        let name = format!("rkers-file-upload-{}-{path_hash}", sanitize(file_name));
         const MOUNT: &str = "/rkers-upload-target";
         let spec = ContainerSpec {
             image: opts.helper_image.clone(),

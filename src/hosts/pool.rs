@@ -19,7 +19,7 @@ use super::facts::HostFacts;
 use super::keys::{self, KeyLoadOptions};
 use super::ssh::{ConnectParams, SshSession};
 use super::ssh_config::{self, SshConfigHost};
-use super::target::{BastionTarget, Secret, SshAuth, SshOptions, SshTarget};
+use super::target::{BastionTarget, SshAuth, SshOptions, SshTarget};
 
 /// One reachable host: its SSH session, Docker client and facts.
 #[derive(Debug)]
@@ -378,9 +378,4 @@ impl HostPool {
             h.ssh.close().await;
         }
     }
-}
-
-/// A passphrase for encrypted keys supplied by the caller (e.g. from a secret store).
-pub fn passphrase(value: impl Into<String>) -> Secret {
-    Secret::new(value)
 }

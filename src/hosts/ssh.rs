@@ -244,7 +244,7 @@ impl SshSession {
             None => {
                 let tcp = tokio::net::TcpStream::connect((params.address.as_str(), params.port))
                     .await
-                    .map_err(|e| tcp_error(&params.host, addr, params.port, e))?;
+                    .map_err(|e| tcp_error(&params.host, addr, params.port, params.timeout, e))?;
                 let _ = tcp.set_nodelay(true);
                 client::connect_stream(config, tcp, handler).await
             }
@@ -270,7 +270,9 @@ impl SshSession {
                     return Err(key_err);
                 }
                 return Err(match e {
-                    russh::Error::IO(io) => tcp_error(&params.host, addr, params.port, io),
+                    russh::Error::IO(io) => {
+                        tcp_error(&params.host, addr, params.port, params.timeout, io)
+                    }
                     other => HostError::Handshake {
                         host: params.host.clone(),
                         addr: addr.to_owned(),
@@ -450,7 +452,7 @@ pub enum UnixOpenError {
     Session(HostError),
 }
 
-fn tcp_error(host: &str, addr: &str, port: u16, e: std::io::Error) -> HostError {
+fn tcp_error(host: &str, addr: &str, port: u16, timeout: Duration, e: std::io::Error) -> HostError {
     use std::io::ErrorKind;
     match e.kind() {
         ErrorKind::ConnectionRefused => HostError::ConnectionRefused {
@@ -461,7 +463,7 @@ fn tcp_error(host: &str, addr: &str, port: u16, e: std::io::Error) -> HostError 
             host: host.to_owned(),
             addr: addr.to_owned(),
             port,
-            secs: 0,
+            secs: timeout.as_secs().max(1),
         },
         _ => HostError::Unreachable {
             host: host.to_owned(),

@@ -1,0 +1,48 @@
+# Tools image in the role of rancher/rke-tools (RKE uses it for system_images alpine, nginx_proxy,
+# cert_downloader and kubernetes_services_sidecar):
+#   /opt/rke-tools (VOLUME)   entrypoint.sh wrapper, rke-etcd-backup, bin/docker
+#   /usr/bin/cert-deployer    certificates from KUBE_* / KUBECFG_* variables
+#   /usr/bin/nginx-proxy      nginx stream proxy to the CP_HOSTS apiservers
+#   nc (socat based), bash as /bin/sh, etcdctl and kubectl in /usr/local/bin, setfacl
+RECIPE_IMAGE=$IMAGE_TOOLS
+RECIPE_PACKAGES=(
+    bash coreutils findutils grep sed gawk procps tar gzip acl
+    nginx libnginx-mod-stream socat etcd-client ca-certificates
+)
+RECIPE_CHANGES=(
+    'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+    'VOLUME /opt/rke-tools'
+    'CMD ["/bin/bash"]'
+)
+recipe_inputs() {
+    grep -E ' kubectl$' "$K8S_BIN/../SHA256SUMS"
+    "$GO" version
+    images_docker_cli_deb | xargs -r basename
+}
+# Debian's docker.io package, downloaded once; only its CLI goes into the image.
+images_docker_cli_deb() {
+    local d="$RKERS_CACHE/debs"
+    mkdir -p "$d"
+    if [ -z "$(find "$d" -maxdepth 1 -name 'docker.io_*.deb' | head -1)" ]; then
+        (cd "$d" && apt-get -qq -o APT::Sandbox::User=root download docker.io >&2)
+    fi
+    find "$d" -maxdepth 1 -name 'docker.io_*.deb' | sort | tail -1
+}
+recipe_populate() {
+    local root=$1 deb tmp
+    mkdir -p "$root/opt/rke-tools/bin"
+    install -m 0755 "$K8S_BIN/kubectl" "$root/usr/local/bin/kubectl"
+    ln -sf /usr/bin/etcdctl "$root/usr/local/bin/etcdctl"
+    deb=$(images_docker_cli_deb)
+    tmp=$(mktemp -d)
+    dpkg-deb -x "$deb" "$tmp"
+    install -m 0755 "$tmp/usr/bin/docker" "$root/opt/rke-tools/bin/docker"
+    rm -rf "$tmp"
+    (cd "$RECIPE_DIR/rke-etcd-backup" && CGO_ENABLED=0 GOFLAGS= GOPROXY=off GOTOOLCHAIN=local \
+        GOCACHE="$RKERS_CACHE/go-build-cache" "$GO" build -trimpath -ldflags '-s -w -buildid=' \
+        -o "$root/opt/rke-tools/rke-etcd-backup" .)
+    # RKE's helper scripts are written for bash but run as `sh -c`.
+    ln -sf bash "$root/bin/sh"
+    # The stock site configuration would listen on port 80; nginx-proxy renders its own.
+    rm -f "$root/etc/nginx/sites-enabled/default"
+}

@@ -1,0 +1,3 @@
+module rkers.local/rke-etcd-backup
+
+go 1.21
