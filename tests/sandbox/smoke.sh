@@ -210,6 +210,19 @@ check "start-host host3 brings it back with its data" bash -c "
     '$SANDBOX' start-host host3 && ssh -i '$KEY' -o UserKnownHostsFile='$KNOWN' -o BatchMode=yes root@$IP3 docker image inspect '$IMAGE' >/dev/null"
 check "status shows three hosts with sshd and dockerd up" bash -c "
     [ \"\$('$SANDBOX' status | grep -cE '^host[123] .*up\\(pid [0-9]+\\) +up\\(pid [0-9]+\\)')\" = 3 ]"
+check "up repairs a stopped dockerd and sshd" bash -c "
+    '$SANDBOX' svc host1 stop dockerd && '$SANDBOX' svc host2 stop sshd && '$SANDBOX' up >/dev/null 2>&1 &&
+    ssh -i '$KEY' -o UserKnownHostsFile='$KNOWN' -o BatchMode=yes root@$IP1 docker version >/dev/null &&
+    ssh -i '$KEY' -o UserKnownHostsFile='$KNOWN' -o BatchMode=yes root@$IP2 true"
+check "--roles changes the nodes' roles, persists, and 'default' restores them" bash -c "
+    '$SANDBOX' up --roles 'host1=controlplane,etcd host2=worker,etcd host3=worker' >/dev/null 2>&1 &&
+    grep -q 'role: \[controlplane, etcd\]' '$CLUSTER_YML' && grep -q 'role: \[worker, etcd\]' '$CLUSTER_YML' &&
+    '$SANDBOX' up >/dev/null 2>&1 && grep -q 'role: \[worker, etcd\]' '$CLUSTER_YML' &&
+    '$SANDBOX' up --roles default >/dev/null 2>&1 && grep -q 'role: \[controlplane, etcd, worker\]' '$CLUSTER_YML' &&
+    ! grep -q 'role: \[worker, etcd\]' '$CLUSTER_YML'"
+check "bad --roles and --hosts are refused with a clear message" bash -c "
+    '$SANDBOX' up --roles 'host1=master' 2>&1 | grep -q \"unknown role 'master'\" &&
+    '$SANDBOX' up --hosts x 2>&1 | grep -q 'positive number'"
 MEM=$("$SANDBOX" status | awk '/^host/ { print $1 "=" $NF }' | tr '\n' ' ')
 echo "# memory per host (containers stopped, images pulled): $MEM"
 
