@@ -20,52 +20,58 @@ impl Cluster {
     /// One target per node, named by its address as RKE1 names hosts. `agent_override` is
     /// `--ssh-agent-auth`, which forces agent authentication everywhere.
     pub fn ssh_targets(&self, agent_override: bool) -> Vec<SshTarget> {
-        let c = &self.config;
-        let agent = agent_override || c.ssh_agent_auth;
-        let bastion = (!c.bastion_host.address.is_empty()).then(|| {
-            let b = &c.bastion_host;
-            BastionTarget {
-                address: b.address.clone(),
-                port: b.port.parse().ok(),
-                user: b.user.clone(),
-                auth: SshAuth {
-                    ssh_key: non_empty(&b.ssh_key).map(Secret::new),
-                    ssh_key_path: non_empty(&b.ssh_key_path)
-                        .or_else(|| non_empty(&c.ssh_key_path))
-                        .map(|p| expand_home(&p)),
-                    ssh_cert: non_empty(&b.ssh_cert),
-                    ssh_cert_path: non_empty(&b.ssh_cert_path)
-                        .or_else(|| non_empty(&c.ssh_cert_path))
-                        .map(|p| expand_home(&p)),
-                    agent_auth: agent,
-                },
-            }
-        });
-        c.nodes
-            .iter()
-            .map(|n| SshTarget {
-                name: n.address.clone(),
-                address: n.address.clone(),
-                port: n.port.parse().ok(),
-                user: n.user.clone(),
-                auth: SshAuth {
-                    ssh_key: non_empty(&n.ssh_key).map(Secret::new),
-                    ssh_key_path: non_empty(&n.ssh_key_path)
-                        .or_else(|| non_empty(&c.ssh_key_path))
-                        .map(|p| expand_home(&p)),
-                    ssh_cert: non_empty(&n.ssh_cert),
-                    ssh_cert_path: non_empty(&n.ssh_cert_path)
-                        .or_else(|| non_empty(&c.ssh_cert_path))
-                        .map(|p| expand_home(&p)),
-                    agent_auth: agent,
-                },
-                docker_socket: non_empty(&n.docker_socket)
-                    .unwrap_or_else(|| crate::hosts::target::DEFAULT_DOCKER_SOCKET.to_string()),
-                bastion: bastion.clone(),
-            })
-            .collect()
+        ssh_targets_for(&self.config, agent_override)
     }
+}
 
+/// The targets of any config (the previous one too, to reach hosts that left the cluster).
+pub fn ssh_targets_for(c: &crate::config::RkeConfig, agent_override: bool) -> Vec<SshTarget> {
+    let agent = agent_override || c.ssh_agent_auth;
+    let bastion = (!c.bastion_host.address.is_empty()).then(|| {
+        let b = &c.bastion_host;
+        BastionTarget {
+            address: b.address.clone(),
+            port: b.port.parse().ok(),
+            user: b.user.clone(),
+            auth: SshAuth {
+                ssh_key: non_empty(&b.ssh_key).map(Secret::new),
+                ssh_key_path: non_empty(&b.ssh_key_path)
+                    .or_else(|| non_empty(&c.ssh_key_path))
+                    .map(|p| expand_home(&p)),
+                ssh_cert: non_empty(&b.ssh_cert),
+                ssh_cert_path: non_empty(&b.ssh_cert_path)
+                    .or_else(|| non_empty(&c.ssh_cert_path))
+                    .map(|p| expand_home(&p)),
+                agent_auth: agent,
+            },
+        }
+    });
+    c.nodes
+        .iter()
+        .map(|n| SshTarget {
+            name: n.address.clone(),
+            address: n.address.clone(),
+            port: n.port.parse().ok(),
+            user: n.user.clone(),
+            auth: SshAuth {
+                ssh_key: non_empty(&n.ssh_key).map(Secret::new),
+                ssh_key_path: non_empty(&n.ssh_key_path)
+                    .or_else(|| non_empty(&c.ssh_key_path))
+                    .map(|p| expand_home(&p)),
+                ssh_cert: non_empty(&n.ssh_cert),
+                ssh_cert_path: non_empty(&n.ssh_cert_path)
+                    .or_else(|| non_empty(&c.ssh_cert_path))
+                    .map(|p| expand_home(&p)),
+                agent_auth: agent,
+            },
+            docker_socket: non_empty(&n.docker_socket)
+                .unwrap_or_else(|| crate::hosts::target::DEFAULT_DOCKER_SOCKET.to_string()),
+            bastion: bastion.clone(),
+        })
+        .collect()
+}
+
+impl Cluster {
     pub fn registry_credentials(&self) -> Vec<RegistryCredential> {
         self.config
             .private_registries

@@ -5,4 +5,5 @@ pub mod manager;
 pub use manager::{HostName, Manager, Phase, PhaseError, Runner};
 pub mod files;
 pub mod health;
+pub mod reconcile;
 pub mod up;

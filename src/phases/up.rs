@@ -17,6 +17,7 @@ use crate::kubeapi::{KubeApi, NodeSync, TaintSpec};
 use crate::output::Reporter;
 use crate::phases::files::{self, DesiredFile};
 use crate::phases::health::{self, TlsMaterial};
+use crate::phases::reconcile::{self, OldHost};
 use crate::phases::{PhaseError, Runner};
 use crate::pki::{self, Bundle};
 use crate::plan::{self, ClusterPlan, HostPlan};
@@ -96,6 +97,15 @@ struct Run {
     actions: BTreeMap<String, Vec<Action>>,
     registries: Vec<hosts::target::RegistryCredential>,
     helper_image: String,
+    recon: reconcile::Changes,
+    /// Reachable hosts that left the cluster, with the containers they still run.
+    removed: Vec<(OldHost, Option<Arc<Host>>, Vec<String>)>,
+    /// New etcd members started by the join step; the etcd plane leaves their etcd alone.
+    joined: std::sync::Mutex<BTreeSet<String>>,
+    service_options: plan::ServiceOptions,
+    facts: BTreeMap<String, plan::HostFacts>,
+    encryption_config: Option<String>,
+    default_tools_tag: Option<String>,
 }
 
 pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Result<(), UpError> {
@@ -138,6 +148,9 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         }
     };
     check_docker_versions(cluster, &pool, opts, reporter)?;
+    let recon =
+        reconcile::changes(old_current.as_ref(), &cluster.config).map_err(UpError::Other)?;
+    let removed_pool = connect_removed(old_current.as_ref(), &recon, opts, reporter).await;
     phase.done();
 
     // 3. plan and observe
@@ -202,6 +215,63 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         });
         actions.insert(host_plan.address.clone(), list);
     }
+    for a in &recon.etcd_added {
+        if let (Some(list), Some(h)) = (
+            actions.get_mut(a),
+            cluster_plan.hosts.iter().find(|h| &h.address == a),
+        ) {
+            let add = Action::AddEtcdMember {
+                member: reconcile::member_name(&h.hostname),
+                peer_url: reconcile::peer_url(&h.internal_address),
+            };
+            list.insert(0, add.clone());
+            if let Some(shown) = all_actions.iter_mut().find(|x| &x.host == a) {
+                shown.actions.insert(0, add);
+            }
+        }
+    }
+    for gone in &recon.etcd_removed {
+        if let Some(list) = actions.get_mut(&gone.address) {
+            let remove = Action::RemoveEtcdMember {
+                member: reconcile::member_name(&gone.hostname),
+            };
+            list.insert(0, remove.clone());
+            if let Some(shown) = all_actions.iter_mut().find(|x| x.host == gone.address) {
+                shown.actions.insert(0, remove);
+            }
+        }
+    }
+    let mut removed = Vec::new();
+    for gone in &recon.removed_hosts {
+        let host = removed_pool
+            .as_ref()
+            .and_then(|p| p.get(&gone.address))
+            .cloned();
+        let mut present = Vec::new();
+        if let Some(host) = &host {
+            for name in KNOWN_CONTAINERS {
+                if host
+                    .docker()
+                    .inspect_container(name)
+                    .await
+                    .map_err(other)?
+                    .is_some()
+                {
+                    present.push(name.to_string());
+                }
+            }
+        }
+        let prefix = old_current
+            .as_ref()
+            .map(|c| c.prefix_path.clone())
+            .unwrap_or_default();
+        let dirs = reconcile::removed_host_directories(&prefix, gone.etcd);
+        all_actions.push(HostActions {
+            host: gone.address.clone(),
+            actions: reconcile::removed_host_actions(gone, &present, &dirs, host.is_some()),
+        });
+        removed.push((gone.clone(), host, present));
+    }
     phase.done();
 
     if opts.dry_run {
@@ -224,12 +294,22 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         actions,
         registries,
         helper_image,
+        recon,
+        removed,
+        joined: Default::default(),
+        service_options,
+        facts,
+        encryption_config: (!state.desired_state.encryption_config.is_empty())
+            .then(|| state.desired_state.encryption_config.clone()),
+        default_tools_tag,
     });
 
     // 4. apply
     apply_files(&run, &runner).await?;
     write_admin_kubeconfig(cluster, &run.bundle, reporter)?;
     pull_images(&run, &runner).await?;
+    remove_etcd_members(&run, &runner).await?;
+    join_etcd_members(cluster, &run, &runner).await?;
     etcd_plane(&run, &runner).await?;
     plane(&run, &runner, "control plane", CONTROL_PLANE, |h| {
         h.roles.controlplane
@@ -255,6 +335,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
 
     plane(&run, &runner, "worker plane", WORKER_PLANE, |_| true).await?;
     sync_nodes(cluster, old_current.as_ref(), &run, &api, &runner).await?;
+    remove_hosts(&run, &api, &runner).await?;
     run.pool.close().await;
     reporter.info("Finished building Kubernetes cluster successfully");
     Ok(())
@@ -782,8 +863,18 @@ async fn etcd_plane(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
                 .expect("planned host");
             let host = run.pool.get(&address).expect("connected host");
             remove_unplanned(&run, host, h, ETCD_PLANE).await?;
+            if run.recon.etcd_removed.iter().any(|g| g.address == address) {
+                // A member that left keeps no data behind: a later re-join must start empty.
+                let data = plan::join_path(&[&h.prefix_path, "/var/lib/etcd"]);
+                reconcile::clean_directories(host, &run.helper_image, &[data]).await?;
+            }
+            let joined = run
+                .joined
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&address);
             for name in ETCD_PLANE {
-                if h.containers.contains_key(*name) {
+                if h.containers.contains_key(*name) && !(joined && *name == plan::ETCD) {
                     apply_container(&run, host, h, name).await?;
                 }
             }
@@ -931,4 +1022,265 @@ impl crate::phases::HostName for NamedSync {
     fn host_name(&self) -> &str {
         &self.0.address
     }
+}
+
+/// Connects to the hosts that left the cluster, to clean them; one that cannot be reached is
+/// reported and its node is still deleted.
+async fn connect_removed(
+    old: Option<&RkeConfig>,
+    recon: &reconcile::Changes,
+    opts: &UpOptions,
+    reporter: &Reporter,
+) -> Option<HostPool> {
+    let old = old?;
+    let gone: BTreeSet<&str> = recon
+        .removed_hosts
+        .iter()
+        .map(|h| h.address.as_str())
+        .collect();
+    if gone.is_empty() {
+        return None;
+    }
+    let targets: Vec<_> = crate::cluster::targets::ssh_targets_for(old, opts.agent_override)
+        .into_iter()
+        .filter(|t| gone.contains(t.address.as_str()))
+        .collect();
+    let mut usable = Vec::new();
+    for attempt in HostPool::connect_each(&targets, &opts.ssh).await {
+        match &attempt.error {
+            Some(e) => reporter.warn(format!(
+                "host {} left the cluster but cannot be reached to clean it ({e}); its node is deleted all the same",
+                attempt.target.address
+            )),
+            None => usable.push(attempt),
+        }
+    }
+    HostPool::from_attempts(usable, opts.ssh.concurrency)
+        .await
+        .ok()
+}
+
+fn member_host<'a>(run: &'a Run, skip: &BTreeSet<String>) -> Option<&'a Arc<Host>> {
+    // A member that was already in the cluster before this run and stays in it.
+    let added: BTreeSet<&str> = run.recon.etcd_added.iter().map(String::as_str).collect();
+    run.plan
+        .hosts
+        .iter()
+        .filter(|h| {
+            h.roles.etcd && !added.contains(h.address.as_str()) && !skip.contains(&h.address)
+        })
+        .find_map(|h| run.pool.get(&h.address))
+}
+
+/// Members leave before their containers stop, one at a time, so the cluster keeps quorum
+/// while shrinking (§16.4).
+async fn remove_etcd_members(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
+    if run.recon.etcd_removed.is_empty() {
+        return Ok(());
+    }
+    let phase = runner.reporter.phase("etcd members");
+    let leaving: BTreeSet<String> = run
+        .recon
+        .etcd_removed
+        .iter()
+        .map(|h| h.address.clone())
+        .collect();
+    let mut result = Ok(());
+    for gone in &run.recon.etcd_removed {
+        let name = reconcile::member_name(&gone.hostname);
+        let step = runner.reporter.host_action(
+            "etcd members",
+            &gone.address,
+            &format!("remove member {name}"),
+        );
+        let Some(via) = member_host(run, &leaving) else {
+            step.fail("no remaining etcd member is reachable");
+            result = Err(UpError::Other(
+                "no remaining etcd member to remove members through".into(),
+            ));
+            break;
+        };
+        match reconcile::remove_member(via, &name).await {
+            Ok(()) => step.ok(),
+            Err(e) => {
+                step.fail(&e);
+                result = Err(UpError::Other(e));
+                break;
+            }
+        }
+        // The member's container goes now, so a shrinking cluster never waits on a dead peer.
+        let host = run.pool.get(&gone.address).cloned().or_else(|| {
+            run.removed
+                .iter()
+                .find(|(h, _, _)| h.address == gone.address)
+                .and_then(|(_, h, _)| h.clone())
+        });
+        if let Some(host) = host {
+            for c in ETCD_PLANE {
+                host.docker().remove_container(c).await.map_err(other)?;
+            }
+        }
+    }
+    match result {
+        Ok(()) => {
+            phase.done();
+            Ok(())
+        }
+        Err(e) => {
+            phase.fail(&e.to_string());
+            Err(e)
+        }
+    }
+}
+
+/// New members join one at a time: announced to the cluster, then started with the partial
+/// member list and `--initial-cluster-state=existing` (§16.3), then checked healthy.
+async fn join_etcd_members(
+    cluster: &Cluster,
+    run: &Arc<Run>,
+    runner: &Runner,
+) -> Result<(), UpError> {
+    let old_members_exist = member_host(run, &BTreeSet::new()).is_some();
+    if run.recon.etcd_added.is_empty() || !old_members_exist {
+        return Ok(());
+    }
+    let phase = runner.reporter.phase("etcd join");
+    let order: Vec<String> = run
+        .plan
+        .hosts
+        .iter()
+        .filter(|h| h.roles.etcd)
+        .map(|h| h.address.clone())
+        .collect();
+    for (i, address) in run.recon.etcd_added.iter().enumerate() {
+        let h = run
+            .plan
+            .hosts
+            .iter()
+            .find(|h| &h.address == address)
+            .expect("planned host");
+        let name = reconcile::member_name(&h.hostname);
+        let step = runner
+            .reporter
+            .host_action("etcd join", address, &format!("add member {name}"));
+        let result = async {
+            let via = member_host(run, &BTreeSet::new()).ok_or("no etcd member to join through")?;
+            reconcile::add_member(via, &name, &reconcile::peer_url(&h.internal_address)).await?;
+            let pending: BTreeSet<String> = run.recon.etcd_added[i + 1..].iter().cloned().collect();
+            let ctx = plan::EtcdContext::while_adding(&order, &pending);
+            let joining = plan::build(&plan::PlanInput {
+                config: &cluster.config,
+                service_options: &run.service_options,
+                host_facts: &run.facts,
+                etcd: &ctx,
+                encryption_config: run.encryption_config.as_deref(),
+                default_rke_tools_tag: run.default_tools_tag.as_deref(),
+            })
+            .map_err(|e| e.to_string())?;
+            let hp = joining
+                .hosts
+                .iter()
+                .find(|x| &x.address == address)
+                .expect("planned host");
+            let host = run.pool.get(address).expect("connected host");
+            let spec = &hp.containers[plan::ETCD];
+            fix_etcd_permissions(run, host, hp).await?;
+            host.docker()
+                .remove_container(plan::ETCD)
+                .await
+                .map_err(|e| e.to_string())?;
+            host.docker()
+                .create_container(plan::ETCD, &docker_spec(spec))
+                .await
+                .map_err(|e| e.to_string())?;
+            host.docker()
+                .start_container(plan::ETCD)
+                .await
+                .map_err(|e| e.to_string())?;
+            if let Some(check) = &spec.health_check {
+                let tls = check_tls(run, check);
+                health::wait_healthy(
+                    host.ssh(),
+                    &check.url,
+                    tls.as_ref(),
+                    30,
+                    health::etcd_body_healthy,
+                )
+                .await
+                .map_err(|e| format!("{name} did not become healthy after joining: {e}"))?;
+            }
+            run.joined
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(address.clone());
+            Ok::<(), String>(())
+        }
+        .await;
+        match result {
+            Ok(()) => step.ok(),
+            Err(e) => {
+                step.fail(&e);
+                phase.fail(&e);
+                return Err(UpError::Other(format!(
+                    "[etcd] Failed to add etcd member {name}: {e}"
+                )));
+            }
+        }
+    }
+    phase.done();
+    Ok(())
+}
+
+fn check_tls(run: &Run, check: &plan::HealthCheck) -> Option<TlsMaterial> {
+    check.client_certificate.as_ref().map(|c| TlsMaterial {
+        ca_pem: run
+            .bundle
+            .get(pki::names::CA_CERT_NAME)
+            .map(|ca| ca.certificate_pem.clone()),
+        client_cert_pem: run.bundle.get(c).map(|c| c.certificate_pem.clone()),
+        client_key_pem: run.bundle.get(c).map(|c| c.key_pem.clone()),
+    })
+}
+
+/// Hosts that left: their components stop first (so no kubelet re-registers the node), then the
+/// directories RKE1 cleans are emptied, then the node object is deleted.
+async fn remove_hosts(run: &Arc<Run>, api: &KubeApi, runner: &Runner) -> Result<(), UpError> {
+    if run.removed.is_empty() {
+        return Ok(());
+    }
+    let phase = runner.reporter.phase("removed hosts");
+    let addresses: Vec<String> = run
+        .removed
+        .iter()
+        .map(|(h, _, _)| h.address.clone())
+        .collect();
+    let r = run.clone();
+    let api = api.clone();
+    let result = runner
+        .for_each_host("removed hosts", "clean up", addresses, move |address| {
+            let run = r.clone();
+            let api = api.clone();
+            async move {
+                let (gone, host, present) = run
+                    .removed
+                    .iter()
+                    .find(|(h, _, _)| h.address == address)
+                    .expect("removed host");
+                if let Some(host) = host {
+                    for name in present {
+                        host.docker()
+                            .remove_container(name)
+                            .await
+                            .map_err(|e| e.to_string())?;
+                    }
+                    let dirs = reconcile::removed_host_directories("/", gone.etcd);
+                    reconcile::clean_directories(host, &run.helper_image, &dirs).await?;
+                }
+                api.delete_node(&gone.hostname)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+        })
+        .await;
+    finish(phase, result)
 }

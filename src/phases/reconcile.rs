@@ -1,0 +1,335 @@
+//! What changed between the last applied config (the state's `currentState`) and the new one,
+//! and the steps that follow from it besides the per-host container diff: etcd members joined
+//! one at a time (§16.3) and removed before their containers go (§16.4), and hosts that left
+//! the cluster cleaned up and their nodes deleted (§22.2, §24.2).
+//!
+//! Membership goes through `etcdctl` inside a healthy member's `etcd` container, whose
+//! environment already names the endpoint and the certificates (§14.1); no etcd client library
+//! is needed and nothing is dialled from the workstation.
+
+use crate::config::RkeConfig;
+use crate::diff::Action;
+use crate::hosts::{ContainerSpec, Host};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// A host of the previous config.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OldHost {
+    pub address: String,
+    pub internal_address: String,
+    pub hostname: String,
+    pub etcd: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Hosts in the previous config and not in the new one.
+    pub removed_hosts: Vec<OldHost>,
+    /// Etcd hosts of the new config that were not etcd members before, in config order.
+    pub etcd_added: Vec<String>,
+    /// Etcd members to remove: hosts removed, or that lost the etcd role.
+    pub etcd_removed: Vec<OldHost>,
+}
+
+fn has_role(roles: &[String], role: &str) -> bool {
+    roles.iter().any(|r| r == role)
+}
+
+/// Compares the previous config with the new one; nothing changes for a new cluster.
+pub fn changes(old: Option<&RkeConfig>, new: &RkeConfig) -> Result<Changes, String> {
+    let Some(old) = old else {
+        return Ok(Changes::default());
+    };
+    let new_addresses: BTreeSet<&str> = new.nodes.iter().map(|n| n.address.as_str()).collect();
+    let old_etcd: BTreeSet<&str> = old
+        .nodes
+        .iter()
+        .filter(|n| has_role(&n.role, "etcd"))
+        .map(|n| n.address.as_str())
+        .collect();
+    let new_etcd: BTreeSet<&str> = new
+        .nodes
+        .iter()
+        .filter(|n| has_role(&n.role, "etcd"))
+        .map(|n| n.address.as_str())
+        .collect();
+    let old_host = |n: &crate::config::Node| OldHost {
+        address: n.address.clone(),
+        internal_address: n.internal_address.clone(),
+        hostname: n.hostname_override.clone(),
+        etcd: has_role(&n.role, "etcd"),
+    };
+    let changes = Changes {
+        removed_hosts: old
+            .nodes
+            .iter()
+            .filter(|n| !new_addresses.contains(n.address.as_str()))
+            .map(old_host)
+            .collect(),
+        etcd_added: new
+            .nodes
+            .iter()
+            .filter(|n| has_role(&n.role, "etcd") && !old_etcd.contains(n.address.as_str()))
+            .map(|n| n.address.clone())
+            .collect(),
+        etcd_removed: old
+            .nodes
+            .iter()
+            .filter(|n| has_role(&n.role, "etcd") && !new_etcd.contains(n.address.as_str()))
+            .map(old_host)
+            .collect(),
+    };
+    if !old_etcd.is_empty()
+        && old_etcd.is_disjoint(&new_etcd)
+        && new.services.etcd.external_urls.is_empty()
+    {
+        // RKE1's guard (§16.4): with no member left to carry the data, the cluster would be lost.
+        return Err("Etcd plane nodes are replaced. Stopping provisioning. Please restore your cluster from backup \
+                    (keep at least one current etcd host in cluster.yml while adding the new ones)"
+            .into());
+    }
+    Ok(changes)
+}
+
+pub fn member_name(hostname: &str) -> String {
+    format!("etcd-{hostname}")
+}
+
+pub fn peer_url(internal_address: &str) -> String {
+    format!("https://{internal_address}:2380")
+}
+
+/// Runs `etcdctl` in the `etcd` container of `host`.
+pub async fn etcdctl(host: &Host, args: &[&str]) -> Result<String, String> {
+    let quoted: Vec<String> = args
+        .iter()
+        .map(|a| shell_words::quote(a).into_owned())
+        .collect();
+    let out = host
+        .ssh()
+        .exec(&format!("docker exec etcd etcdctl {}", quoted.join(" ")))
+        .await
+        .map_err(|e| e.to_string())?;
+    if out.success() {
+        Ok(out.stdout_str())
+    } else {
+        Err(format!(
+            "host {}: etcdctl {}: {}",
+            host.name(),
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// `(id, name, peer urls)` of every member, as one member sees the cluster.
+pub async fn member_list(host: &Host) -> Result<Vec<(String, String, String)>, String> {
+    let text = etcdctl(host, &["member", "list"]).await?;
+    Ok(text
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(", ").collect();
+            (f.len() >= 4).then(|| (f[0].to_string(), f[2].to_string(), f[3].to_string()))
+        })
+        .collect())
+}
+
+/// Adds a member unless its peer URL is already listed (a re-run after an interrupted add).
+pub async fn add_member(via: &Host, name: &str, peer: &str) -> Result<(), String> {
+    let members = member_list(via).await?;
+    if members
+        .iter()
+        .any(|(_, _, urls)| urls.split(',').any(|u| u == peer))
+    {
+        return Ok(());
+    }
+    etcdctl(
+        via,
+        &["member", "add", name, &format!("--peer-urls={peer}")],
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Removes a member by name; one already gone is fine.
+pub async fn remove_member(via: &Host, name: &str) -> Result<(), String> {
+    let members = member_list(via).await?;
+    match members.iter().find(|(_, n, _)| n == name) {
+        Some((id, _, _)) => etcdctl(via, &["member", "remove", id]).await.map(|_| ()),
+        None => Ok(()),
+    }
+}
+
+/// Deletes the contents of directories on a host with a one-shot container (RKE1's
+/// `kube-cleaner`, §24): only the listed directories, nothing else.
+pub async fn clean_directories(host: &Host, image: &str, dirs: &[String]) -> Result<(), String> {
+    if dirs.is_empty() {
+        return Ok(());
+    }
+    let spec = ContainerSpec {
+        image: image.to_string(),
+        entrypoint: vec!["/bin/sh".into(), "-c".into()],
+        cmd: vec![format!(
+            "for d in {}; do [ -d \"$d\" ] && find \"$d\" -mindepth 1 -delete; done; true",
+            dirs.iter()
+                .map(|d| shell_words::quote(d).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        )],
+        binds: dirs.iter().map(|d| format!("{d}:{d}:z")).collect(),
+        privileged: true,
+        ..Default::default()
+    };
+    let r = host
+        .docker()
+        .run_one_shot("kube-cleaner", &spec, Duration::from_secs(300))
+        .await
+        .map_err(|e| e.to_string())?;
+    if r.exit_code != 0 {
+        return Err(format!(
+            "kube-cleaner exited with {}: {}",
+            r.exit_code,
+            r.logs.trim()
+        ));
+    }
+    Ok(())
+}
+
+/// What RKE1 cleans on a host that left the cluster (§24.2), with the host's prefix path.
+pub fn removed_host_directories(prefix: &str, etcd: bool) -> Vec<String> {
+    let p = |path: &str| crate::plan::join_path(&[prefix, path]);
+    let mut dirs = vec![
+        p("/etc/kubernetes"),
+        "/etc/cni".to_string(),
+        "/opt/cni".to_string(),
+        "/var/run/calico".to_string(),
+        p("/var/lib/cni"),
+    ];
+    if etcd {
+        dirs.push(p("/var/lib/etcd"));
+    }
+    dirs
+}
+
+/// The actions shown for a host that left the cluster.
+pub fn removed_host_actions(
+    host: &OldHost,
+    present: &[String],
+    dirs: &[String],
+    reachable: bool,
+) -> Vec<Action> {
+    let mut actions = Vec::new();
+    if host.etcd {
+        actions.push(Action::RemoveEtcdMember {
+            member: member_name(&host.hostname),
+        });
+    }
+    for name in present {
+        actions.push(Action::RemoveContainer {
+            name: name.clone(),
+            reason: "host removed from the cluster".into(),
+        });
+    }
+    if reachable {
+        actions.push(Action::CleanDirectories {
+            paths: dirs.to_vec(),
+        });
+    }
+    actions.push(Action::DeleteNode {
+        node: host.hostname.clone(),
+    });
+    actions
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(nodes: &[(&str, &[&str])]) -> RkeConfig {
+        let mut c = RkeConfig::default();
+        for (addr, roles) in nodes {
+            let mut n = crate::config::Node::default();
+            n.address = addr.to_string();
+            n.internal_address = addr.to_string();
+            n.hostname_override = format!("h{}", &addr[addr.len() - 1..]);
+            n.role = roles.iter().map(|r| r.to_string()).collect();
+            c.nodes.push(n);
+        }
+        c
+    }
+
+    #[test]
+    fn new_cluster_has_no_membership_changes() {
+        let new = config(&[("10.0.0.1", &["etcd"])]);
+        assert_eq!(changes(None, &new).unwrap(), Changes::default());
+    }
+
+    #[test]
+    fn growing_and_shrinking_etcd_and_removing_a_worker() {
+        let old = config(&[
+            ("10.0.0.1", &["etcd", "controlplane"]),
+            ("10.0.0.2", &["worker"]),
+            ("10.0.0.4", &["worker", "etcd"]),
+        ]);
+        let new = config(&[
+            ("10.0.0.1", &["etcd", "controlplane"]),
+            ("10.0.0.2", &["worker", "etcd"]),
+            ("10.0.0.3", &["etcd"]),
+        ]);
+        let c = changes(Some(&old), &new).unwrap();
+        assert_eq!(c.etcd_added, ["10.0.0.2", "10.0.0.3"]);
+        assert_eq!(
+            c.removed_hosts
+                .iter()
+                .map(|h| h.address.as_str())
+                .collect::<Vec<_>>(),
+            ["10.0.0.4"]
+        );
+        assert_eq!(
+            c.etcd_removed
+                .iter()
+                .map(|h| h.address.as_str())
+                .collect::<Vec<_>>(),
+            ["10.0.0.4"]
+        );
+    }
+
+    #[test]
+    fn replacing_every_etcd_member_at_once_is_refused() {
+        let old = config(&[("10.0.0.1", &["etcd"])]);
+        let new = config(&[("10.0.0.2", &["etcd"])]);
+        assert!(
+            changes(Some(&old), &new)
+                .unwrap_err()
+                .contains("Etcd plane nodes are replaced")
+        );
+    }
+
+    #[test]
+    fn removed_host_cleanup_lists_rke1_directories_with_prefix() {
+        let dirs = removed_host_directories("/opt/rke", true);
+        assert_eq!(
+            dirs,
+            [
+                "/opt/rke/etc/kubernetes",
+                "/etc/cni",
+                "/opt/cni",
+                "/var/run/calico",
+                "/opt/rke/var/lib/cni",
+                "/opt/rke/var/lib/etcd"
+            ]
+        );
+        let host = OldHost {
+            address: "a".into(),
+            internal_address: "a".into(),
+            hostname: "h4".into(),
+            etcd: false,
+        };
+        let actions = removed_host_actions(&host, &["kubelet".into()], &dirs, true);
+        assert_eq!(
+            actions.last(),
+            Some(&Action::DeleteNode { node: "h4".into() })
+        );
+    }
+}
