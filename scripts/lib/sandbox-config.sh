@@ -96,6 +96,11 @@ monitoring:
 services:
   kube-controller:
     cluster_cidr: ${SANDBOX_POD_PREFIX}.0.0/16
+  kubelet:
+    extra_args:
+      # Every sandbox host shares this machine's one disk, build caches included: the default
+      # 10%/15% free-space eviction thresholds would taint every node with disk-pressure.
+      eviction-hard: "memory.available<100Mi,nodefs.available<1%,imagefs.available<1%"
   kubeproxy:
     extra_args:
       # nf_conntrack_max is read-only outside the machine's initial network namespace.
