@@ -1304,8 +1304,10 @@ mod tests {
 
     #[test]
     fn prefix_path_rules() {
-        let mut cfg = RkeConfig::default();
-        cfg.prefix_path = "/".into();
+        let mut cfg = RkeConfig {
+            prefix_path: "/".into(),
+            ..Default::default()
+        };
         assert_eq!(windows_prefix_path(&cfg), "c:/");
         cfg.win_prefix_path = r"C:\".into();
         assert_eq!(windows_prefix_path(&cfg), "c:/");

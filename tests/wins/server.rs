@@ -41,6 +41,7 @@ pub enum Event {
     Killed(String),
     WaitOpened(String),
     KeepAliveOpened(String),
+    FirewallRuleAdded(String),
 }
 
 #[derive(Default)]
@@ -170,8 +171,9 @@ fn start(state: &Shared, req: ProcessStartRequest) -> Result<ProcessStartRespons
             Ok(RunExposeProtocol::Udp) => "UDP",
             _ => "TCP",
         };
-        st.firewall_rules
-            .insert(format!("{name}-{proto}-{}", expose.port));
+        let rule = format!("{name}-{proto}-{}", expose.port);
+        st.firewall_rules.insert(rule.clone());
+        st.events.push(Event::FirewallRuleAdded(rule));
     }
     let process = HostProcess {
         name: name.clone(),
