@@ -641,7 +641,7 @@ pub(crate) fn windows_host_plan(
 
     let processes = vec![nginx, kubelet, flanneld, proxy];
     let wins_config = WinsConfig::for_processes(&processes);
-    let files = windows_files(cfg, host, &prefix, &cp_hosts, &wins_config, cloud.as_ref())?;
+    let files = windows_files(cfg, &prefix, &cp_hosts, &wins_config, cloud.as_ref())?;
 
     let mut certificate_names = vec![
         "kube-ca".to_string(),
@@ -1003,7 +1003,6 @@ fn host_file(prefix: &str, path: &str, contents: String) -> FileSpec {
 
 fn windows_files(
     cfg: &RkeConfig,
-    host: &Host,
     prefix: &str,
     cp_hosts: &[&Host],
     wins_config: &WinsConfig,
@@ -1047,7 +1046,6 @@ fn windows_files(
             super::kubelet_docker_config(&cfg.private_registries),
         ));
     }
-    let _ = host;
     Ok(files)
 }
 
