@@ -98,6 +98,7 @@ impl Scenario {
         plan::build(&PlanInput {
             config: &self.cfg,
             service_options: &self.options,
+            windows_service_options: None,
             host_facts: &self.facts,
             etcd: &self.etcd,
             encryption_config: self.encryption.as_deref(),
@@ -656,9 +657,11 @@ fn etcd_member_being_added_gets_existing_state_and_partial_cluster() {
 fn windows_hosts_are_refused_from_one_place() {
     let mut scenario = Scenario::new("cluster-sandbox-v120.yml");
     scenario.facts.get_mut("10.77.0.13").unwrap().os_type = "windows".into();
+    // Without KDM's Windows option set a Windows worker cannot be planned (tests/windows_plan.rs
+    // covers the planned case).
     let err = scenario.build().unwrap_err();
     assert!(
-        matches!(err, PlanError::Unsupported(ref m) if m.contains("10.77.0.13") && m.contains("Windows"))
+        matches!(err, PlanError::Host { ref host, ref cause } if host == "10.77.0.13" && cause.contains("Windows"))
     );
 }
 

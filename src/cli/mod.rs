@@ -118,7 +118,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Up(a) => commands::up::run(&cluster, a, &reporter).await,
         Command::Remove(_) => Err(CliError::NotImplemented("remove")),
         Command::Version(_) => Err(CliError::NotImplemented("version")),
-        Command::Preflight(_) => Err(CliError::NotImplemented("preflight")),
+        Command::Preflight(a) => commands::preflight::run(&cluster, a, &reporter).await,
         Command::Etcd { .. } => Err(CliError::NotImplemented("etcd")),
         Command::Cert {
             command: CertCommand::GenerateCsr { cert_dir, .. },

@@ -141,6 +141,22 @@ impl Cluster {
         })
     }
 
+    /// The default Windows kubelet and kube-proxy flags of the cluster's version (§28).
+    pub fn windows_service_options(&self) -> Result<crate::plan::ServiceOptions, ClusterError> {
+        let o = self.catalog.windows_service_options(
+            &self.config.kubernetes_version,
+            Some(&self.config.system_images.kubernetes),
+        )?;
+        Ok(crate::plan::ServiceOptions {
+            etcd: o.etcd,
+            kube_api: o.kubeapi,
+            kube_controller: o.kube_controller,
+            scheduler: o.scheduler,
+            kubelet: o.kubelet,
+            kubeproxy: o.kubeproxy,
+        })
+    }
+
     /// RKE1's init phase (§9.1): certificates generated, reconciled with the previous run, or
     /// read from the cert dir; the desired state is the new config with those certificates.
     /// The current state is carried over untouched.

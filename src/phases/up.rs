@@ -103,6 +103,7 @@ struct Run {
     /// New etcd members started by the join step; the etcd plane leaves their etcd alone.
     joined: std::sync::Mutex<BTreeSet<String>>,
     service_options: plan::ServiceOptions,
+    windows_service_options: Option<plan::ServiceOptions>,
     facts: BTreeMap<String, plan::HostFacts>,
     encryption_config: Option<String>,
     default_tools_tag: Option<String>,
@@ -172,7 +173,22 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
             )
         })
         .collect();
+    let windows_problems = plan::validate_windows(&cluster.config, &facts);
+    if !windows_problems.is_empty() {
+        let message = format!(
+            "Windows hosts cannot be used as configured:\n  - {}",
+            windows_problems.join("\n  - ")
+        );
+        phase.fail(&message);
+        return Err(UpError::Other(message));
+    }
     let service_options = cluster.service_options()?;
+    // Only asked for when a Windows host is present: Linux-only clusters need no Windows flags.
+    let windows_options = if facts.values().any(|f| f.os_type == "windows") {
+        Some(cluster.windows_service_options()?)
+    } else {
+        None
+    };
     let default_tools_tag = cluster
         .catalog
         .system_images(&cluster.catalog.default_version())
@@ -181,6 +197,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     let cluster_plan = plan::build(&plan::PlanInput {
         config: &cluster.config,
         service_options: &service_options,
+        windows_service_options: windows_options.as_ref(),
         host_facts: &facts,
         etcd: &etcd,
         encryption_config: (!state.desired_state.encryption_config.is_empty())
@@ -298,6 +315,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         removed,
         joined: Default::default(),
         service_options,
+        windows_service_options: windows_options,
         facts,
         encryption_config: (!state.desired_state.encryption_config.is_empty())
             .then(|| state.desired_state.encryption_config.clone()),
@@ -1171,6 +1189,7 @@ async fn join_etcd_members(
             let joining = plan::build(&plan::PlanInput {
                 config: &cluster.config,
                 service_options: &run.service_options,
+                windows_service_options: run.windows_service_options.as_ref(),
                 host_facts: &run.facts,
                 etcd: &ctx,
                 encryption_config: run.encryption_config.as_deref(),

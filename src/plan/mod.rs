@@ -21,6 +21,7 @@ mod files;
 mod flags;
 pub mod goyaml;
 mod util;
+mod windows;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -35,6 +36,14 @@ pub use files::{
 };
 pub use flags::{apply_service_options, render_flags};
 pub use util::{join_path, remove_z_from_binds};
+pub use windows::{
+    CONTAINER_USER, Expose, ExposeProtocol, OVERLAY_NETWORK_NAME, WINDOWS_MIN_VXLAN_VNI,
+    WINDOWS_PREFIX_PATH, WINDOWS_VXLAN_PORT, WINS_CONFIG_PATH, WINS_HOST_DIR, WINS_PIPE_BIND,
+    WINS_PROCESS_PREFIX, WINS_SERVICE_NAME, WindowsHostPlan, WindowsRemovePlan, WindowsSetup,
+    WinsConfig, WinsProcess, check_wins_list_value, encode_powershell, is_windows,
+    orphan_cleanup_command, remove_plan_windows, validate_windows, windows_prefix_path,
+    wins_process_name,
+};
 
 /// Container names (RKE1's, unchanged).
 pub const ETCD: &str = "etcd";
@@ -143,6 +152,9 @@ pub struct PlanInput<'a> {
     pub config: &'a RkeConfig,
     /// KDM service options for the config's version (Linux set).
     pub service_options: &'a ServiceOptions,
+    /// KDM's Windows set (`Catalog::windows_service_options`); needed only when a host is
+    /// Windows, and planning one without it is an error.
+    pub windows_service_options: Option<&'a ServiceOptions>,
     /// Facts per host address; every node of the config must have an entry.
     pub host_facts: &'a BTreeMap<String, HostFacts>,
     pub etcd: &'a EtcdContext,
@@ -260,6 +272,9 @@ pub struct ClusterPlan {
     pub hosts: Vec<HostPlan>,
     /// The host-to-host checks of §10 step 2, in RKE1's order.
     pub port_checks: Vec<PortCheckSet>,
+    /// Per Windows host address: wins config, directories and wins-managed processes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub windows: BTreeMap<String, WindowsSetup>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -308,14 +323,14 @@ pub fn host_prefix_path(cluster_prefix: &str, operating_system: &str) -> String 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Platform {
     Linux,
+    Windows,
 }
 
-fn platform_of(address: &str, facts: &HostFacts) -> Result<Platform, PlanError> {
-    match facts.os_type.as_str() {
-        "windows" => Err(PlanError::Unsupported(format!(
-            "host {address}: Windows workers are planned in a later issue"
-        ))),
-        _ => Ok(Platform::Linux),
+fn platform_of(facts: &HostFacts) -> Platform {
+    if is_windows(facts) {
+        Platform::Windows
+    } else {
+        Platform::Linux
     }
 }
 
@@ -324,17 +339,24 @@ fn platform_of(address: &str, facts: &HostFacts) -> Result<Platform, PlanError> 
 pub fn build(input: &PlanInput) -> Result<ClusterPlan, PlanError> {
     let cluster = containers::ClusterView::new(input)?;
     let mut hosts = Vec::new();
+    let mut windows = BTreeMap::new();
     for host in &cluster.hosts {
         let facts = input
             .host_facts
             .get(&host.address)
             .ok_or_else(|| PlanError::MissingHostFacts(host.address.clone()))?;
-        match platform_of(&host.address, facts)? {
+        match platform_of(facts) {
             Platform::Linux => hosts.push(cluster.linux_host_plan(host, facts)?),
+            Platform::Windows => {
+                let plan = windows::windows_host_plan(input, &cluster.hosts, host, facts)?;
+                windows.insert(host.address.clone(), plan.setup);
+                hosts.push(plan.host);
+            }
         }
     }
     Ok(ClusterPlan {
         hosts,
         port_checks: cluster.port_check_matrix(),
+        windows,
     })
 }

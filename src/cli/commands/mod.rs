@@ -2,4 +2,5 @@
 
 pub mod config_cmd;
 pub mod offline;
+pub mod preflight;
 pub mod up;

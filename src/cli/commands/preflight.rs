@@ -1,0 +1,64 @@
+//! `rkers preflight`: connect to every host and report SSH, Docker and the ports between roles,
+//! changing nothing on any host but the short-lived port-check containers.
+
+use crate::cli::CliError;
+use crate::cli::args::PreflightArgs;
+use crate::cluster::Cluster;
+use crate::hosts::ports::{PortCheckPlan, PortHost};
+use crate::hosts::preflight::{self, PreflightOptions};
+use crate::output::Reporter;
+
+pub async fn run(
+    cluster: &Cluster,
+    args: &PreflightArgs,
+    reporter: &Reporter,
+) -> Result<(), CliError> {
+    let c = &cluster.config;
+    let minor = crate::metadata::K8sVersion::parse(&c.kubernetes_version)
+        .map(|v| v.docker_key())
+        .ok();
+    let role_hosts = |role: &str| -> Vec<PortHost> {
+        c.nodes
+            .iter()
+            .filter(|n| n.role.iter().any(|r| r == role))
+            .map(|n| PortHost {
+                name: n.address.clone(),
+                internal_address: n.internal_address.clone(),
+            })
+            .collect()
+    };
+    let port_checks = (!args.disable_port_check).then(|| {
+        let mut plan = PortCheckPlan::new(c.system_images.alpine.clone());
+        plan.registries = cluster.registry_credentials();
+        plan.etcd = role_hosts("etcd");
+        plan.controlplane = role_hosts("controlplane");
+        plan.worker = role_hosts("worker");
+        plan
+    });
+    let opts = PreflightOptions {
+        supported_docker_versions: minor
+            .as_deref()
+            .map(|m| cluster.catalog.docker_versions(m))
+            .unwrap_or_default(),
+        kubernetes_minor: minor,
+        ignore_docker_version: args.connect.ignore_docker_version
+            || c.ignore_docker_version.unwrap_or(false),
+        port_checks,
+    };
+    let targets = cluster.ssh_targets(args.connect.ssh_agent_auth);
+    let (report, pool) =
+        preflight::run(&targets, &super::up::ssh_options(&args.connect), &opts).await;
+    if let Some(pool) = pool {
+        pool.close().await;
+    }
+    if reporter.is_json() {
+        println!("{}", report.to_json());
+    } else {
+        print!("{}", report.render_table());
+    }
+    if report.ok() {
+        Ok(())
+    } else {
+        Err(CliError::Failed(preflight::problems(&report).join("\n")))
+    }
+}
