@@ -151,6 +151,21 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     check_docker_versions(cluster, &pool, opts, reporter)?;
     let recon =
         reconcile::changes(old_current.as_ref(), &cluster.config).map_err(UpError::Other)?;
+    let hosts_added = match &old_current {
+        None => true,
+        Some(old) => cluster.config.nodes.iter().any(|n| {
+            !old.nodes
+                .iter()
+                .any(|o| o.address == n.address && n.role.iter().all(|r| o.role.contains(r)))
+        }),
+    };
+    if opts.disable_port_check || opts.dry_run {
+        // The checks start listener containers; a dry run changes nothing.
+    } else if !hosts_added {
+        tracing::debug!("no host or role added: port checks skipped, as RKE1 does (§10)");
+    } else {
+        port_checks(cluster, &pool, reporter).await?;
+    }
     let removed_pool = connect_removed(old_current.as_ref(), &recon, opts, reporter).await;
     phase.done();
 
@@ -1302,4 +1317,45 @@ async fn remove_hosts(run: &Arc<Run>, api: &KubeApi, runner: &Runner) -> Result<
         })
         .await;
     finish(phase, result)
+}
+
+/// RKE1's port checks between roles (§10), through listener and checker containers on the
+/// hosts themselves; every host's unreachable ports are listed together.
+async fn port_checks(
+    cluster: &Cluster,
+    pool: &HostPool,
+    reporter: &Reporter,
+) -> Result<(), UpError> {
+    use crate::hosts::ports::{PortCheckPlan, PortHost, check_cluster_ports};
+    let c = &cluster.config;
+    let role_hosts = |role: &str| -> Vec<PortHost> {
+        c.nodes
+            .iter()
+            .filter(|n| n.role.iter().any(|r| r == role))
+            .map(|n| PortHost {
+                name: n.address.clone(),
+                internal_address: n.internal_address.clone(),
+            })
+            .collect()
+    };
+    let mut plan = PortCheckPlan::new(c.system_images.alpine.clone());
+    plan.registries = cluster.registry_credentials();
+    plan.etcd = role_hosts("etcd");
+    plan.controlplane = role_hosts("controlplane");
+    plan.worker = role_hosts("worker");
+    let step = reporter.host_action("connect", "all hosts", "port checks between roles");
+    let failures = check_cluster_ports(pool, &plan).await.map_err(other)?;
+    if failures.is_empty() {
+        step.ok();
+        return Ok(());
+    }
+    let text = failures
+        .iter()
+        .map(|f| f.to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    step.fail(&text);
+    Err(UpError::Other(format!(
+        "{text}\n(skip with --disable-port-check)"
+    )))
 }
