@@ -319,10 +319,13 @@ fn extract_node(yml: &str, address: &str) -> String {
         .find(&format!("  - address: {address}\n"))
         .expect("node in sandbox cluster.yml");
     let rest = &yml[start + 4..];
-    let end = rest
-        .find("\n  - ")
+    // The entry ends where the next node or the next top-level key starts, whichever is first
+    // (`private_registries` further down has list items too).
+    let end = ["\n  - ", "\ncluster_name:"]
+        .iter()
+        .filter_map(|m| rest.find(m))
+        .min()
         .map(|i| i + 1)
-        .or_else(|| rest.find("\ncluster_name:").map(|i| i + 1))
         .unwrap();
     yml[start..start + 4 + end].to_string()
 }
