@@ -144,12 +144,28 @@ pub async fn add_member(via: &Host, name: &str, peer: &str) -> Result<(), String
     {
         return Ok(());
     }
-    etcdctl(
-        via,
-        &["member", "add", name, &format!("--peer-urls={peer}")],
-    )
-    .await
-    .map(|_| ())
+    // etcd refuses a new member until its leader has been connected to every current member
+    // for its health interval (5 s); right after the previous join that is not yet so. RKE1
+    // sleeps 10 s; waiting for exactly these refusals is faster and cannot be too short.
+    let mut last = String::new();
+    for _ in 0..20 {
+        match etcdctl(
+            via,
+            &["member", "add", name, &format!("--peer-urls={peer}")],
+        )
+        .await
+        {
+            Ok(_) => return Ok(()),
+            Err(e)
+                if e.contains("unhealthy cluster") || e.contains("not enough started members") =>
+            {
+                last = e;
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last)
 }
 
 /// Removes a member by name; one already gone is fine.
