@@ -131,14 +131,7 @@ impl Cluster {
             &self.config.kubernetes_version,
             Some(&self.config.system_images.kubernetes),
         )?;
-        Ok(crate::plan::ServiceOptions {
-            etcd: o.etcd,
-            kube_api: o.kubeapi,
-            kube_controller: o.kube_controller,
-            scheduler: o.scheduler,
-            kubelet: o.kubelet,
-            kubeproxy: o.kubeproxy,
-        })
+        Ok(o.into())
     }
 
     /// The default Windows kubelet and kube-proxy flags of the cluster's version (§28).
@@ -147,14 +140,7 @@ impl Cluster {
             &self.config.kubernetes_version,
             Some(&self.config.system_images.kubernetes),
         )?;
-        Ok(crate::plan::ServiceOptions {
-            etcd: o.etcd,
-            kube_api: o.kubeapi,
-            kube_controller: o.kube_controller,
-            scheduler: o.scheduler,
-            kubelet: o.kubelet,
-            kubeproxy: o.kubeproxy,
-        })
+        Ok(o.into())
     }
 
     /// RKE1's init phase (§9.1): certificates generated, reconciled with the previous run, or
@@ -274,6 +260,19 @@ fn json_minus(a: &serde_json::Value, b: &serde_json::Value) -> Option<serde_json
             (!out.is_empty()).then_some(Value::Object(out))
         }
         _ => None,
+    }
+}
+
+impl From<crate::metadata::ServiceOptions> for crate::plan::ServiceOptions {
+    fn from(o: crate::metadata::ServiceOptions) -> Self {
+        crate::plan::ServiceOptions {
+            etcd: o.etcd,
+            kube_api: o.kubeapi,
+            kube_controller: o.kube_controller,
+            scheduler: o.scheduler,
+            kubelet: o.kubelet,
+            kubeproxy: o.kubeproxy,
+        }
     }
 }
 

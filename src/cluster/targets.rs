@@ -72,6 +72,28 @@ pub fn ssh_targets_for(c: &crate::config::RkeConfig, agent_override: bool) -> Ve
 }
 
 impl Cluster {
+    /// RKE1's port checks between roles (§10), with the tools image as listener and checker.
+    pub fn port_check_plan(&self) -> crate::hosts::ports::PortCheckPlan {
+        use crate::hosts::ports::{PortCheckPlan, PortHost};
+        let c = &self.config;
+        let role_hosts = |role: &str| -> Vec<PortHost> {
+            c.nodes
+                .iter()
+                .filter(|n| n.role.iter().any(|r| r == role))
+                .map(|n| PortHost {
+                    name: n.address.clone(),
+                    internal_address: n.internal_address.clone(),
+                })
+                .collect()
+        };
+        let mut plan = PortCheckPlan::new(c.system_images.alpine.clone());
+        plan.registries = self.registry_credentials();
+        plan.etcd = role_hosts("etcd");
+        plan.controlplane = role_hosts("controlplane");
+        plan.worker = role_hosts("worker");
+        plan
+    }
+
     pub fn registry_credentials(&self) -> Vec<RegistryCredential> {
         self.config
             .private_registries

@@ -392,16 +392,18 @@ mod tests {
             &new,
             &old,
         );
-        let mut node = Node::default();
-        node.spec = Some(k8s_openapi::api::core::v1::NodeSpec {
-            taints: Some(vec![Taint {
-                key: "dedicated".into(),
-                value: Some("a".into()),
-                effect: "NoSchedule".into(),
-                time_added: None,
-            }]),
+        let mut node = Node {
+            spec: Some(k8s_openapi::api::core::v1::NodeSpec {
+                taints: Some(vec![Taint {
+                    key: "dedicated".into(),
+                    value: Some("a".into()),
+                    effect: "NoSchedule".into(),
+                    time_added: None,
+                }]),
+                ..Default::default()
+            }),
             ..Default::default()
-        });
+        };
         assert!(sync.apply_to(&mut node));
         let taints = node.spec.as_ref().unwrap().taints.clone().unwrap();
         assert_eq!(taints.len(), 1);

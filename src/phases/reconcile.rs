@@ -265,12 +265,13 @@ mod tests {
     fn config(nodes: &[(&str, &[&str])]) -> RkeConfig {
         let mut c = RkeConfig::default();
         for (addr, roles) in nodes {
-            let mut n = crate::config::Node::default();
-            n.address = addr.to_string();
-            n.internal_address = addr.to_string();
-            n.hostname_override = format!("h{}", &addr[addr.len() - 1..]);
-            n.role = roles.iter().map(|r| r.to_string()).collect();
-            c.nodes.push(n);
+            c.nodes.push(crate::config::Node {
+                address: addr.to_string(),
+                internal_address: addr.to_string(),
+                hostname_override: format!("h{}", &addr[addr.len() - 1..]),
+                role: roles.iter().map(|r| r.to_string()).collect(),
+                ..Default::default()
+            });
         }
         c
     }

@@ -109,6 +109,20 @@ struct Run {
     default_tools_tag: Option<String>,
 }
 
+impl Run {
+    fn host_plan(&self, address: &str) -> &HostPlan {
+        self.plan
+            .hosts
+            .iter()
+            .find(|h| h.address == address)
+            .expect("planned host")
+    }
+
+    fn host(&self, address: &str) -> &Arc<Host> {
+        self.pool.get(address).expect("connected host")
+    }
+}
+
 pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Result<(), UpError> {
     let runner = Runner::new(reporter.clone(), opts.ssh.concurrency);
 
@@ -621,13 +635,8 @@ async fn apply_files(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
             move |address| {
                 let run = r.clone();
                 async move {
-                    let h = run
-                        .plan
-                        .hosts
-                        .iter()
-                        .find(|h| h.address == address)
-                        .expect("planned host");
-                    let host = run.pool.get(&address).expect("connected host");
+                    let h = run.host_plan(&address);
+                    let host = run.host(&address);
                     let wanted: BTreeSet<String> = run.actions[&address]
                         .iter()
                         .filter_map(|a| match a {
@@ -700,7 +709,7 @@ async fn pull_images(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
         .for_each_host("images", "pull images", hosts, move |address| {
             let run = r.clone();
             async move {
-                let host = run.pool.get(&address).expect("connected host");
+                let host = run.host(&address);
                 for a in &run.actions[&address] {
                     if let Action::PullImage { image } = a {
                         host.docker()
@@ -803,14 +812,7 @@ async fn apply_container(run: &Run, host: &Host, h: &HostPlan, name: &str) -> Re
     if spec.start
         && let Some(check) = &spec.health_check
     {
-        let tls = check.client_certificate.as_ref().map(|c| TlsMaterial {
-            ca_pem: run
-                .bundle
-                .get(pki::names::CA_CERT_NAME)
-                .map(|ca| ca.certificate_pem.clone()),
-            client_cert_pem: run.bundle.get(c).map(|c| c.certificate_pem.clone()),
-            client_key_pem: run.bundle.get(c).map(|c| c.key_pem.clone()),
-        });
+        let tls = check_tls(run, check);
         let attempts = if name == plan::ETCD { 18 } else { 24 };
         let accept = |body: &str| name != plan::ETCD || health::etcd_body_healthy(body);
         if let Err(e) =
@@ -888,13 +890,8 @@ async fn etcd_plane(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
     let work = |address: String| {
         let run = run.clone();
         async move {
-            let h = run
-                .plan
-                .hosts
-                .iter()
-                .find(|h| h.address == address)
-                .expect("planned host");
-            let host = run.pool.get(&address).expect("connected host");
+            let h = run.host_plan(&address);
+            let host = run.host(&address);
             remove_unplanned(&run, host, h, ETCD_PLANE).await?;
             if run.recon.etcd_removed.iter().any(|g| g.address == address) {
                 // A member that left keeps no data behind: a later re-join must start empty.
@@ -954,13 +951,8 @@ async fn plane(
         .for_each_host(title, title, hosts, move |address| {
             let run = r.clone();
             async move {
-                let h = run
-                    .plan
-                    .hosts
-                    .iter()
-                    .find(|h| h.address == address)
-                    .expect("planned host");
-                let host = run.pool.get(&address).expect("connected host");
+                let h = run.host_plan(&address);
+                let host = run.host(&address);
                 remove_unplanned(&run, host, h, names).await?;
                 for name in names {
                     if h.containers.contains_key(*name) {
@@ -1326,25 +1318,11 @@ async fn port_checks(
     pool: &HostPool,
     reporter: &Reporter,
 ) -> Result<(), UpError> {
-    use crate::hosts::ports::{PortCheckPlan, PortHost, check_cluster_ports};
-    let c = &cluster.config;
-    let role_hosts = |role: &str| -> Vec<PortHost> {
-        c.nodes
-            .iter()
-            .filter(|n| n.role.iter().any(|r| r == role))
-            .map(|n| PortHost {
-                name: n.address.clone(),
-                internal_address: n.internal_address.clone(),
-            })
-            .collect()
-    };
-    let mut plan = PortCheckPlan::new(c.system_images.alpine.clone());
-    plan.registries = cluster.registry_credentials();
-    plan.etcd = role_hosts("etcd");
-    plan.controlplane = role_hosts("controlplane");
-    plan.worker = role_hosts("worker");
+    let plan = cluster.port_check_plan();
     let step = reporter.host_action("connect", "all hosts", "port checks between roles");
-    let failures = check_cluster_ports(pool, &plan).await.map_err(other)?;
+    let failures = crate::hosts::ports::check_cluster_ports(pool, &plan)
+        .await
+        .map_err(other)?;
     if failures.is_empty() {
         step.ok();
         return Ok(());

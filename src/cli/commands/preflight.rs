@@ -4,7 +4,6 @@
 use crate::cli::CliError;
 use crate::cli::args::PreflightArgs;
 use crate::cluster::Cluster;
-use crate::hosts::ports::{PortCheckPlan, PortHost};
 use crate::hosts::preflight::{self, PreflightOptions};
 use crate::output::Reporter;
 
@@ -17,24 +16,7 @@ pub async fn run(
     let minor = crate::metadata::K8sVersion::parse(&c.kubernetes_version)
         .map(|v| v.docker_key())
         .ok();
-    let role_hosts = |role: &str| -> Vec<PortHost> {
-        c.nodes
-            .iter()
-            .filter(|n| n.role.iter().any(|r| r == role))
-            .map(|n| PortHost {
-                name: n.address.clone(),
-                internal_address: n.internal_address.clone(),
-            })
-            .collect()
-    };
-    let port_checks = (!args.disable_port_check).then(|| {
-        let mut plan = PortCheckPlan::new(c.system_images.alpine.clone());
-        plan.registries = cluster.registry_credentials();
-        plan.etcd = role_hosts("etcd");
-        plan.controlplane = role_hosts("controlplane");
-        plan.worker = role_hosts("worker");
-        plan
-    });
+    let port_checks = (!args.disable_port_check).then(|| cluster.port_check_plan());
     let opts = PreflightOptions {
         supported_docker_versions: minor
             .as_deref()
