@@ -602,6 +602,31 @@ fn host_actions(h: &HostPlan, obs: &Observed, desired_files: &[DesiredFile]) -> 
             actions.push(a);
         }
     }
+    // A certificate that changed in place is only read again when its container restarts
+    // (§22.2 step 6); containers already being created or recreated need nothing more.
+    let touched: BTreeSet<String> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::CreateContainer { name, .. }
+            | Action::RecreateContainer { name, .. }
+            | Action::StartContainer { name } => Some(name.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut restarts = BTreeSet::new();
+    for f in files::changed(desired_files, &obs.files) {
+        if obs.files.contains_key(&f.relative_path) {
+            restarts.extend(readers_of(&f.relative_path));
+        }
+    }
+    for name in restarts {
+        let running = obs.containers.get(name).is_some_and(|c| c.running);
+        if running && h.containers.contains_key(name) && !touched.contains(name) {
+            actions.push(Action::RestartContainer {
+                name: name.to_string(),
+            });
+        }
+    }
     for name in KNOWN_CONTAINERS {
         if obs.containers.contains_key(*name) && !h.containers.contains_key(*name) {
             actions.push(Action::RemoveContainer {
@@ -885,7 +910,7 @@ async fn etcd_plane(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
     let replacing = etcd_hosts.iter().any(|a| {
         run.actions[a]
             .iter()
-            .any(|x| matches!(x, Action::RecreateContainer { name, .. } if name == plan::ETCD))
+            .any(|x| matches!(x, Action::RecreateContainer { name, .. } | Action::RestartContainer { name } if name == plan::ETCD))
     });
     let work = |address: String| {
         let run = run.clone();
@@ -1336,4 +1361,61 @@ async fn port_checks(
     Err(UpError::Other(format!(
         "{text}\n(skip with --disable-port-check)"
     )))
+}
+
+/// The containers that read a certificate file under /etc/kubernetes, as RKE1 restarts them
+/// when a certificate changes (§22.2 step 6); kubeconfigs count as their component's files.
+fn readers_of(relative_path: &str) -> Vec<&'static str> {
+    let file = relative_path.trim_start_matches("ssl/");
+    let name = file
+        .trim_start_matches("kubecfg-")
+        .trim_end_matches(".yaml")
+        .trim_end_matches(".pem")
+        .trim_end_matches("-key");
+    match name {
+        "kube-ca" => vec![
+            plan::KUBE_APISERVER,
+            plan::KUBE_CONTROLLER_MANAGER,
+            plan::KUBELET,
+        ],
+        "kube-apiserver" | "kube-service-account-token" => {
+            vec![plan::KUBE_APISERVER, plan::KUBE_CONTROLLER_MANAGER]
+        }
+        "kube-apiserver-requestheader-ca" | "kube-apiserver-proxy-client" => {
+            vec![plan::KUBE_APISERVER]
+        }
+        "kube-controller-manager" => vec![plan::KUBE_CONTROLLER_MANAGER],
+        "kube-scheduler" => vec![plan::KUBE_SCHEDULER],
+        "kube-proxy" => vec![plan::KUBE_PROXY],
+        "kube-node" => vec![plan::KUBELET],
+        n if n.starts_with("kube-etcd-") => vec![plan::ETCD],
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn certificate_files_map_to_the_containers_that_read_them() {
+        assert_eq!(
+            readers_of("ssl/kube-apiserver.pem"),
+            [plan::KUBE_APISERVER, plan::KUBE_CONTROLLER_MANAGER]
+        );
+        assert_eq!(
+            readers_of("ssl/kube-apiserver-key.pem"),
+            [plan::KUBE_APISERVER, plan::KUBE_CONTROLLER_MANAGER]
+        );
+        assert_eq!(readers_of("ssl/kubecfg-kube-node.yaml"), [plan::KUBELET]);
+        assert_eq!(readers_of("ssl/kube-etcd-10-77-0-11.pem"), [plan::ETCD]);
+        assert_eq!(
+            readers_of("ssl/kube-apiserver-proxy-client-key.pem"),
+            [plan::KUBE_APISERVER]
+        );
+        assert!(
+            readers_of("admission.yaml").is_empty(),
+            "checksum env vars cover config files"
+        );
+    }
 }
