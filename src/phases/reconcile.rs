@@ -147,18 +147,32 @@ pub async fn add_member(via: &Host, name: &str, peer: &str) -> Result<(), String
     // etcd refuses a new member until its leader has been connected to every current member
     // for its health interval (5 s); right after the previous join that is not yet so. RKE1
     // sleeps 10 s; waiting for exactly these refusals is faster and cannot be too short.
+    let peer_flag = format!("--peer-urls={peer}");
+    let args = ["member", "add", name, peer_flag.as_str()];
+    retry_transient(|| etcdctl(via, &args)).await
+}
+
+/// Membership changes briefly leave etcd without a leader (removing the leader forces an
+/// election) or not yet fully connected; these refusals pass within seconds, so they are
+/// retried for up to 40 s. Any other error is returned at once.
+async fn retry_transient<F, Fut>(op: F) -> Result<(), String>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<String, String>>,
+{
+    const TRANSIENT: &[&str] = &[
+        "unhealthy cluster",
+        "not enough started members",
+        "context deadline exceeded",
+        "leader changed",
+        "no leader",
+        "timed out",
+    ];
     let mut last = String::new();
     for _ in 0..20 {
-        match etcdctl(
-            via,
-            &["member", "add", name, &format!("--peer-urls={peer}")],
-        )
-        .await
-        {
+        match op().await {
             Ok(_) => return Ok(()),
-            Err(e)
-                if e.contains("unhealthy cluster") || e.contains("not enough started members") =>
-            {
+            Err(e) if TRANSIENT.iter().any(|t| e.contains(t)) => {
                 last = e;
                 tokio::time::sleep(Duration::from_secs(2)).await;
             }
@@ -172,7 +186,14 @@ pub async fn add_member(via: &Host, name: &str, peer: &str) -> Result<(), String
 pub async fn remove_member(via: &Host, name: &str) -> Result<(), String> {
     let members = member_list(via).await?;
     match members.iter().find(|(_, n, _)| n == name) {
-        Some((id, _, _)) => etcdctl(via, &["member", "remove", id]).await.map(|_| ()),
+        Some((id, _, _)) => {
+            let args = ["member", "remove", id.as_str()];
+            match retry_transient(|| etcdctl(via, &args)).await {
+                // An earlier attempt may have succeeded with its answer lost.
+                Err(e) if e.contains("member not found") => Ok(()),
+                other => other,
+            }
+        }
         None => Ok(()),
     }
 }
