@@ -31,16 +31,9 @@ pub enum Action {
         name: String,
         reason: String,
     },
-    DeployCertificates {
-        names: Vec<String>,
-        force: bool,
-    },
     UploadFile {
         path: String,
         reason: String,
-    },
-    RemoveFile {
-        path: String,
     },
     AddEtcdMember {
         member: String,
@@ -54,10 +47,6 @@ pub enum Action {
     },
     DeleteNode {
         node: String,
-    },
-    UpdateNode {
-        node: String,
-        changes: Vec<String>,
     },
 }
 
@@ -85,23 +74,13 @@ impl std::fmt::Display for Action {
             Action::RemoveContainer { name, reason } => {
                 write!(f, "remove container {name} ({reason})")
             }
-            Action::DeployCertificates { names, force } => write!(
-                f,
-                "deploy {} certificates{}",
-                names.len(),
-                if *force { " (overwrite)" } else { "" }
-            ),
             Action::UploadFile { path, reason } => write!(f, "upload {path} ({reason})"),
-            Action::RemoveFile { path } => write!(f, "remove file {path}"),
             Action::AddEtcdMember { member, peer_url } => {
                 write!(f, "add etcd member {member} ({peer_url})")
             }
             Action::RemoveEtcdMember { member } => write!(f, "remove etcd member {member}"),
             Action::CleanDirectories { paths } => write!(f, "clean {}", paths.join(", ")),
             Action::DeleteNode { node } => write!(f, "delete node {node}"),
-            Action::UpdateNode { node, changes } => {
-                write!(f, "update node {node}: {}", changes.join(", "))
-            }
         }
     }
 }

@@ -60,12 +60,14 @@ impl std::fmt::Display for FieldChange {
     }
 }
 
-/// Flags whose values do not count as a difference. RKE1 flips etcd's `--initial-cluster` and
-/// `--initial-cluster-state` between a member add and the next run (§33.6); etcd ignores both once
-/// its data directory exists, so a difference there must not restart etcd.
-pub const ETCD_DONT_CARE_FLAGS: &[&str] = &["--initial-cluster=", "--initial-cluster-state="];
+/// Nothing is "don't care"; the default for every container but etcd.
+pub fn nothing(_: &str) -> bool {
+    false
+}
 
-/// How the desired container compares with what runs on the host.
+/// How the desired container compares with what runs on the host. Arguments for which
+/// `dont_care` is true are left out of the comparison (etcd's `--initial-cluster*` flags, which
+/// RKE1 flips between a member add and the next run while etcd ignores them, §33.6).
 ///
 /// `image_env` is the default environment of the desired image as the host's Docker reports it,
 /// or `None` when the image is not on the host (then the container is recreated, as in RKE1:
@@ -74,7 +76,7 @@ pub fn compare(
     desired: &ContainerView,
     observed: &ContainerView,
     image_env: Option<&[String]>,
-    dont_care_flags: &[&str],
+    dont_care: fn(&str) -> bool,
 ) -> Vec<FieldChange> {
     let mut changes = Vec::new();
     if desired.image != observed.image || image_env.is_none() {
@@ -88,7 +90,7 @@ pub fn compare(
             },
         });
     }
-    let keep = |v: &String| !dont_care_flags.iter().any(|p| v.starts_with(p));
+    let keep = |v: &String| !dont_care(v);
     let mut set_field = |field, want: &[String], have: &[String], want_extra: &[String]| {
         let want: BTreeSet<&String> = want.iter().chain(want_extra).filter(|v| keep(v)).collect();
         let have: BTreeSet<&String> = have.iter().filter(|v| keep(v)).collect();
@@ -133,7 +135,7 @@ pub fn container_action(
     start: bool,
     observed: Option<&ObservedContainer>,
     image_env: Option<&[String]>,
-    dont_care_flags: &[&str],
+    dont_care: fn(&str) -> bool,
 ) -> Option<Action> {
     let Some(observed) = observed else {
         return Some(Action::CreateContainer {
@@ -142,7 +144,7 @@ pub fn container_action(
             start,
         });
     };
-    let changes = compare(desired, &observed.config, image_env, dont_care_flags);
+    let changes = compare(desired, &observed.config, image_env, dont_care);
     if !changes.is_empty() {
         return Some(Action::RecreateContainer {
             name: name.to_string(),
@@ -198,7 +200,7 @@ mod tests {
         observed.binds.reverse();
         observed.env.insert(0, "PATH=/usr/bin".into());
         let image_env = strings(&["PATH=/usr/bin"]);
-        assert!(compare(&desired, &observed, Some(&image_env), &[]).is_empty());
+        assert!(compare(&desired, &observed, Some(&image_env), nothing).is_empty());
     }
 
     #[test]
@@ -206,7 +208,7 @@ mod tests {
         let desired = kubelet();
         let mut observed = kubelet();
         observed.env.push("PATH=/usr/bin".into());
-        let changes = compare(&desired, &observed, Some(&[]), &[]);
+        let changes = compare(&desired, &observed, Some(&[]), nothing);
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].field, "env");
         assert_eq!(changes[0].removed, ["PATH=/usr/bin"]);
@@ -217,14 +219,14 @@ mod tests {
         let desired = kubelet();
         let mut observed = kubelet();
         observed.entrypoint[2] = "--v=4".into();
-        let changes = compare(&desired, &observed, Some(&[]), &[]);
+        let changes = compare(&desired, &observed, Some(&[]), nothing);
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].to_string(), "entrypoint: +--v=2 ---v=4");
     }
 
     #[test]
     fn missing_image_on_host_means_recreate() {
-        let changes = compare(&kubelet(), &kubelet(), None, &[]);
+        let changes = compare(&kubelet(), &kubelet(), None, nothing);
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].field, "image");
     }
@@ -234,11 +236,11 @@ mod tests {
         let desired = kubelet();
         let mut observed = kubelet();
         observed.security_opt.push("label=disable".into());
-        assert!(compare(&desired, &observed, Some(&[]), &[]).is_empty());
+        assert!(compare(&desired, &observed, Some(&[]), nothing).is_empty());
         observed
             .security_opt
             .push("label=type:rke_container_t".into());
-        assert_eq!(compare(&desired, &observed, Some(&[]), &[]).len(), 1);
+        assert_eq!(compare(&desired, &observed, Some(&[]), nothing).len(), 1);
     }
 
     #[test]
@@ -255,8 +257,16 @@ mod tests {
             "--initial-cluster=etcd-a=https://a:2380,etcd-b=https://b:2380",
             "--initial-cluster-state=existing",
         ]);
-        assert!(compare(&desired, &observed, Some(&[]), ETCD_DONT_CARE_FLAGS).is_empty());
-        assert_eq!(compare(&desired, &observed, Some(&[]), &[]).len(), 1);
+        assert!(
+            compare(
+                &desired,
+                &observed,
+                Some(&[]),
+                crate::plan::is_etcd_dont_care_arg
+            )
+            .is_empty()
+        );
+        assert_eq!(compare(&desired, &observed, Some(&[]), nothing).len(), 1);
     }
 
     #[test]
@@ -270,7 +280,14 @@ mod tests {
             restarting: false,
             config: cfg,
         };
-        let action = container_action("kubelet", &desired, true, Some(&observed), Some(&[]), &[]);
+        let action = container_action(
+            "kubelet",
+            &desired,
+            true,
+            Some(&observed),
+            Some(&[]),
+            nothing,
+        );
         assert!(
             matches!(action, Some(Action::RecreateContainer { .. })),
             "{action:?}"
@@ -286,14 +303,28 @@ mod tests {
             restarting: false,
             config: kubelet(),
         };
-        let action = container_action("kubelet", &desired, true, Some(&observed), Some(&[]), &[]);
+        let action = container_action(
+            "kubelet",
+            &desired,
+            true,
+            Some(&observed),
+            Some(&[]),
+            nothing,
+        );
         assert!(
             matches!(action, Some(Action::StartContainer { .. })),
             "{action:?}"
         );
         observed.running = true;
         assert_eq!(
-            container_action("kubelet", &desired, true, Some(&observed), Some(&[]), &[]),
+            container_action(
+                "kubelet",
+                &desired,
+                true,
+                Some(&observed),
+                Some(&[]),
+                nothing
+            ),
             None
         );
     }
@@ -314,7 +345,7 @@ mod tests {
                 false,
                 Some(&observed),
                 Some(&[]),
-                &[]
+                nothing
             ),
             None
         );

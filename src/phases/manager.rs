@@ -1,6 +1,5 @@
-//! Runs phases in order. Each phase first says whether it has anything to do, then either
-//! describes it (dry run) or does it; work on hosts runs in parallel under one concurrency limit
-//! shared by the whole run, so `--concurrency` bounds every phase alike.
+//! Runs work on hosts in parallel under one concurrency limit shared by the whole run, so
+//! `--concurrency` bounds every phase alike, and reports each host's outcome.
 
 use crate::output::Reporter;
 use std::future::Future;
@@ -25,24 +24,6 @@ pub enum PhaseError {
     },
     #[error("interrupted")]
     Interrupted,
-}
-
-/// One step of a command (connect, certificates, etcd plane...).
-#[async_trait::async_trait]
-pub trait Phase<Ctx: Send + Sync>: Send + Sync {
-    fn title(&self) -> &str;
-
-    /// False when there is nothing to do; the phase is then reported as skipped.
-    fn should_run(&self, _ctx: &Ctx) -> bool {
-        true
-    }
-
-    /// Lines describing what `run` would do, for `--dry-run`.
-    fn describe(&self, _ctx: &Ctx) -> Vec<String> {
-        Vec::new()
-    }
-
-    async fn run(&self, ctx: &Ctx, runner: &Runner) -> Result<(), PhaseError>;
 }
 
 /// Shared by all phases of a run: the reporter and the concurrency limit.
@@ -127,54 +108,6 @@ impl HostName for &str {
     }
 }
 
-/// Runs phases in order, stopping at the first failure.
-pub struct Manager<Ctx: Send + Sync> {
-    phases: Vec<Box<dyn Phase<Ctx>>>,
-    dry_run: bool,
-}
-
-impl<Ctx: Send + Sync> Manager<Ctx> {
-    pub fn new(dry_run: bool) -> Self {
-        Manager {
-            phases: Vec::new(),
-            dry_run,
-        }
-    }
-
-    pub fn add(&mut self, phase: impl Phase<Ctx> + 'static) -> &mut Self {
-        self.phases.push(Box::new(phase));
-        self
-    }
-
-    pub async fn run(&self, ctx: &Ctx, runner: &Runner) -> Result<(), PhaseError> {
-        for phase in &self.phases {
-            let title = phase.title();
-            if !phase.should_run(ctx) {
-                let mut e = crate::output::Event::new(crate::output::Status::Skipped);
-                e.phase = Some(title.to_string());
-                e.message = Some("nothing to do".to_string());
-                runner.reporter.emit(e);
-                continue;
-            }
-            if self.dry_run {
-                for line in phase.describe(ctx) {
-                    runner.reporter.info(format!("[{title}] would {line}"));
-                }
-                continue;
-            }
-            let guard = runner.reporter.phase(title);
-            match phase.run(ctx, runner).await {
-                Ok(()) => guard.done(),
-                Err(e) => {
-                    guard.fail(&e.to_string());
-                    return Err(e);
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,66 +151,5 @@ mod tests {
             }
             other => panic!("expected host failures, got {other:?}"),
         }
-    }
-
-    struct Recording {
-        name: &'static str,
-        log: Arc<std::sync::Mutex<Vec<String>>>,
-        fail: bool,
-    }
-
-    #[async_trait::async_trait]
-    impl Phase<()> for Recording {
-        fn title(&self) -> &str {
-            self.name
-        }
-        fn describe(&self, _: &()) -> Vec<String> {
-            vec![format!("do {}", self.name)]
-        }
-        async fn run(&self, _: &(), _: &Runner) -> Result<(), PhaseError> {
-            self.log.lock().unwrap().push(self.name.to_string());
-            if self.fail {
-                Err(PhaseError::Phase {
-                    phase: self.name.into(),
-                    message: "boom".into(),
-                })
-            } else {
-                Ok(())
-            }
-        }
-    }
-
-    #[tokio::test]
-    async fn phases_run_in_order_and_stop_at_first_failure() {
-        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let mut m = Manager::new(false);
-        for (name, fail) in [("a", false), ("b", true), ("c", false)] {
-            m.add(Recording {
-                name,
-                log: log.clone(),
-                fail,
-            });
-        }
-        let err = m
-            .run(&(), &Runner::new(Reporter::plain(), 4))
-            .await
-            .unwrap_err();
-        assert_eq!(err.to_string(), "[b] boom");
-        assert_eq!(*log.lock().unwrap(), ["a", "b"]);
-    }
-
-    #[tokio::test]
-    async fn dry_run_runs_nothing() {
-        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let mut m = Manager::new(true);
-        m.add(Recording {
-            name: "a",
-            log: log.clone(),
-            fail: true,
-        });
-        m.run(&(), &Runner::new(Reporter::plain(), 4))
-            .await
-            .unwrap();
-        assert!(log.lock().unwrap().is_empty());
     }
 }

@@ -2,7 +2,7 @@
 
 pub mod manager;
 
-pub use manager::{HostName, Manager, Phase, PhaseError, Runner};
+pub use manager::{HostName, PhaseError, Runner};
 pub mod files;
 pub mod health;
 pub mod reconcile;

@@ -586,10 +586,10 @@ fn host_actions(h: &HostPlan, obs: &Observed, desired_files: &[DesiredFile]) -> 
     for (name, spec) in &h.containers {
         let observed = obs.containers.get(name).map(observed_view);
         let image_env = obs.images.get(&spec.image).cloned().flatten();
-        let dont_care: &[&str] = if name == plan::ETCD {
-            diff::ETCD_DONT_CARE_FLAGS
+        let dont_care: fn(&str) -> bool = if name == plan::ETCD {
+            plan::is_etcd_dont_care_arg
         } else {
-            &[]
+            diff::nothing
         };
         if let Some(a) = diff::container_action(
             name,
