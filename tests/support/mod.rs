@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+pub mod e2e;
+
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
