@@ -4,7 +4,8 @@
 # `private_registries`), and on 127.0.0.1 without auth, for pushing from the machine.
 # Sourced by scripts/sandbox after scripts/lib/common.sh.
 
-SANDBOX_REGISTRY_STORAGE="$RKERS_SANDBOX_DIR/registry/storage"
+# Overridable so that several sandbox instances can serve one image store.
+SANDBOX_REGISTRY_STORAGE="${SANDBOX_REGISTRY_STORAGE:-$RKERS_SANDBOX_DIR/registry/storage}"
 SANDBOX_REGISTRY_PASSWORD_FILE="$RKERS_SANDBOX_DIR/registry-password"
 
 # Generates the password (once) and the htpasswd file; the password never reaches a command line.
