@@ -5,5 +5,7 @@ pub mod manager;
 pub use manager::{HostName, PhaseError, Runner};
 pub mod files;
 pub mod health;
+pub mod log_links;
 pub mod reconcile;
 pub mod up;
+pub mod upgrade;
