@@ -84,6 +84,11 @@ async fn workers_are_upgraded_one_at_a_time_and_never_left_cordoned() {
     });
     let plan = e2e.dry_run();
     assert!(plan.contains("3 actions on 3 hosts"), "{plan}");
+    assert!(
+        plan.contains("rolling upgrade of workers, 1 at a time")
+            && plan.contains("cordoned and drained first: host2, host3"),
+        "{plan}"
+    );
 
     // 1. host2 cannot be drained: it fails, is uncordoned, and host3 is not touched.
     let (ok, text) = e2e.rkers(&["up", "--output", "json"]);

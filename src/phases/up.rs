@@ -332,6 +332,11 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
             }
         } else {
             print!("{}", diff::render_dry_run(&all_actions));
+            if let Some(old) = &old_current {
+                for line in rolling_summary(cluster, old, &cluster_plan, &actions) {
+                    println!("{line}");
+                }
+            }
         }
         pool.close().await;
         return Ok(());
@@ -1138,6 +1143,61 @@ fn upgrade_strategy(
         drain,
         ready_timeout: NODE_READY_AFTER_UPGRADE,
     })
+}
+
+/// How `up` would roll the changes out over an existing cluster, for `--dry-run`.
+fn rolling_summary(
+    cluster: &Cluster,
+    old: &RkeConfig,
+    cluster_plan: &ClusterPlan,
+    actions: &BTreeMap<String, Vec<Action>>,
+) -> Vec<String> {
+    let strategy = cluster.config.upgrade_strategy.clone().unwrap_or_default();
+    let changed = |h: &HostPlan, names: &[&str]| {
+        old.nodes.iter().any(|n| n.address == h.address)
+            && actions[&h.address].iter().any(|a| match a {
+                Action::CreateContainer { name, .. }
+                | Action::RecreateContainer { name, .. }
+                | Action::StartContainer { name }
+                | Action::RestartContainer { name }
+                | Action::RemoveContainer { name, .. } => names.contains(&name.as_str()),
+                _ => false,
+            })
+    };
+    let both: Vec<&str> = CONTROL_PLANE.iter().chain(WORKER_PLANE).copied().collect();
+    let how = if strategy.drain == Some(true) {
+        "cordoned and drained"
+    } else {
+        "cordoned"
+    };
+    let mut lines = Vec::new();
+    let cp: Vec<&str> = cluster_plan
+        .hosts
+        .iter()
+        .filter(|h| h.roles.controlplane && changed(h, &both))
+        .map(|h| h.hostname.as_str())
+        .collect();
+    if !cp.is_empty() {
+        lines.push(format!(
+            "rolling upgrade of control plane hosts, {} at a time (max_unavailable_controlplane), each {how} first: {}",
+            strategy.max_unavailable_controlplane,
+            cp.join(", ")
+        ));
+    }
+    let workers: Vec<&str> = cluster_plan
+        .hosts
+        .iter()
+        .filter(|h| !h.roles.controlplane && changed(h, WORKER_PLANE))
+        .map(|h| h.hostname.as_str())
+        .collect();
+    if !workers.is_empty() {
+        lines.push(format!(
+            "rolling upgrade of workers, {} at a time (max_unavailable_worker; hosts with etcd one at a time), each {how} first: {}",
+            strategy.max_unavailable_worker,
+            workers.join(", ")
+        ));
+    }
+    lines
 }
 
 /// How long an upgraded host's node may take to report Ready again.
