@@ -74,6 +74,24 @@ async fn cluster_lifecycle_on_the_sandbox() {
         "a no-op up must not recreate containers"
     );
 
+    // A file RKE1's deployer manages but the config no longer asks for is deleted (§13).
+    sb.on_host(
+        "host2",
+        "echo stale > /etc/kubernetes/kube-api-authn-webhook.yaml",
+    );
+    let plan = cluster.dry_run();
+    assert!(
+        plan.contains("remove /etc/kubernetes/kube-api-authn-webhook.yaml")
+            && plan.contains("1 action on 3 hosts"),
+        "{plan}"
+    );
+    cluster.up();
+    let (present, _) = sb.try_on_host(
+        "host2",
+        "test -e /etc/kubernetes/kube-api-authn-webhook.yaml",
+    );
+    assert!(!present, "the stale webhook config is still on host2");
+
     // 4. One kube-api extra_args entry changed: only kube-apiserver is recreated.
     cluster.edit(|t| {
         t.replace(

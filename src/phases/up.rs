@@ -606,6 +606,29 @@ fn host_actions(h: &HostPlan, obs: &Observed, desired_files: &[DesiredFile]) -> 
             reason: reason.into(),
         });
     }
+    // Files the plan no longer asks for, or asks for empty, are deleted as RKE1's deployer does;
+    // a path some container's flags still name was put there by the user and stays.
+    let flags_name = |path: &str| {
+        h.containers
+            .values()
+            .any(|c| c.entrypoint.iter().chain(&c.cmd).any(|a| a.contains(path)))
+    };
+    for path in plan::optional_files(h.roles.controlplane) {
+        let planned = h
+            .files
+            .iter()
+            .find(|f| f.container_path == *path)
+            .is_some_and(|f| !f.contents.is_empty());
+        if let Some(rel) = path.strip_prefix("/etc/kubernetes/")
+            && !planned
+            && obs.files.contains_key(rel)
+            && !flags_name(path)
+        {
+            actions.push(Action::RemoveFile {
+                path: format!("{}/{rel}", etc_kubernetes(h)),
+            });
+        }
+    }
     let mut pulls = BTreeSet::new();
     for spec in h.containers.values() {
         if obs.images.get(&spec.image).is_none_or(|e| e.is_none()) {
@@ -677,7 +700,7 @@ async fn apply_files(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
         .filter(|h| {
             run.actions[&h.address]
                 .iter()
-                .any(|a| matches!(a, Action::UploadFile { .. }))
+                .any(|a| matches!(a, Action::UploadFile { .. } | Action::RemoveFile { .. }))
         })
         .map(|h| h.address.clone())
         .collect();
@@ -706,6 +729,18 @@ async fn apply_files(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
                         .cloned()
                         .collect();
                     files::write_files(host.docker(), &base, &run.helper_image, &files)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    let stale: Vec<String> = run.actions[&address]
+                        .iter()
+                        .filter_map(|a| match a {
+                            Action::RemoveFile { path } => {
+                                path.strip_prefix(&format!("{base}/")).map(str::to_string)
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    files::remove_files(host.docker(), &base, &run.helper_image, &stale)
                         .await
                         .map_err(|e| e.to_string())
                 }
