@@ -1087,17 +1087,7 @@ async fn plane(
     let result = runner
         .for_each_host(title, title, hosts, move |address| {
             let run = r.clone();
-            async move {
-                let h = run.host_plan(&address);
-                let host = run.host(&address);
-                remove_unplanned(&run, host, h, names).await?;
-                for name in names {
-                    if h.containers.contains_key(*name) {
-                        apply_container(&run, host, h, name).await?;
-                    }
-                }
-                Ok(())
-            }
+            async move { apply_plane_on(&run, &address, names).await }
         })
         .await;
     finish(phase, result)
@@ -1118,14 +1108,21 @@ async fn apply_plane_on(run: &Run, address: &str, names: &[&str]) -> Result<(), 
 
 /// Whether any of `names` changes on the host in this run.
 fn plane_changes(run: &Run, address: &str, names: &[&str]) -> bool {
-    run.actions[address].iter().any(|a| match a {
+    run.actions[address]
+        .iter()
+        .any(|a| changes_container(a, names))
+}
+
+/// Whether the action creates, changes or removes one of the containers `names`.
+fn changes_container(action: &Action, names: &[&str]) -> bool {
+    match action {
         Action::CreateContainer { name, .. }
         | Action::RecreateContainer { name, .. }
         | Action::StartContainer { name }
         | Action::RestartContainer { name }
         | Action::RemoveContainer { name, .. } => names.contains(&name.as_str()),
         _ => false,
-    })
+    }
 }
 
 fn upgrade_hosts(
@@ -1190,14 +1187,9 @@ fn rolling_summary(
     let strategy = cluster.config.upgrade_strategy.clone().unwrap_or_default();
     let changed = |h: &HostPlan, names: &[&str]| {
         old.nodes.iter().any(|n| n.address == h.address)
-            && actions[&h.address].iter().any(|a| match a {
-                Action::CreateContainer { name, .. }
-                | Action::RecreateContainer { name, .. }
-                | Action::StartContainer { name }
-                | Action::RestartContainer { name }
-                | Action::RemoveContainer { name, .. } => names.contains(&name.as_str()),
-                _ => false,
-            })
+            && actions[&h.address]
+                .iter()
+                .any(|a| changes_container(a, names))
     };
     let both: Vec<&str> = CONTROL_PLANE.iter().chain(WORKER_PLANE).copied().collect();
     let how = if strategy.drain == Some(true) {
