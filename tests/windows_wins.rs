@@ -220,6 +220,8 @@ async fn fixture() -> Fixture {
             r"c:\etc\kubernetes\bin\kube-proxy.exe",
             r"c:\etc\kubernetes\bin\kubelet.exe",
             r"c:\etc\nginx\nginx.exe",
+            // the PowerShell privileged steps (orphan sweep, remove) have wins start
+            r"c:\etc\rancher\wins\powershell.exe",
             r"c:\opt\bin\flanneld.exe",
         ],
         "wins must find the whitelist in the planned config"

@@ -7,3 +7,4 @@ pub mod files;
 pub mod health;
 pub mod reconcile;
 pub mod up;
+pub mod windows;

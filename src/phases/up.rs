@@ -979,6 +979,9 @@ async fn plane(
                 let h = run.host_plan(&address);
                 let host = run.host(&address);
                 remove_unplanned(&run, host, h, names).await?;
+                if names == WORKER_PLANE && run.plan.windows.contains_key(&address) {
+                    sweep_windows_orphans(host, h).await?;
+                }
                 for name in names {
                     if h.containers.contains_key(*name) {
                         apply_container(&run, host, h, name).await?;
@@ -989,6 +992,21 @@ async fn plane(
         })
         .await;
     finish(phase, result)
+}
+
+/// Before wins starts anything on a Windows worker, processes that outlived their wins server
+/// must go, or every start fails at wins' rename (windows-wins.md §5.3).
+async fn sweep_windows_orphans(host: &Host, h: &HostPlan) -> Result<(), String> {
+    let Some(sidekick) = h.containers.get(plan::SERVICE_SIDEKICK) else {
+        return Ok(());
+    };
+    let swept = super::windows::sweep_orphans(host, &sidekick.image)
+        .await
+        .map_err(|e| e.to_string())?;
+    if !swept.stopped.is_empty() {
+        tracing::warn!(host = host.name(), stopped = ?swept.stopped, "stopped wins-managed processes that outlived their wins server");
+    }
+    Ok(())
 }
 
 fn taints_of(cfg: Option<&RkeConfig>, address: &str) -> Vec<TaintSpec> {
