@@ -69,22 +69,33 @@ async fn transport_per_host_and_in_preflight() {
         target(&sb, "windows-like", &addrs[1], 2223),
         target(&sb, "refusing", &addrs[0], 2222),
     ];
-    let pool = HostPool::connect(&targets, &opts).await.expect("all connect");
+    let pool = HostPool::connect(&targets, &opts)
+        .await
+        .expect("all connect");
     let choice = |name: &str| {
         let f = pool.get(name).unwrap().facts();
         (f.transport, f.transport_reason)
     };
     assert_eq!(
         choice("normal"),
-        (DockerTransport::StreamLocal, TransportReason::SocketForwarded)
+        (
+            DockerTransport::StreamLocal,
+            TransportReason::SocketForwarded
+        )
     );
     assert_eq!(
         choice("windows-like"),
-        (DockerTransport::DialStdio, TransportReason::WindowsSshServer)
+        (
+            DockerTransport::DialStdio,
+            TransportReason::WindowsSshServer
+        )
     );
     assert_eq!(
         choice("refusing"),
-        (DockerTransport::DialStdio, TransportReason::ForwardingRefused)
+        (
+            DockerTransport::DialStdio,
+            TransportReason::ForwardingRefused
+        )
     );
     let win = pool.get("windows-like").unwrap();
     assert!(
@@ -96,7 +107,13 @@ async fn transport_per_host_and_in_preflight() {
     assert!(!pool.get("normal").unwrap().ssh().is_windows_openssh());
     // Chosen up front, not after a refusal: nothing to warn about.
     assert!(win.docker().transport_note().is_none());
-    assert!(pool.get("refusing").unwrap().docker().transport_note().is_some());
+    assert!(
+        pool.get("refusing")
+            .unwrap()
+            .docker()
+            .transport_note()
+            .is_some()
+    );
 
     // The dial-stdio transport carries every request on its own exec channel, in parallel too.
     let docker = win.docker();

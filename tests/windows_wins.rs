@@ -548,10 +548,7 @@ async fn a_privileged_step_runs_host_powershell_through_wins() {
     assert_eq!(args.len(), 7, "{args:?}");
     assert_eq!(
         decode_powershell(&args[6]),
-        format!(
-            "{script}Write-Output '{}'\n",
-            rkers::plan::STEP_DONE_MARKER
-        )
+        format!("{script}Write-Output '{}'\n", rkers::plan::STEP_DONE_MARKER)
     );
     assert!(outcome.request.exposes.is_empty());
 }
