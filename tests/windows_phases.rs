@@ -322,3 +322,97 @@ async fn linux_hosts_are_refused_and_untouched() {
     );
     pool.close().await;
 }
+
+/// `rkers up --dry-run` on a mixed cluster: a Linux host (our local dockerd) and a Windows worker
+/// (the double), both through a real sshd. The Windows host shows its wins-launched containers
+/// and `c:/` certificate files; the Linux host shows no Windows trace; nothing is created
+/// anywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mixed_cluster_dry_run_lists_windows_and_linux_actions() {
+    if let Err(r) = support::require_root_and(&["/usr/sbin/sshd", "ssh-keygen"]) {
+        return support::skip(&r);
+    }
+    let linux_socket = match support::local_dockerd() {
+        Ok(s) => s,
+        Err(r) => return support::skip(&r),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let key = support::keygen(dir.path(), "id_ed25519", "ed25519", "");
+    let sshd = LocalSshd::start(SshdOptions::default());
+    sshd.authorize(&key);
+    let windows = FakeWindowsDocker::start().await;
+    let yml = dir.path().join("cluster.yml");
+    std::fs::write(
+        &yml,
+        format!(
+            "nodes:\n\
+             - address: 127.0.0.1\n  port: \"{port}\"\n  user: root\n  role: [controlplane, etcd, worker]\n  docker_socket: {linux_socket}\n\
+             - address: localhost\n  port: \"{port}\"\n  user: root\n  role: [worker]\n  hostname_override: win1\n  docker_socket: {win_socket}\n\
+             ssh_key_path: {key}\n\
+             kubernetes_version: v1.20.15-rancher2-2\n\
+             ignore_docker_version: true\n\
+             network:\n  plugin: flannel\n  options:\n    flannel_backend_type: vxlan\n    flannel_backend_vni: \"4096\"\n    flannel_backend_port: \"4789\"\n\
+             system_images:\n  cert_downloader: {helper}\n",
+            port = sshd.port,
+            win_socket = windows.socket_str(),
+            key = key.display(),
+            helper = support::TEST_IMAGE,
+        ),
+    )
+    .unwrap();
+    let dir_path = dir.path().to_owned();
+    let yml_path = yml.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rkers"))
+            .args(["up", "--dry-run", "--config"])
+            .arg(&yml_path)
+            .arg("--known-hosts")
+            .arg(dir_path.join("known_hosts"))
+            .env("HOME", &dir_path)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let section = |host: &str| -> String {
+        stdout
+            .lines()
+            .skip_while(|l| *l != format!("{host}:"))
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let win = section("localhost");
+    for container in [
+        plan::SERVICE_SIDEKICK,
+        plan::NGINX_PROXY,
+        plan::KUBELET,
+        plan::KUBE_PROXY,
+    ] {
+        assert!(win.contains(container), "{container} missing:\n{win}");
+    }
+    // Certificates and kubeconfigs go under the Windows prefix.
+    assert!(
+        win.contains("upload c:/etc/kubernetes/ssl/kubecfg-kube-node.yaml"),
+        "{win}"
+    );
+    assert!(!win.contains("etcd"), "{win}");
+    let linux = section("127.0.0.1");
+    for container in ["etcd", "kube-apiserver", plan::KUBELET] {
+        assert!(linux.contains(container), "{container} missing:\n{linux}");
+    }
+    assert!(!linux.contains("c:/"), "{linux}");
+    // A dry run changes nothing: the Windows daemon was only asked read-only questions.
+    let writes: Vec<String> = windows
+        .calls()
+        .iter()
+        .filter(|c| c.method != "GET")
+        .map(|c| c.short())
+        .collect();
+    assert!(writes.is_empty(), "{writes:?}");
+    assert!(!dir.path().join("cluster.rkestate").exists());
+}

@@ -489,6 +489,11 @@ async fn observe(
             };
             obs.images.insert(image.to_string(), env);
         }
+        if host.facts().os_type == "windows" {
+            // The file helper is a Linux image; Windows files are not read back (yet), so a
+            // Windows host's files always show as to be written.
+            return Ok((h.address.clone(), obs));
+        }
         // Reading the files needs the helper image on the host.
         docker
             .ensure_image(helper_image, registries, &mut |_| {})
