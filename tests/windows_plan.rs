@@ -180,6 +180,7 @@ fn windows_worker_golden_v120() {
             r"c:\etc\kubernetes\bin\kube-proxy.exe",
             r"c:\etc\kubernetes\bin\kubelet.exe",
             r"c:\etc\nginx\nginx.exe",
+            r"c:\etc\rancher\wins\powershell.exe",
             r"c:\opt\bin\flanneld.exe",
         ]
     );

@@ -220,6 +220,8 @@ async fn fixture() -> Fixture {
             r"c:\etc\kubernetes\bin\kube-proxy.exe",
             r"c:\etc\kubernetes\bin\kubelet.exe",
             r"c:\etc\nginx\nginx.exe",
+            // the PowerShell privileged steps (orphan sweep, remove) have wins start
+            r"c:\etc\rancher\wins\powershell.exe",
             r"c:\opt\bin\flanneld.exe",
         ],
         "wins must find the whitelist in the planned config"
@@ -481,4 +483,72 @@ fn wins_splitting_is_why_spaces_are_refused() {
     assert_eq!(split_wins_list("--a=1 --b=2"), ["--a=1", "--b=2"]);
     assert_eq!(split_wins_list("--labels=a b"), ["--labels=a", "b"]);
     assert_eq!(split_wins_list(r#"--x="a b""#), [r#"--x="a b""#]);
+}
+
+/// A privileged step (orphan sweep, remove) as wins sees it: the host's PowerShell staged next
+/// to wins.exe passes the whitelist and the checksum handshake, and the host script arrives
+/// intact through wins' list splitting.
+#[tokio::test]
+async fn a_privileged_step_runs_host_powershell_through_wins() {
+    let f = fixture().await;
+    let script = rkers::plan::orphan_cleanup_command();
+    let spec = rkers::plan::windows_privileged_step(
+        "rkers-wins-orphan-sweep",
+        "rancher/rke-tools:v0.1.89",
+        &script,
+    );
+    let launcher = script_of(&spec);
+    // Host PowerShell, as the read-only bind shows it to the container.
+    let host_ps = r"c:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe";
+    let host_ps_file = host_file(&f.node.host, host_ps);
+    std::fs::create_dir_all(host_ps_file.parent().unwrap()).unwrap();
+    std::fs::write(&host_ps_file, b"host powershell build").unwrap();
+    // Carry out the staging copy: both ends are binds, so it is a host-to-host copy; the
+    // container sees the result at the same path (its bind of c:/etc/rancher/wins).
+    let staged = copies(&launcher);
+    assert_eq!(
+        staged,
+        [(
+            r"c:\host\powershell\powershell.exe".to_string(),
+            rkers::plan::STEP_POWERSHELL.to_string()
+        )]
+    );
+    for (from, to) in &staged {
+        let from = through_binds(&spec.binds, from).expect("source on a bind");
+        let to_host = through_binds(&spec.binds, to).expect("target on a bind");
+        assert_eq!(to_host.to_lowercase(), to.replace('\\', "/").to_lowercase());
+        let target = host_file(&f.node.host, &to_host);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(host_file(&f.node.host, &from), &target).unwrap();
+        let in_container = host_file(&f.node.container_root(&spec.name), to);
+        std::fs::create_dir_all(in_container.parent().unwrap()).unwrap();
+        std::fs::copy(&target, in_container).unwrap();
+    }
+    let argv = planned_invocation(&launcher, None);
+    let outcome = f
+        .client
+        .prc_run(&argv, &f.node.container_root(&spec.name))
+        .await
+        .unwrap_or_else(|e| panic!("wins refused the step: {e:?}"));
+    assert_eq!(outcome.name, "rancher-wins-powershell");
+    assert_eq!(outcome.request.path, rkers::plan::STEP_POWERSHELL);
+    assert_eq!(outcome.request.checksum, sha1_hex(b"host powershell build"));
+    let args = &outcome.request.args;
+    assert_eq!(
+        args[..6],
+        [
+            "-NoLogo",
+            "-NonInteractive",
+            "-NoProfile",
+            "-ExecutionPolicy",
+            "Bypass",
+            "-EncodedCommand"
+        ]
+    );
+    assert_eq!(args.len(), 7, "{args:?}");
+    assert_eq!(
+        decode_powershell(&args[6]),
+        format!("{script}Write-Output '{}'\n", rkers::plan::STEP_DONE_MARKER)
+    );
+    assert!(outcome.request.exposes.is_empty());
 }

@@ -1,7 +1,10 @@
 //! Docker over SSH: a bollard client whose transport opens one SSH channel per request to the
-//! node's Docker socket (`direct-streamlocal`), or, when sshd refuses stream-local
-//! forwarding, runs `docker system dial-stdio` on an exec channel. On top of it, the small
-//! typed layer the rest of rkers uses: images, containers, one-shot helpers, file upload.
+//! node's Docker socket (`direct-streamlocal`), or runs `docker system dial-stdio` on an exec
+//! channel when that cannot work: up front on Windows (Win32-OpenSSH cannot forward to Docker's
+//! named pipe), after a refusal when sshd disables stream-local forwarding. The choice and its
+//! reason are kept per host ([`DockerClient::transport`], [`DockerClient::transport_reason`]).
+//! On top of it, the small typed layer the rest of rkers uses: images, containers, one-shot
+//! helpers, file upload.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +33,59 @@ pub enum DockerTransport {
     StreamLocal,
     /// `docker system dial-stdio` on an exec channel (sshd refuses stream-local forwarding).
     DialStdio,
+}
+
+/// Why a host's Docker transport was chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransportReason {
+    /// sshd forwards to the Docker socket.
+    SocketForwarded,
+    /// The SSH server is Win32-OpenSSH, which cannot forward to a named pipe
+    /// (`\\.\pipe\docker_engine`), so dial-stdio is used without trying.
+    WindowsSshServer,
+    /// sshd refused stream-local forwarding to the socket.
+    ForwardingRefused,
+}
+
+impl std::fmt::Display for TransportReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TransportReason::SocketForwarded => "sshd forwards to the socket",
+            TransportReason::WindowsSshServer => {
+                "Windows SSH server: named pipes cannot be forwarded"
+            }
+            TransportReason::ForwardingRefused => "sshd refused stream-local forwarding",
+        })
+    }
+}
+
+/// The dial-stdio command for a Windows host. The default socket of cluster.yml is a Unix
+/// path that means nothing there, so only an explicit named pipe (`npipe:////./pipe/x` or
+/// `//./pipe/x`) is passed on; otherwise docker.exe uses its own default pipe. The pipe name
+/// goes through cmd.exe unquoted, so only plain characters are accepted.
+pub fn windows_dial_stdio_command(socket: &str) -> Result<String, String> {
+    let pipe = if let Some(rest) = socket.strip_prefix("npipe://") {
+        Some(rest.replace('\\', "/"))
+    } else {
+        let s = socket.replace('\\', "/");
+        s.starts_with("//./pipe/").then_some(s)
+    };
+    match pipe {
+        None => Ok("docker system dial-stdio".into()),
+        Some(p) => {
+            if p.is_empty()
+                || !p
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c))
+            {
+                return Err(format!(
+                    "docker_socket {socket:?} is not a plain named pipe path (npipe:////./pipe/<name>)"
+                ));
+            }
+            Ok(format!("docker -H npipe://{p} system dial-stdio"))
+        }
+    }
 }
 
 impl std::fmt::Display for DockerTransport {
@@ -147,6 +203,7 @@ pub struct DockerClient {
     socket: String,
     docker: Docker,
     transport: DockerTransport,
+    transport_reason: TransportReason,
     api_version: String,
     transport_note: Option<String>,
 }
@@ -157,6 +214,7 @@ impl std::fmt::Debug for DockerClient {
             .field("host", &self.host)
             .field("socket", &self.socket)
             .field("transport", &self.transport)
+            .field("transport_reason", &self.transport_reason)
             .field("api_version", &self.api_version)
             .finish()
     }
@@ -172,6 +230,9 @@ impl DockerClient {
         timeout: Duration,
     ) -> Result<DockerClient, HostError> {
         let host = ssh.host().to_owned();
+        if ssh.is_windows_openssh() {
+            return Self::connect_windows(ssh, socket, timeout).await;
+        }
         let refusal = match ssh.open_unix(socket).await {
             Ok(probe) => {
                 drop(probe);
@@ -183,7 +244,10 @@ impl DockerClient {
                     &host,
                     socket,
                     opener,
-                    DockerTransport::StreamLocal,
+                    (
+                        DockerTransport::StreamLocal,
+                        TransportReason::SocketForwarded,
+                    ),
                     timeout,
                 )
                 .await
@@ -223,7 +287,11 @@ impl DockerClient {
             ssh: ssh.clone(),
             command,
         };
-        match Self::build(&host, socket, opener, DockerTransport::DialStdio, timeout).await {
+        let choice = (
+            DockerTransport::DialStdio,
+            TransportReason::ForwardingRefused,
+        );
+        match Self::build(&host, socket, opener, choice, timeout).await {
             Ok(mut c) => {
                 let note = format!(
                     "sshd refused stream-local forwarding to {socket} ({refusal}); using `docker system dial-stdio` over SSH instead. Allow it with AllowStreamLocalForwarding yes / AllowTcpForwarding yes (and no DisableForwarding yes) in sshd_config for faster Docker calls"
@@ -264,11 +332,45 @@ impl DockerClient {
         }
     }
 
+    /// A Windows host (Win32-OpenSSH): dial-stdio from the start, since the SSH server cannot
+    /// forward to a named pipe and its shell is not POSIX (no socket diagnosis either).
+    async fn connect_windows(
+        ssh: Arc<SshSession>,
+        socket: &str,
+        timeout: Duration,
+    ) -> Result<DockerClient, HostError> {
+        let host = ssh.host().to_owned();
+        let command =
+            windows_dial_stdio_command(socket).map_err(|detail| HostError::DockerNotAnswering {
+                host: host.clone(),
+                socket: socket.to_owned(),
+                detail,
+            })?;
+        let opener = Opener::DialStdio {
+            ssh: ssh.clone(),
+            command: command.clone(),
+        };
+        let choice = (
+            DockerTransport::DialStdio,
+            TransportReason::WindowsSshServer,
+        );
+        Self::build(&host, socket, opener, choice, timeout)
+            .await
+            .map_err(|e| HostError::DockerNotAnswering {
+                host: host.clone(),
+                socket: socket.to_owned(),
+                detail: format!(
+                    "the SSH server is Win32-OpenSSH ({}), so Docker is reached with `{command}` on an exec channel, and that failed: {e}. Is docker.exe on the SSH user's PATH, is the docker service running, and is the user an Administrator?",
+                    ssh.server_id()
+                ),
+            })
+    }
+
     async fn build(
         host: &str,
         socket: &str,
         opener: Opener,
-        transport: DockerTransport,
+        (transport, transport_reason): (DockerTransport, TransportReason),
         timeout: Duration,
     ) -> Result<DockerClient, HostError> {
         let docker = Docker::connect_with_custom_transport(
@@ -305,6 +407,7 @@ impl DockerClient {
             api_version: format!("{}.{}", v.major_version, v.minor_version),
             docker,
             transport,
+            transport_reason,
             transport_note: None,
         })
     }
@@ -314,6 +417,9 @@ impl DockerClient {
     }
     pub fn transport(&self) -> DockerTransport {
         self.transport
+    }
+    pub fn transport_reason(&self) -> TransportReason {
+        self.transport_reason
     }
     /// Why a fallback transport is used, as a warning for reports.
     pub fn transport_note(&self) -> Option<&str> {
@@ -854,6 +960,23 @@ mod tests {
         }];
         assert!(registry_for_image("10.77.0.1:5000/x/y:1", &regs).is_some());
         assert!(registry_for_image("other.io/x/y:1", &regs).is_none());
+    }
+
+    #[test]
+    fn windows_dial_stdio_uses_an_explicit_pipe_only() {
+        assert_eq!(
+            windows_dial_stdio_command("/var/run/docker.sock").unwrap(),
+            "docker system dial-stdio"
+        );
+        assert_eq!(
+            windows_dial_stdio_command("npipe:////./pipe/docker_engine").unwrap(),
+            "docker -H npipe:////./pipe/docker_engine system dial-stdio"
+        );
+        assert_eq!(
+            windows_dial_stdio_command(r"\\.\pipe\dockerDesktopEngine").unwrap(),
+            "docker -H npipe:////./pipe/dockerDesktopEngine system dial-stdio"
+        );
+        assert!(windows_dial_stdio_command("npipe:////./pipe/a&calc").is_err());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::docker::{DockerClient, DockerTransport};
+use super::docker::{DockerClient, DockerTransport, TransportReason};
 use super::error::HostError;
 
 /// What rkers needs to know about a host's Docker engine and OS.
@@ -25,7 +25,9 @@ pub struct HostFacts {
     /// Docker runs with SELinux support (`name=selinux` in its security options).
     pub selinux: bool,
     pub docker_root_dir: String,
+    /// How Docker is reached on this host, and why that way.
     pub transport: DockerTransport,
+    pub transport_reason: TransportReason,
 }
 
 impl HostFacts {
@@ -54,6 +56,7 @@ impl HostFacts {
                 .any(|o| o.split(',').any(|kv| kv == "name=selinux")),
             docker_root_dir: s(info.docker_root_dir),
             transport: docker.transport(),
+            transport_reason: docker.transport_reason(),
         })
     }
 }

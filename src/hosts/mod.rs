@@ -24,7 +24,9 @@ pub mod target;
 pub use error::HostError;
 
 pub use container::{ContainerSpec, ObservedContainer, PortBinding, RestartPolicy};
-pub use docker::{DockerClient, DockerTransport, OneShotResult, PullProgress, UploadOptions};
+pub use docker::{
+    DockerClient, DockerTransport, OneShotResult, PullProgress, TransportReason, UploadOptions,
+};
 pub use facts::{DockerVersionCheck, HostFacts, check_docker_version};
 pub use pool::{Host, HostAttempt, HostPool, HostProblems};
 pub use ports::{PortCheckFailure, PortCheckPlan, PortHost, check_cluster_ports};

@@ -34,6 +34,8 @@ pub struct SshReport {
     pub host_key: Option<HostKeyVerdict>,
     pub host_key_fingerprint: Option<String>,
     pub via_bastion: Option<String>,
+    /// The server's identification string (Win32-OpenSSH selects the Windows Docker transport).
+    pub server_id: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -96,7 +98,16 @@ impl PreflightReport {
     /// A table for terminals, followed by each problem and warning in full.
     pub fn render_table(&self) -> String {
         let header = [
-            "HOST", "SSH", "HOST KEY", "DOCKER", "API", "OS", "CGROUP", "SELINUX", "VERDICT",
+            "HOST",
+            "SSH",
+            "HOST KEY",
+            "DOCKER",
+            "TRANSPORT",
+            "API",
+            "OS",
+            "CGROUP",
+            "SELINUX",
+            "VERDICT",
         ];
         let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
         for h in &self.hosts {
@@ -121,9 +132,10 @@ impl PreflightReport {
                 })
                 .unwrap_or("-")
                 .to_owned();
-            let (ver, api, os, cg, se) = match &h.docker {
+            let (ver, transport, api, os, cg, se) = match &h.docker {
                 Some(d) => (
-                    format!("{} ({})", d.facts.docker_version, d.facts.transport),
+                    d.facts.docker_version.clone(),
+                    d.facts.transport.to_string(),
                     d.facts.api_version.clone(),
                     d.facts.operating_system.clone(),
                     format!("{} v{}", d.facts.cgroup_driver, d.facts.cgroup_version),
@@ -134,7 +146,14 @@ impl PreflightReport {
                     }
                     .to_owned(),
                 ),
-                None => ("-".into(), "-".into(), "-".into(), "-".into(), "-".into()),
+                None => (
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                ),
             };
             let verdict = if !h.ok() {
                 "PROBLEM"
@@ -148,6 +167,7 @@ impl PreflightReport {
                 ssh,
                 key,
                 ver,
+                transport,
                 api,
                 os,
                 cg,
@@ -215,6 +235,7 @@ fn host_report(a: &HostAttempt, opts: &PreflightOptions) -> HostReport {
             host_key_fingerprint: Some(s.host_key_fingerprint().to_owned())
                 .filter(|f| !f.is_empty()),
             via_bastion: s.via_bastion().map(str::to_owned),
+            server_id: Some(s.server_id().to_owned()).filter(|i| !i.is_empty()),
         },
         None => SshReport {
             ok: false,
@@ -224,6 +245,7 @@ fn host_report(a: &HostAttempt, opts: &PreflightOptions) -> HostReport {
             host_key: None,
             host_key_fingerprint: None,
             via_bastion: None,
+            server_id: None,
         },
     };
     let mut problems = Vec::new();
@@ -257,9 +279,9 @@ fn host_report(a: &HostAttempt, opts: &PreflightOptions) -> HostReport {
             if let Some(n) = d.transport_note() {
                 warnings.push(n.to_owned());
             }
-            if f.os_type != "linux" {
+            if f.os_type != "linux" && f.os_type != "windows" {
                 warnings.push(format!(
-                    "OS type {} is not supported (Linux only)",
+                    "OS type {} is not supported (Linux, and Windows for workers)",
                     f.os_type
                 ));
             }

@@ -75,6 +75,8 @@ pub struct SshSession {
     auth_method: String,
     host_key: HostKeyVerdict,
     host_key_fingerprint: String,
+    /// The identification string the server sent (`SSH-2.0-OpenSSH_for_Windows_8.1`).
+    server_id: String,
     /// Kept alive: our transport runs inside one of its channels.
     via: Option<Arc<SshSession>>,
 }
@@ -97,6 +99,7 @@ struct Client {
     known_hosts_path: PathBuf,
     policy: HostKeyPolicy,
     outcome: Arc<Mutex<Option<KeyOutcome>>>,
+    server_id: Arc<Mutex<String>>,
 }
 
 /// The host key verdict and fingerprint, or why the key was refused.
@@ -119,6 +122,17 @@ impl client::Handler for Client {
         let accepted = verdict.is_ok();
         *self.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(verdict);
         Ok(accepted)
+    }
+
+    async fn kex_done(
+        &mut self,
+        _shared_secret: Option<&[u8]>,
+        _names: &russh::Names,
+        session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        *self.server_id.lock().unwrap_or_else(|p| p.into_inner()) =
+            String::from_utf8_lossy(session.remote_sshid()).into_owned();
+        Ok(())
     }
 }
 
@@ -232,12 +246,14 @@ impl SshSession {
         via: Option<Arc<SshSession>>,
     ) -> Result<SshSession, HostError> {
         let outcome = Arc::new(Mutex::new(None));
+        let server_id = Arc::new(Mutex::new(String::new()));
         let handler = Client {
             host: params.host.clone(),
             lookup_names: vec![known_hosts::lookup_name(&params.address, params.port)],
             known_hosts_path: params.known_hosts_path.clone(),
             policy: params.policy,
             outcome: outcome.clone(),
+            server_id: server_id.clone(),
         };
         let config = client_config();
         let connected = match &via {
@@ -296,6 +312,7 @@ impl SshSession {
             auth_method,
             host_key,
             host_key_fingerprint,
+            server_id: server_id.lock().unwrap_or_else(|p| p.into_inner()).clone(),
             via,
         })
     }
@@ -319,6 +336,15 @@ impl SshSession {
     }
     pub fn host_key_fingerprint(&self) -> &str {
         &self.host_key_fingerprint
+    }
+    /// The identification string the SSH server sent, e.g. `SSH-2.0-OpenSSH_9.2p1 Debian-2`.
+    pub fn server_id(&self) -> &str {
+        &self.server_id
+    }
+    /// Whether the server is Win32-OpenSSH (it announces itself as `OpenSSH_for_Windows_<v>`),
+    /// known before any channel is opened.
+    pub fn is_windows_openssh(&self) -> bool {
+        self.server_id.contains("OpenSSH_for_Windows")
     }
     /// Whether the session goes through a bastion.
     pub fn via_bastion(&self) -> Option<&str> {

@@ -9,3 +9,4 @@ pub mod log_links;
 pub mod reconcile;
 pub mod up;
 pub mod upgrade;
+pub mod windows;

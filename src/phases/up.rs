@@ -519,6 +519,11 @@ async fn observe(
             };
             obs.images.insert(image.to_string(), env);
         }
+        if host.facts().os_type == "windows" {
+            // The file helper is a Linux image; Windows files are not read back (yet), so a
+            // Windows host's files always show as to be written.
+            return Ok((h.address.clone(), obs));
+        }
         // Reading the files needs the helper image on the host.
         docker
             .ensure_image(helper_image, registries, &mut |_| {})
@@ -1098,10 +1103,28 @@ async fn apply_plane_on(run: &Run, address: &str, names: &[&str]) -> Result<(), 
     let h = run.host_plan(address);
     let host = run.host(address);
     remove_unplanned(run, host, h, names).await?;
+    if names == WORKER_PLANE && run.plan.windows.contains_key(address) {
+        sweep_windows_orphans(host, h).await?;
+    }
     for name in names {
         if h.containers.contains_key(*name) {
             apply_container(run, host, h, name).await?;
         }
+    }
+    Ok(())
+}
+
+/// Before wins starts anything on a Windows worker, processes that outlived their wins server
+/// must go, or every start fails at wins' rename (windows-wins.md §5.3).
+async fn sweep_windows_orphans(host: &Host, h: &HostPlan) -> Result<(), String> {
+    let Some(sidekick) = h.containers.get(plan::SERVICE_SIDEKICK) else {
+        return Ok(());
+    };
+    let swept = super::windows::sweep_orphans(host, &sidekick.image)
+        .await
+        .map_err(|e| e.to_string())?;
+    if !swept.stopped.is_empty() {
+        tracing::warn!(host = host.name(), stopped = ?swept.stopped, "stopped wins-managed processes that outlived their wins server");
     }
     Ok(())
 }

@@ -38,11 +38,12 @@ pub use files::{
 pub use flags::{apply_service_options, render_flags};
 pub use util::{join_path, remove_z_from_binds};
 pub use windows::{
-    CONTAINER_USER, Expose, ExposeProtocol, OVERLAY_NETWORK_NAME, WINDOWS_MIN_VXLAN_VNI,
-    WINDOWS_PREFIX_PATH, WINDOWS_VXLAN_PORT, WINS_CONFIG_PATH, WINS_HOST_DIR, WINS_PIPE_BIND,
-    WINS_PROCESS_PREFIX, WINS_SERVICE_NAME, WindowsHostPlan, WindowsRemovePlan, WindowsSetup,
-    WinsConfig, WinsProcess, check_wins_list_value, encode_powershell, is_windows,
-    orphan_cleanup_command, remove_plan_windows, validate_windows, windows_prefix_path,
+    CONTAINER_USER, Expose, ExposeProtocol, OVERLAY_NETWORK_NAME, STEP_DONE_MARKER,
+    STEP_POWERSHELL, WINDOWS_MIN_VXLAN_VNI, WINDOWS_PREFIX_PATH, WINDOWS_VXLAN_PORT,
+    WINS_CONFIG_PATH, WINS_HOST_DIR, WINS_PIPE_BIND, WINS_PROCESS_PREFIX, WINS_SERVICE_NAME,
+    WindowsHostPlan, WindowsRemovePlan, WindowsSetup, WinsConfig, WinsProcess,
+    check_wins_list_value, encode_powershell, is_windows, orphan_cleanup_command,
+    remove_plan_windows, validate_windows, windows_prefix_path, windows_privileged_step,
     wins_process_name,
 };
 

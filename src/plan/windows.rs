@@ -298,6 +298,7 @@ pub struct WinsUpgrade {
 impl WinsConfig {
     pub fn for_processes(processes: &[WinsProcess]) -> Self {
         let mut paths: Vec<String> = processes.iter().map(|p| p.path.clone()).collect();
+        paths.push(STEP_POWERSHELL.into());
         paths.sort();
         paths.dedup();
         WinsConfig {
@@ -1148,7 +1149,7 @@ pub fn orphan_cleanup_command() -> String {
          }}\n\
          $stopped = @()\n\
          foreach ($p in @(Get-Process -Name '{WINS_PROCESS_PREFIX}*' -ErrorAction SilentlyContinue)) {{\n    \
-         if ($null -eq $serverStart -or $p.StartTime -lt $serverStart) {{\n        \
+         if ($p.Id -ne $PID -and ($null -eq $serverStart -or $p.StartTime -lt $serverStart)) {{\n        \
          Stop-Process -Id $p.Id -Force -ErrorAction SilentlyContinue\n        \
          if (Get-Process -Id $p.Id -ErrorAction SilentlyContinue) {{ & taskkill.exe /T /F /PID $p.Id | Out-Null }}\n        \
          Get-NetFirewallRule -PolicyStore ActiveStore -Name \"$($p.Name)-*\" -ErrorAction SilentlyContinue | Remove-NetFirewallRule\n        \
@@ -1162,6 +1163,59 @@ pub fn orphan_cleanup_command() -> String {
          }}\n\
          @{{ stopped = $stopped }} | ConvertTo-Json -Compress\n"
     )
+}
+
+/// Host PowerShell as privileged steps read it (through a read-only bind).
+const HOST_POWERSHELL_DIR: &str = "c:/Windows/System32/WindowsPowerShell/v1.0";
+/// The copy of `powershell.exe` wins starts for privileged steps. It lives in the wins directory,
+/// which the step container binds at the same path, so wins' checksum handshake compares one
+/// file with itself; wins renames it away on every start, so each step stages it again.
+pub const STEP_POWERSHELL: &str = r"c:\etc\rancher\wins\powershell.exe";
+/// The line a privileged step prints last: `wins cli prc run` exits 0 whatever the host process
+/// did, so this marker is the only proof the script ran to its end.
+pub const STEP_DONE_MARKER: &str = "rkers-privileged-step-done";
+
+/// The container that runs `script` (PowerShell) on a Windows host with host privileges: it
+/// mounts the wins pipe and has wins start the host's own PowerShell, `-EncodedCommand`, as
+/// LocalSystem; the script's output comes back as the container's logs. This is how every
+/// privileged Windows step is run (Linux steps run in privileged containers instead).
+pub fn windows_privileged_step(name: &str, image: &str, script: &str) -> ContainerSpec {
+    let mut host_script = String::from(script);
+    if !host_script.ends_with('\n') {
+        host_script.push('\n');
+    }
+    host_script.push_str(&format!("Write-Output '{STEP_DONE_MARKER}'\n"));
+    let host_args = format!(
+        "-NoLogo -NonInteractive -NoProfile -ExecutionPolicy Bypass -EncodedCommand {}",
+        encode_powershell(&host_script)
+    );
+    let wins_dir = WINS_HOST_DIR;
+    let mut launcher = String::from(SCRIPT_PREAMBLE);
+    launcher.push_str(&stage_file(
+        r"c:\host\powershell\powershell.exe",
+        STEP_POWERSHELL,
+    ));
+    launcher.push_str(&format!(
+        "& {} cli prc run --path {} --args {}\nexit $LASTEXITCODE\n",
+        ps_quote(&win(&format!("{wins_dir}/wins.exe"))),
+        ps_quote(STEP_POWERSHELL),
+        ps_quote(&host_args)
+    ));
+    let mut spec = windows_container(
+        name,
+        image,
+        &launcher,
+        Vec::new(),
+        vec![
+            WINS_PIPE_BIND.into(),
+            format!("{wins_dir}:{wins_dir}"),
+            format!("{HOST_POWERSHELL_DIR}:c:/host/powershell:ro"),
+        ],
+        false,
+    );
+    spec.restart_policy = None;
+    spec.labels.clear();
+    spec
 }
 
 /// What `remove` does on a Windows host, in order (windows-wins.md §5.3).
@@ -1199,7 +1253,7 @@ pub fn remove_plan_windows(prefix: &str, unregister_wins: bool) -> WindowsRemove
     .collect();
     let mut script = format!(
         "$ErrorActionPreference = 'Continue'\n\
-         Get-Process -Name '{WINS_PROCESS_PREFIX}*' -ErrorAction SilentlyContinue | Stop-Process -Force\n\
+         Get-Process -Name '{WINS_PROCESS_PREFIX}*' -ErrorAction SilentlyContinue | Where-Object {{ $_.Id -ne $PID }} | Stop-Process -Force\n\
          Get-NetFirewallRule -PolicyStore ActiveStore -Name '{WINS_PROCESS_PREFIX}*' -ErrorAction SilentlyContinue | Remove-NetFirewallRule\n\
          Get-HnsNetwork -ErrorAction SilentlyContinue | Where-Object {{ $_.Name -in @('{OVERLAY_NETWORK_NAME}', 'cbr0') }} | Remove-HnsNetwork\n\
          foreach ($dir in @({})) {{\n    \
@@ -1211,11 +1265,20 @@ pub fn remove_plan_windows(prefix: &str, unregister_wins: bool) -> WindowsRemove
         dirs.join(", ")
     );
     if unregister_wins {
+        // This script itself runs under wins (a privileged step): stopping the service here
+        // would cut its output stream before it reports success, so the unregistering is
+        // handed to a detached PowerShell that waits a little first.
         let wins_exe = win(&join_path(&[prefix, "/etc/rancher/wins/wins.exe"]));
-        script.push_str(&format!(
-            "Stop-Service -Name '{WINS_SERVICE_NAME}' -ErrorAction SilentlyContinue\n\
+        let later = format!(
+            "Start-Sleep -Seconds 5\n\
+             Stop-Service -Name '{WINS_SERVICE_NAME}' -ErrorAction SilentlyContinue\n\
              & {} srv app run --unregister\n",
             ps_quote(&wins_exe)
+        );
+        script.push_str(&format!(
+            "Start-Process -WindowStyle Hidden -FilePath 'powershell.exe' -ArgumentList \
+             '-NoProfile', '-NonInteractive', '-EncodedCommand', '{}'\n",
+            encode_powershell(&later)
         ));
     }
     WindowsRemovePlan {
@@ -1322,11 +1385,16 @@ mod tests {
         assert!(s.contains("-PolicyStore ActiveStore -Name 'rancher-wins-*'"));
         assert!(s.contains("Remove-HnsNetwork"));
         assert!(s.contains(r"'c:\var\lib\kubelet'"));
-        assert!(s.contains("--unregister"));
+        // Unregistering runs detached, after the step has reported back.
+        let later = encode_powershell(
+            "Start-Sleep -Seconds 5\nStop-Service -Name 'rancher-wins' -ErrorAction SilentlyContinue\n\
+             & 'c:\\etc\\rancher\\wins\\wins.exe' srv app run --unregister\n",
+        );
+        assert!(s.contains(&later), "{s}");
         assert!(
             !remove_plan_windows("c:/", false)
                 .host_script
-                .contains("--unregister")
+                .contains("Start-Process")
         );
     }
 
@@ -1335,6 +1403,8 @@ mod tests {
         let s = orphan_cleanup_command();
         assert!(s.contains("Name='rancher-wins'"));
         assert!(s.contains("$p.StartTime -lt $serverStart"));
+        // The sweep runs as a wins-managed PowerShell itself: it must not stop itself.
+        assert!(s.contains("$p.Id -ne $PID"));
         assert!(s.contains("Remove-NetFirewallRule"));
         assert!(s.contains(r"'c:\etc\kubernetes\bin'"));
     }

@@ -464,6 +464,18 @@ impl<'a> SandboxSshd<'a> {
         port: u16,
         stream_local: bool,
     ) -> Result<Self, String> {
+        Self::start_with(sandbox, host, address, port, stream_local, "")
+    }
+
+    /// Like [`SandboxSshd::start`], with extra sshd_config lines (e.g. `VersionAddendum ...`).
+    pub fn start_with(
+        sandbox: &'a Sandbox,
+        host: &str,
+        address: &str,
+        port: u16,
+        stream_local: bool,
+        extra_config: &str,
+    ) -> Result<Self, String> {
         let dir = format!("/run/rkers-hosts-test-{port}");
         let keys = std::fs::read_to_string(sandbox.dir.join("ssh/id_ed25519.pub"))
             .map_err(|e| e.to_string())?;
@@ -471,7 +483,7 @@ impl<'a> SandboxSshd<'a> {
         let cfg = format!(
             "ListenAddress {address}\nPort {port}\nHostKey {hk}\nPidFile {dir}/sshd.pid\nAuthorizedKeysFile {dir}/authorized_keys\n\
              StrictModes no\nUsePAM no\nPermitRootLogin yes\nPasswordAuthentication no\nLogLevel VERBOSE\n\
-             AllowTcpForwarding yes\nAllowStreamLocalForwarding {yn}\nMaxStartups 100:30:200\n",
+             AllowTcpForwarding yes\nAllowStreamLocalForwarding {yn}\nMaxStartups 100:30:200\n{extra_config}",
             hk = sandbox
                 .dir
                 .join(format!("hosts/{host}/ssh_host_ed25519_key"))

@@ -1,0 +1,252 @@
+//! The Windows-only host work of `up` and `remove` (windows-wins.md §5): the orphan sweep that
+//! must run before wins starts any process on a Windows worker, and tearing a Windows worker
+//! down. Host-level work runs as a privileged step ([`run_privileged_step`]): a one-shot
+//! container that mounts the wins pipe and has wins start the host's PowerShell, rendered by
+//! [`plan::windows_privileged_step`]. Linux hosts never reach this module.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::manager::PhaseError;
+use crate::hosts::{ContainerSpec, Host};
+use crate::plan::{self, WindowsRemovePlan};
+
+/// The one-shot container of the orphan sweep.
+pub const SWEEP_CONTAINER: &str = "rkers-wins-orphan-sweep";
+/// The one-shot container of the host part of `remove`.
+pub const REMOVE_CONTAINER: &str = "rkers-wins-remove";
+/// A privileged step that has not reported back by then is failed (a wins server that does not
+/// answer makes the client wait up to five minutes for the pipe).
+const STEP_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// What the orphan sweep found and did on one host.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Names of the `rancher-wins-*` host processes it stopped (they had outlived the wins
+    /// server that started them).
+    pub stopped: Vec<String>,
+}
+
+/// Stops wins-managed host processes that outlived the wins server which started them, removes
+/// their firewall rules and leftover renamed binaries (windows-wins.md §5.3), so the next
+/// `wins cli prc run` does not fail with "could not rename binary … Access is denied".
+/// `image` is the Windows image that carries PowerShell 7 (the sidekick's, rke-tools).
+pub async fn sweep_orphans(host: &Host, image: &str) -> Result<SweepReport, PhaseError> {
+    let output = run_privileged_step(
+        host,
+        "wins orphan sweep",
+        SWEEP_CONTAINER,
+        image,
+        &plan::orphan_cleanup_command(),
+    )
+    .await?;
+    parse_sweep(&output).ok_or_else(|| {
+        host_error(
+            host,
+            "wins orphan sweep",
+            format!(
+                "the sweep finished without its report line; output: {}",
+                last_lines(&output, 5)
+            ),
+        )
+    })
+}
+
+/// The Windows part of `remove` for one host, in order: force-remove the plan's containers (which
+/// ends their wins streams, so wins stops their host processes), wait `settle_seconds`, then, as
+/// a privileged step, stop every remaining `rancher-wins-*` process, remove wins' firewall
+/// rules, the HNS network and the directories the plan wrote (and unregister wins when the plan
+/// says so). `image` as for [`sweep_orphans`].
+pub async fn remove_windows_host(
+    host: &Host,
+    plan: &WindowsRemovePlan,
+    image: &str,
+) -> Result<(), PhaseError> {
+    const PHASE: &str = "remove windows host";
+    require_windows(host, PHASE)?;
+    for name in plan
+        .containers
+        .iter()
+        .map(String::as_str)
+        .chain([SWEEP_CONTAINER, REMOVE_CONTAINER])
+    {
+        host.docker()
+            .remove_container(name)
+            .await
+            .map_err(|e| host_error(host, PHASE, e.to_string()))?;
+    }
+    if plan.settle_seconds > 0 {
+        tokio::time::sleep(Duration::from_secs(plan.settle_seconds.into())).await;
+    }
+    run_privileged_step(host, PHASE, REMOVE_CONTAINER, image, &plan.host_script).await?;
+    Ok(())
+}
+
+/// Runs `script` (PowerShell) on a Windows host with host privileges through wins and returns
+/// its output (stdout and stderr as the container logged them, without the completion marker).
+/// Fails when the container fails or the script did not reach its end.
+pub async fn run_privileged_step(
+    host: &Host,
+    phase: &str,
+    container: &str,
+    image: &str,
+    script: &str,
+) -> Result<String, PhaseError> {
+    require_windows(host, phase)?;
+    let spec = docker_spec(&plan::windows_privileged_step(container, image, script));
+    let result = host
+        .docker()
+        .run_one_shot(container, &spec, STEP_TIMEOUT)
+        .await
+        .map_err(|e| host_error(host, phase, e.to_string()))?;
+    let logs = result.logs.replace('\r', "");
+    let done = logs.lines().any(|l| l.trim() == plan::STEP_DONE_MARKER);
+    if result.exit_code != 0 || !done {
+        let hint = wins_failure_hint(&logs)
+            .map(|h| format!(" ({h})"))
+            .unwrap_or_default();
+        return Err(host_error(
+            host,
+            phase,
+            format!(
+                "privileged step {container} exited with {} without finishing{hint}; last output: {}",
+                result.exit_code,
+                last_lines(&logs, 5)
+            ),
+        ));
+    }
+    Ok(logs
+        .lines()
+        .filter(|l| l.trim() != plan::STEP_DONE_MARKER)
+        .collect::<Vec<_>>()
+        .join("\n"))
+}
+
+fn require_windows(host: &Host, phase: &str) -> Result<(), PhaseError> {
+    if host.facts().os_type.eq_ignore_ascii_case("windows") {
+        Ok(())
+    } else {
+        Err(host_error(
+            host,
+            phase,
+            format!(
+                "is a {} host; this step exists only for Windows hosts",
+                host.facts().os_type
+            ),
+        ))
+    }
+}
+
+/// What a wins client error in the step's output means (windows-wins.md §5.1).
+fn wins_failure_hint(logs: &str) -> Option<&'static str> {
+    if logs.contains("invalid path") {
+        Some(
+            "wins refused the executable: its white_list.processPaths lacks c:\\etc\\rancher\\wins\\powershell.exe; rewrite the wins config and restart the rancher-wins service",
+        )
+    } else if logs.contains("could not rename binary") {
+        Some(
+            "an earlier wins-started PowerShell still runs; wait for it or stop rancher-wins-powershell",
+        )
+    } else if logs.contains("could not found binary") || logs.contains("checksum") {
+        Some("the staged powershell.exe differs between the container and the host")
+    } else if logs.contains("Unavailable") || logs.contains("rancher_wins") {
+        Some(
+            "the wins server does not answer on \\\\.\\pipe\\rancher_wins: is the rancher-wins service running?",
+        )
+    } else {
+        None
+    }
+}
+
+#[derive(Deserialize)]
+struct SweepLine {
+    stopped: StringOrList,
+}
+
+/// PowerShell's `ConvertTo-Json` writes a one-element array as a bare string on some versions.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum StringOrList {
+    One(String),
+    Many(Vec<String>),
+    Null,
+}
+
+fn parse_sweep(output: &str) -> Option<SweepReport> {
+    output.lines().rev().find_map(|line| {
+        let parsed: SweepLine = serde_json::from_str(line.trim()).ok()?;
+        Some(SweepReport {
+            stopped: match parsed.stopped {
+                StringOrList::One(s) => vec![s],
+                StringOrList::Many(v) => v,
+                StringOrList::Null => Vec::new(),
+            },
+        })
+    })
+}
+
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].join(" | ")
+}
+
+fn host_error(host: &Host, phase: &str, message: String) -> PhaseError {
+    PhaseError::Host {
+        phase: phase.to_owned(),
+        host: host.name().to_owned(),
+        message,
+    }
+}
+
+/// The plan's container as Docker is asked to create it (a one-shot: no restart policy).
+fn docker_spec(spec: &plan::ContainerSpec) -> ContainerSpec {
+    ContainerSpec {
+        image: spec.image.clone(),
+        entrypoint: spec.entrypoint.clone(),
+        cmd: spec.cmd.clone(),
+        env: spec.env.clone(),
+        binds: spec.binds.clone(),
+        user: spec.user.clone(),
+        labels: spec.labels.clone(),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweep_report_lines_parse_in_every_shape() {
+        let out = "noise\n{\"stopped\":[\"rancher-wins-kubelet\",\"rancher-wins-ngin\"]}";
+        assert_eq!(
+            parse_sweep(out).unwrap().stopped,
+            vec!["rancher-wins-kubelet", "rancher-wins-ngin"]
+        );
+        assert_eq!(
+            parse_sweep("{\"stopped\":\"rancher-wins-kubelet\"}")
+                .unwrap()
+                .stopped,
+            vec!["rancher-wins-kubelet"]
+        );
+        assert!(
+            parse_sweep("{\"stopped\":null}")
+                .unwrap()
+                .stopped
+                .is_empty()
+        );
+        assert!(parse_sweep("{\"stopped\":[]}").unwrap().stopped.is_empty());
+        assert!(parse_sweep("rpc error").is_none());
+    }
+
+    #[test]
+    fn wins_errors_get_a_hint() {
+        assert!(
+            wins_failure_hint("rpc error: code = InvalidArgument desc = invalid path")
+                .unwrap()
+                .contains("processPaths")
+        );
+        assert!(wins_failure_hint("all fine").is_none());
+    }
+}
