@@ -288,6 +288,13 @@ pub enum CertCommand {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Every certificate each host holds and when it expires (from the hosts, else the state).
+    List {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
     /// Write certificate signing requests (and keys) for the components into the cert dir.
     GenerateCsr {
         #[command(flatten)]
@@ -341,6 +348,7 @@ impl Command {
             },
             Command::Cert { command } => match command {
                 CertCommand::Rotate { config, .. } => config,
+                CertCommand::List { config, .. } => config,
                 CertCommand::GenerateCsr { config, .. } => config,
             },
             Command::Encrypt { command } => match command {
