@@ -425,4 +425,33 @@ mod tests {
         };
         assert_eq!(c.version.as_deref(), Some("v1.31.1-rancher1-1"));
     }
+
+    #[test]
+    fn cert_list_takes_the_config_and_connection_flags() {
+        let cli = Cli::try_parse_from([
+            "rkers",
+            "--output",
+            "json",
+            "cert",
+            "list",
+            "--config",
+            "c.yml",
+            "--known-hosts",
+            "kh",
+        ])
+        .unwrap();
+        assert_eq!(cli.output, OutputFormat::Json);
+        let Command::Cert {
+            command: CertCommand::List { config, connect },
+        } = &cli.command
+        else {
+            panic!("{:?}", cli.command)
+        };
+        assert_eq!(config.config, PathBuf::from("c.yml"));
+        assert_eq!(connect.known_hosts, Some(PathBuf::from("kh")));
+        assert_eq!(
+            cli.command.config_path(),
+            Some(std::path::Path::new("c.yml"))
+        );
+    }
 }
