@@ -135,9 +135,11 @@ async fn certificates_list_rotate_and_survive_failures() {
         bundle_pem(&state_before, "currentState", "kube-node")
     );
 
-    // 3. The dry run after the host is back: only the kubelets restart.
+    // 3. The dry run after the host is back: only the kubelets restart, nothing is written.
+    let state_text = std::fs::read(cluster.state_path()).unwrap();
     let (ok, plan) = cluster.rkers(&["cert", "rotate", "--service", "kubelet", "--dry-run"]);
     assert!(ok, "{plan}");
+    assert_eq!(std::fs::read(cluster.state_path()).unwrap(), state_text);
     assert_eq!(
         plan.matches("restart container kubelet").count(),
         3,
