@@ -40,6 +40,18 @@ async fn cluster_lifecycle_on_the_sandbox() {
     assert_eq!(readyz, "ok");
     assert_eq!(api.server_version().await.unwrap(), "v1.20.2");
 
+    // RKE1's log links (§8.5) point at each component's Docker log.
+    let links = sb.on_host(
+        "host1",
+        "for l in /var/lib/rancher/rke/log/*.log; do [ -e \"$l\" ] && basename \"$l\"; done",
+    );
+    for name in ["etcd_", "kube-apiserver_", "kubelet_", "kube-proxy_"] {
+        assert!(
+            links.lines().any(|l| l.starts_with(name)),
+            "no log link for {name}: {links}"
+        );
+    }
+
     // 2. etcd is healthy through etcdctl with the certificates rkers made and deployed.
     let health = sb.on_host("host1", "docker exec etcd etcdctl endpoint health 2>&1");
     assert!(health.contains("is healthy"), "{health}");
@@ -61,6 +73,24 @@ async fn cluster_lifecycle_on_the_sandbox() {
         before,
         "a no-op up must not recreate containers"
     );
+
+    // A file RKE1's deployer manages but the config no longer asks for is deleted (§13).
+    sb.on_host(
+        "host2",
+        "echo stale > /etc/kubernetes/kube-api-authn-webhook.yaml",
+    );
+    let plan = cluster.dry_run();
+    assert!(
+        plan.contains("remove /etc/kubernetes/kube-api-authn-webhook.yaml")
+            && plan.contains("1 action on 3 hosts"),
+        "{plan}"
+    );
+    cluster.up();
+    let (present, _) = sb.try_on_host(
+        "host2",
+        "test -e /etc/kubernetes/kube-api-authn-webhook.yaml",
+    );
+    assert!(!present, "the stale webhook config is still on host2");
 
     // 4. One kube-api extra_args entry changed: only kube-apiserver is recreated.
     cluster.edit(|t| {

@@ -35,6 +35,9 @@ pub enum Action {
         path: String,
         reason: String,
     },
+    RemoveFile {
+        path: String,
+    },
     AddEtcdMember {
         member: String,
         peer_url: String,
@@ -75,6 +78,7 @@ impl std::fmt::Display for Action {
                 write!(f, "remove container {name} ({reason})")
             }
             Action::UploadFile { path, reason } => write!(f, "upload {path} ({reason})"),
+            Action::RemoveFile { path } => write!(f, "remove {path} (no longer configured)"),
             Action::AddEtcdMember { member, peer_url } => {
                 write!(f, "add etcd member {member} ({peer_url})")
             }

@@ -161,6 +161,8 @@ pub struct ObservedContainer {
     pub security_opt: Vec<String>,
     pub user: Option<String>,
     pub restart_policy: Option<String>,
+    /// Where Docker's json-file driver writes the container's log on the host.
+    pub log_path: Option<String>,
 }
 
 impl ObservedContainer {
@@ -197,6 +199,7 @@ impl ObservedContainer {
                 .and_then(|p| p.name)
                 .map(|n| n.to_string())
                 .filter(|s| !s.is_empty()),
+            log_path: r.log_path.filter(|s| !s.is_empty()),
         }
     }
 }

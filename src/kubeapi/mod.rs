@@ -2,6 +2,7 @@
 //! RKE1 creates (§20), the in-cluster copy of the state (§7) and the node label, annotation and
 //! taint sync (§21).
 
+pub mod drain;
 pub mod nodes;
 
 pub use nodes::{NodeSync, TaintSpec, find_node, sync_node};

@@ -104,6 +104,46 @@ pub async fn write_files(
     .await
 }
 
+/// Deletes files under the host's `<prefix>/etc/kubernetes` whose planned content became
+/// empty (RKE1's file deployer removes those too, §13).
+pub async fn remove_files(
+    docker: &DockerClient,
+    host_dir: &str,
+    helper_image: &str,
+    relative_paths: &[String],
+) -> Result<(), HostError> {
+    if relative_paths.is_empty() {
+        return Ok(());
+    }
+    let quoted: Vec<String> = relative_paths
+        .iter()
+        .map(|p| shell_words::quote(p).into_owned())
+        .collect();
+    let spec = ContainerSpec {
+        image: helper_image.to_string(),
+        entrypoint: vec!["/bin/sh".into(), "-c".into()],
+        cmd: vec![format!("cd {MOUNT} && rm -f -- {}", quoted.join(" "))],
+        binds: vec![format!("{host_dir}:{MOUNT}")],
+        network_mode: Some("none".into()),
+        ..Default::default()
+    };
+    let r = docker
+        .run_one_shot(
+            "rkers-file-remove",
+            &spec,
+            std::time::Duration::from_secs(60),
+        )
+        .await?;
+    if r.exit_code != 0 {
+        return Err(HostError::Container {
+            host: docker.host().to_string(),
+            container: "rkers-file-remove".into(),
+            detail: format!("exited with {}: {}", r.exit_code, r.logs.trim()),
+        });
+    }
+    Ok(())
+}
+
 async fn with_helper<T, F, Fut>(
     docker: &DockerClient,
     host_dir: &str,

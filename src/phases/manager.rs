@@ -55,12 +55,36 @@ impl Runner {
         F: Fn(H) -> Fut + Send + Sync,
         Fut: Future<Output = Result<(), String>> + Send,
     {
+        self.for_each_host_gated(phase, action, hosts, None, work)
+            .await
+    }
+
+    /// [`for_each_host`](Self::for_each_host), with each host first taking a permit of `gate`
+    /// (a rolling upgrade's budget of hosts out of service), before it counts as started.
+    pub async fn for_each_host_gated<H, F, Fut>(
+        &self,
+        phase: &str,
+        action: &str,
+        hosts: impl IntoIterator<Item = H>,
+        gate: Option<Arc<Semaphore>>,
+        work: F,
+    ) -> Result<(), PhaseError>
+    where
+        H: HostName + Send + 'static,
+        F: Fn(H) -> Fut + Send + Sync,
+        Fut: Future<Output = Result<(), String>> + Send,
+    {
         let tasks = hosts.into_iter().map(|host| {
             let name = host.host_name().to_string();
             let limit = self.limit.clone();
             let reporter = self.reporter.clone();
+            let gate = gate.clone();
             let fut = work(host);
             async move {
+                let _gate = match &gate {
+                    Some(g) => Some(g.acquire().await.expect("semaphore never closed")),
+                    None => None,
+                };
                 let _permit = limit.acquire().await.expect("semaphore never closed");
                 let progress = reporter.host_action(phase, &name, action);
                 match fut.await {

@@ -8,5 +8,7 @@ pub mod cert_rotate;
 pub mod certs;
 pub mod files;
 pub mod health;
+pub mod log_links;
 pub mod reconcile;
 pub mod up;
+pub mod upgrade;

@@ -13,13 +13,14 @@ use crate::cluster::{Cluster, ClusterError};
 use crate::config::RkeConfig;
 use crate::diff::{self, Action, ContainerView, HostActions};
 use crate::hosts::{self, Host, HostPool, SshOptions};
+use crate::kubeapi::drain::DrainOptions;
 use crate::kubeapi::{KubeApi, NodeSync, TaintSpec};
 use crate::output::Reporter;
 use crate::phases::certs::containers_to_restart;
 use crate::phases::files::{self, DesiredFile};
 use crate::phases::health::{self, TlsMaterial};
 use crate::phases::reconcile::{self, OldHost};
-use crate::phases::{PhaseError, Runner};
+use crate::phases::{PhaseError, Runner, upgrade};
 use crate::pki::{self, Bundle};
 use crate::plan::{self, ClusterPlan, HostPlan};
 use crate::state::StateFile;
@@ -103,6 +104,10 @@ struct Run {
     removed: Vec<(OldHost, Option<Arc<Host>>, Vec<String>)>,
     /// New etcd members started by the join step; the etcd plane leaves their etcd alone.
     joined: std::sync::Mutex<BTreeSet<String>>,
+    /// `address/container` of every container brought to its planned state in this run: a
+    /// control plane host's worker components are upgraded with its control plane (§17.2), and
+    /// the worker plane must not apply them a second time.
+    applied: std::sync::Mutex<BTreeSet<String>>,
     service_options: plan::ServiceOptions,
     windows_service_options: Option<plan::ServiceOptions>,
     facts: BTreeMap<String, plan::HostFacts>,
@@ -337,6 +342,11 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
             }
         } else {
             print!("{}", diff::render_dry_run(&all_actions));
+            if let Some(old) = &old_current {
+                for line in rolling_summary(cluster, old, &cluster_plan, &actions) {
+                    println!("{line}");
+                }
+            }
         }
         pool.close().await;
         return Ok(());
@@ -353,6 +363,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         recon,
         removed,
         joined: Default::default(),
+        applied: Default::default(),
         service_options,
         windows_service_options: windows_options,
         facts,
@@ -368,10 +379,24 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     remove_etcd_members(&run, &runner).await?;
     join_etcd_members(cluster, &run, &runner).await?;
     etcd_plane(&run, &runner).await?;
-    plane(&run, &runner, "control plane", CONTROL_PLANE, |h| {
-        h.roles.controlplane
-    })
-    .await?;
+    // An existing cluster is upgraded host by host within `upgrade_strategy`'s budgets, through
+    // the API server it already has; a new one comes up all at once (§17.1).
+    let upgrade_api = match &old_current {
+        Some(_) => {
+            let kubeconfig =
+                std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(other)?;
+            KubeApi::from_kubeconfig(&kubeconfig).await.ok()
+        }
+        None => None,
+    };
+    if let Some(old) = &old_current {
+        upgrade_control_plane(cluster, old, &run, &runner, upgrade_api.as_ref()).await?;
+    } else {
+        plane(&run, &runner, "control plane", CONTROL_PLANE, |h| {
+            h.roles.controlplane
+        })
+        .await?;
+    }
 
     let phase = reporter.phase("authz");
     let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(other)?;
@@ -390,9 +415,14 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         .map_err(other)?;
     phase.done();
 
-    plane(&run, &runner, "worker plane", WORKER_PLANE, |_| true).await?;
+    if let Some(old) = &old_current {
+        upgrade_worker_plane(cluster, old, &run, &runner, Some(&api)).await?;
+    } else {
+        plane(&run, &runner, "worker plane", WORKER_PLANE, |_| true).await?;
+    }
     sync_nodes(cluster, old_current.as_ref(), &run, &api, &runner).await?;
     remove_hosts(&run, &api, &runner).await?;
+    link_logs(&run, &runner).await?;
     run.pool.close().await;
     reporter.info("Finished building Kubernetes cluster successfully");
     Ok(())
@@ -591,6 +621,29 @@ fn host_actions(
             reason: reason.into(),
         });
     }
+    // Files the plan no longer asks for, or asks for empty, are deleted as RKE1's deployer does;
+    // a path some container's flags still name was put there by the user and stays.
+    let flags_name = |path: &str| {
+        h.containers
+            .values()
+            .any(|c| c.entrypoint.iter().chain(&c.cmd).any(|a| a.contains(path)))
+    };
+    for path in plan::optional_files(h.roles.controlplane) {
+        let planned = h
+            .files
+            .iter()
+            .find(|f| f.container_path == *path)
+            .is_some_and(|f| !f.contents.is_empty());
+        if let Some(rel) = path.strip_prefix("/etc/kubernetes/")
+            && !planned
+            && obs.files.contains_key(rel)
+            && !flags_name(path)
+        {
+            actions.push(Action::RemoveFile {
+                path: format!("{}/{rel}", etc_kubernetes(h)),
+            });
+        }
+    }
     let mut pulls = BTreeSet::new();
     for spec in h.containers.values() {
         if obs.images.get(&spec.image).is_none_or(|e| e.is_none()) {
@@ -657,7 +710,7 @@ async fn apply_files(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
         .filter(|h| {
             run.actions[&h.address]
                 .iter()
-                .any(|a| matches!(a, Action::UploadFile { .. }))
+                .any(|a| matches!(a, Action::UploadFile { .. } | Action::RemoveFile { .. }))
         })
         .map(|h| h.address.clone())
         .collect();
@@ -686,6 +739,18 @@ async fn apply_files(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
                         .cloned()
                         .collect();
                     files::write_files(host.docker(), &base, &run.helper_image, &files)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    let stale: Vec<String> = run.actions[&address]
+                        .iter()
+                        .filter_map(|a| match a {
+                            Action::RemoveFile { path } => {
+                                path.strip_prefix(&format!("{base}/")).map(str::to_string)
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    files::remove_files(host.docker(), &base, &run.helper_image, &stale)
                         .await
                         .map_err(|e| e.to_string())
                 }
@@ -795,8 +860,16 @@ fn docker_spec(spec: &plan::ContainerSpec) -> hosts::ContainerSpec {
     }
 }
 
-/// Brings one container to its planned state, then checks its health.
+/// Brings one container to its planned state, then checks its health; once per run.
 async fn apply_container(run: &Run, host: &Host, h: &HostPlan, name: &str) -> Result<(), String> {
+    let first_time = run
+        .applied
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(format!("{}/{name}", h.address));
+    if !first_time {
+        return Ok(());
+    }
     let spec = &h.containers[name];
     let docker = host.docker();
     let action = run.actions[&h.address].iter().find(|a| match a {
@@ -959,10 +1032,49 @@ async fn etcd_plane(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
         result
     } else {
         runner
-            .for_each_host("etcd plane", "etcd", etcd_hosts, &work)
+            .for_each_host("etcd plane", "etcd", etcd_hosts.clone(), &work)
             .await
     };
+    let members = etcd_member_report(run, &etcd_hosts).await;
+    match (&result, members) {
+        (Ok(()), Some(report)) => runner.reporter.info(report),
+        (Err(PhaseError::Hosts { phase: p, failures }), Some(report)) => {
+            // §33.19: RKE1 stops at the first healthy member; rkers names every member and the
+            // error of each unhealthy one.
+            let failures = failures.clone();
+            let p = p.clone();
+            return finish(
+                phase,
+                Err(PhaseError::Hosts {
+                    phase: p,
+                    failures: failures
+                        .into_iter()
+                        .chain([("members".to_string(), report)])
+                        .collect(),
+                }),
+            );
+        }
+        _ => {}
+    }
     finish(phase, result)
+}
+
+/// The etcd cluster's members as the first answering member lists them.
+async fn etcd_member_report(run: &Run, etcd_hosts: &[String]) -> Option<String> {
+    for address in etcd_hosts {
+        if let Ok(members) = reconcile::member_list(run.host(address)).await {
+            let names: Vec<String> = members
+                .iter()
+                .map(|(_, name, peer)| format!("{name} ({peer})"))
+                .collect();
+            return Some(format!(
+                "etcd cluster has {} members: {}",
+                members.len(),
+                names.join(", ")
+            ));
+        }
+    }
+    None
 }
 
 /// A plane of non-etcd components on the hosts `select` picks, all hosts in parallel.
@@ -999,6 +1111,268 @@ async fn plane(
         })
         .await;
     finish(phase, result)
+}
+
+/// Brings `names` on one host to their planned state, unplanned ones removed first.
+async fn apply_plane_on(run: &Run, address: &str, names: &[&str]) -> Result<(), String> {
+    let h = run.host_plan(address);
+    let host = run.host(address);
+    remove_unplanned(run, host, h, names).await?;
+    for name in names {
+        if h.containers.contains_key(*name) {
+            apply_container(run, host, h, name).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether any of `names` changes on the host in this run.
+fn plane_changes(run: &Run, address: &str, names: &[&str]) -> bool {
+    run.actions[address].iter().any(|a| match a {
+        Action::CreateContainer { name, .. }
+        | Action::RecreateContainer { name, .. }
+        | Action::StartContainer { name }
+        | Action::RestartContainer { name }
+        | Action::RemoveContainer { name, .. } => names.contains(&name.as_str()),
+        _ => false,
+    })
+}
+
+fn upgrade_hosts(
+    run: &Run,
+    old: &RkeConfig,
+    names: &[&str],
+    select: impl Fn(&HostPlan) -> bool,
+) -> Vec<upgrade::UpgradeHost> {
+    run.plan
+        .hosts
+        .iter()
+        .filter(|h| select(h))
+        .map(|h| upgrade::UpgradeHost {
+            address: h.address.clone(),
+            hostname: h.hostname.clone(),
+            changed: plane_changes(run, &h.address, names),
+            new: !old.nodes.iter().any(|n| n.address == h.address),
+        })
+        .collect()
+}
+
+fn upgrade_strategy(
+    cluster: &Cluster,
+    budget_of: fn(&crate::config::NodeUpgradeStrategy) -> &str,
+    hosts: usize,
+) -> Result<upgrade::Strategy, UpError> {
+    let configured = cluster.config.upgrade_strategy.clone().unwrap_or_default();
+    let value = budget_of(&configured);
+    let budget = upgrade::max_unavailable(if value.is_empty() { "1" } else { value }, hosts)
+        .map_err(|e| other(format!("upgrade_strategy: {e}")))?;
+    let drain = configured.drain.unwrap_or(false).then(|| {
+        let input = configured.node_drain_input.clone().unwrap_or_default();
+        let defaults = DrainOptions::default();
+        DrainOptions {
+            force: input.force,
+            ignore_daemonsets: input
+                .ignore_daemonsets
+                .unwrap_or(defaults.ignore_daemonsets),
+            delete_emptydir_data: input.delete_local_data,
+            grace_period: (input.grace_period >= 0).then_some(input.grace_period),
+            timeout: if input.timeout > 0 {
+                Duration::from_secs(input.timeout as u64)
+            } else {
+                defaults.timeout
+            },
+        }
+    });
+    Ok(upgrade::Strategy {
+        budget,
+        drain,
+        ready_timeout: NODE_READY_AFTER_UPGRADE,
+    })
+}
+
+/// How `up` would roll the changes out over an existing cluster, for `--dry-run`.
+fn rolling_summary(
+    cluster: &Cluster,
+    old: &RkeConfig,
+    cluster_plan: &ClusterPlan,
+    actions: &BTreeMap<String, Vec<Action>>,
+) -> Vec<String> {
+    let strategy = cluster.config.upgrade_strategy.clone().unwrap_or_default();
+    let changed = |h: &HostPlan, names: &[&str]| {
+        old.nodes.iter().any(|n| n.address == h.address)
+            && actions[&h.address].iter().any(|a| match a {
+                Action::CreateContainer { name, .. }
+                | Action::RecreateContainer { name, .. }
+                | Action::StartContainer { name }
+                | Action::RestartContainer { name }
+                | Action::RemoveContainer { name, .. } => names.contains(&name.as_str()),
+                _ => false,
+            })
+    };
+    let both: Vec<&str> = CONTROL_PLANE.iter().chain(WORKER_PLANE).copied().collect();
+    let how = if strategy.drain == Some(true) {
+        "cordoned and drained"
+    } else {
+        "cordoned"
+    };
+    let mut lines = Vec::new();
+    let cp: Vec<&str> = cluster_plan
+        .hosts
+        .iter()
+        .filter(|h| h.roles.controlplane && changed(h, &both))
+        .map(|h| h.hostname.as_str())
+        .collect();
+    if !cp.is_empty() {
+        lines.push(format!(
+            "rolling upgrade of control plane hosts, {} at a time (max_unavailable_controlplane), each {how} first: {}",
+            strategy.max_unavailable_controlplane,
+            cp.join(", ")
+        ));
+    }
+    let workers: Vec<&str> = cluster_plan
+        .hosts
+        .iter()
+        .filter(|h| !h.roles.controlplane && changed(h, WORKER_PLANE))
+        .map(|h| h.hostname.as_str())
+        .collect();
+    if !workers.is_empty() {
+        lines.push(format!(
+            "rolling upgrade of workers, {} at a time (max_unavailable_worker; hosts with etcd one at a time), each {how} first: {}",
+            strategy.max_unavailable_worker,
+            workers.join(", ")
+        ));
+    }
+    lines
+}
+
+/// How long an upgraded host's node may take to report Ready again.
+const NODE_READY_AFTER_UPGRADE: Duration = Duration::from_secs(180);
+
+/// §17.2: control plane hosts, `max_unavailable_controlplane` at a time, each with its worker
+/// components too.
+async fn upgrade_control_plane(
+    cluster: &Cluster,
+    old: &RkeConfig,
+    run: &Arc<Run>,
+    runner: &Runner,
+    api: Option<&KubeApi>,
+) -> Result<(), UpError> {
+    let phase = runner.reporter.phase("control plane");
+    let both: Vec<&str> = CONTROL_PLANE.iter().chain(WORKER_PLANE).copied().collect();
+    let hosts = upgrade_hosts(run, old, &both, |h| h.roles.controlplane);
+    let strategy = upgrade_strategy(cluster, |s| &s.max_unavailable_controlplane, hosts.len())?;
+    let result = upgrade::rolling(runner, "control plane", api, hosts, &strategy, |address| {
+        let run = run.clone();
+        async move {
+            apply_plane_on(&run, &address, CONTROL_PLANE).await?;
+            apply_plane_on(&run, &address, WORKER_PLANE).await
+        }
+    })
+    .await;
+    finish(phase, result)
+}
+
+/// §17.3: the other hosts' worker components; hosts with etcd one at a time first, then the
+/// worker-only hosts `max_unavailable_worker` at a time.
+async fn upgrade_worker_plane(
+    cluster: &Cluster,
+    old: &RkeConfig,
+    run: &Arc<Run>,
+    runner: &Runner,
+    api: Option<&KubeApi>,
+) -> Result<(), UpError> {
+    let phase = runner.reporter.phase("worker plane");
+    let apply = |address: String| {
+        let run = run.clone();
+        async move { apply_plane_on(&run, &address, WORKER_PLANE).await }
+    };
+    let etcd_hosts = upgrade_hosts(run, old, WORKER_PLANE, |h| {
+        !h.roles.controlplane && h.roles.etcd
+    });
+    let mut one_at_a_time = upgrade_strategy(cluster, |s| &s.max_unavailable_worker, 1)?;
+    one_at_a_time.budget = 1;
+    let result = upgrade::rolling(
+        runner,
+        "worker plane",
+        api,
+        etcd_hosts,
+        &one_at_a_time,
+        apply,
+    )
+    .await;
+    if result.is_err() {
+        return finish(phase, result);
+    }
+    let workers = upgrade_hosts(run, old, WORKER_PLANE, |h| {
+        !h.roles.controlplane && !h.roles.etcd
+    });
+    let strategy = upgrade_strategy(cluster, |s| &s.max_unavailable_worker, workers.len())?;
+    let result = upgrade::rolling(runner, "worker plane", api, workers, &strategy, apply).await;
+    finish(phase, result)
+}
+
+/// RKE1's log links for the containers created in this run (§8.5), Linux hosts only.
+async fn link_logs(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
+    let created: Vec<(String, Vec<String>)> = run
+        .plan
+        .hosts
+        .iter()
+        .filter(|h| {
+            run.facts
+                .get(&h.address)
+                .is_none_or(|f| f.os_type != "windows")
+        })
+        .map(|h| {
+            let names = run.actions[&h.address]
+                .iter()
+                .filter_map(|a| match a {
+                    Action::CreateContainer { name, .. }
+                    | Action::RecreateContainer { name, .. } => Some(name.clone()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>();
+            (h.address.clone(), names)
+        })
+        .filter(|(_, names)| !names.is_empty())
+        .collect();
+    if created.is_empty() {
+        return Ok(());
+    }
+    let phase = runner.reporter.phase("log links");
+    let r = run.clone();
+    let result = runner
+        .for_each_host(
+            "log links",
+            "link logs",
+            created.into_iter().map(|(a, names)| NamedLinks(a, names)),
+            move |NamedLinks(address, names)| {
+                let run = r.clone();
+                async move {
+                    let root = run
+                        .facts
+                        .get(&address)
+                        .map(|f| f.docker_root_dir.clone())
+                        .unwrap_or_default();
+                    crate::phases::log_links::link_logs(
+                        run.host(&address),
+                        &run.helper_image,
+                        &root,
+                        &names,
+                    )
+                    .await
+                }
+            },
+        )
+        .await;
+    finish(phase, result)
+}
+
+struct NamedLinks(String, Vec<String>);
+
+impl crate::phases::HostName for NamedLinks {
+    fn host_name(&self) -> &str {
+        &self.0
+    }
 }
 
 fn taints_of(cfg: Option<&RkeConfig>, address: &str) -> Vec<TaintSpec> {

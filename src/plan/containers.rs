@@ -17,6 +17,21 @@ use crate::config::types::RkeConfig;
 
 const SSL: &str = "/etc/kubernetes/ssl/";
 const CLOUD_CONFIG_PATH: &str = "/etc/kubernetes/cloud-config";
+/// The files RKE1's file deployer writes on a host with `controlplane` or not, besides the
+/// cloud config: when one is no longer configured, RKE1 deploys it empty, which deletes it (§13).
+pub fn optional_files(controlplane: bool) -> &'static [&'static str] {
+    if controlplane {
+        &[
+            AUTHN_WEBHOOK_PATH,
+            ENCRYPTION_PATH,
+            ADMISSION_PATH,
+            AUDIT_POLICY_PATH,
+        ]
+    } else {
+        &[AUTHN_WEBHOOK_PATH]
+    }
+}
+
 const AUTHN_WEBHOOK_PATH: &str = "/etc/kubernetes/kube-api-authn-webhook.yaml";
 const ENCRYPTION_PATH: &str = "/etc/kubernetes/ssl/encryption.yaml";
 const ADMISSION_PATH: &str = "/etc/kubernetes/admission.yaml";

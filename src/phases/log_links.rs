@@ -1,0 +1,94 @@
+//! RKE1's log links (§8.5): `/var/lib/rancher/rke/log/<container>_<id>.log` points at the Docker
+//! log of every Kubernetes component, so log shippers configured for RKE1 clusters keep finding
+//! them; links whose log is gone are removed.
+//!
+//! RKE1 starts a privileged `rke-log-linker` container after every component and an
+//! `rke-log-cleaner` at the end of `up`; rkers does both in one helper container per host, and
+//! only on hosts where a component container was created in this run.
+
+use crate::hosts::{self, Host};
+use std::time::Duration;
+
+/// The directory RKE1 keeps the links in.
+pub const LOG_LINK_DIR: &str = "/var/lib/rancher/rke/log";
+
+/// The shell script that links `(container name, id, log path)` and removes dangling links.
+/// Names, IDs and paths come from Docker and contain no quote characters; they are still quoted.
+pub fn link_script(links: &[(String, String, String)]) -> String {
+    let mut script = format!("set -e; mkdir -p {LOG_LINK_DIR}; ");
+    for (name, id, log_path) in links {
+        script.push_str(&format!(
+            "ln -sfn '{log_path}' '{LOG_LINK_DIR}/{name}_{id}.log'; "
+        ));
+    }
+    // A link whose target is gone belonged to a removed container.
+    script.push_str(&format!(
+        "for l in {LOG_LINK_DIR}/*.log; do [ -L \"$l\" ] && [ ! -e \"$l\" ] && rm -f \"$l\"; done; true"
+    ));
+    script
+}
+
+/// Links the logs of `containers` on `host` and cleans dangling links. `docker_root` is the
+/// host's Docker root directory, mounted at the same path so the links' targets can be checked.
+pub async fn link_logs(
+    host: &Host,
+    helper_image: &str,
+    docker_root: &str,
+    containers: &[String],
+) -> Result<(), String> {
+    let docker = host.docker();
+    let mut links = Vec::new();
+    for name in containers {
+        if let Some(c) = docker
+            .inspect_container(name)
+            .await
+            .map_err(|e| e.to_string())?
+            && let Some(path) = c.log_path
+            && !path.contains('\'')
+        {
+            links.push((name.clone(), c.id, path));
+        }
+    }
+    let mut binds = vec!["/var/lib:/var/lib".to_string()];
+    if !docker_root.is_empty() && !docker_root.starts_with("/var/lib/") {
+        binds.push(format!("{docker_root}:{docker_root}"));
+    }
+    let spec = hosts::ContainerSpec {
+        image: helper_image.to_string(),
+        entrypoint: vec!["/bin/sh".into(), "-c".into()],
+        cmd: vec![link_script(&links)],
+        binds,
+        privileged: true,
+        ..Default::default()
+    };
+    let r = docker
+        .run_one_shot("rke-log-linker", &spec, Duration::from_secs(60))
+        .await
+        .map_err(|e| e.to_string())?;
+    if r.exit_code != 0 {
+        return Err(format!(
+            "rke-log-linker exited with {}: {}",
+            r.exit_code,
+            r.logs.trim()
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_are_named_like_rke1s_and_dangling_ones_removed() {
+        let s = link_script(&[(
+            "kubelet".into(),
+            "abc123".into(),
+            "/var/lib/docker/containers/abc123/abc123-json.log".into(),
+        )]);
+        assert!(s.contains(
+            "ln -sfn '/var/lib/docker/containers/abc123/abc123-json.log' '/var/lib/rancher/rke/log/kubelet_abc123.log'"
+        ));
+        assert!(s.contains("[ ! -e \"$l\" ] && rm -f \"$l\""));
+    }
+}

@@ -1,0 +1,254 @@
+//! Rolling upgrades of the hosts an existing cluster already runs (§17, `upgrade_strategy`).
+//!
+//! At most `max_unavailable_*` hosts are out of service at once. Each one with something to
+//! change is cordoned, drained when `drain` is set, upgraded, waited for until its node is Ready
+//! again, and uncordoned. Unlike RKE1, a host whose upgrade fails is uncordoned too, so a failed
+//! run never leaves nodes cordoned behind it (§32 pain point 18), and only nodes rkers cordoned
+//! are ever uncordoned. Once as many hosts failed as the budget allows, the remaining ones are
+//! not touched.
+//!
+//! New hosts, hosts whose node is missing or NotReady, and every host when the API server cannot
+//! be reached are upgraded straight away without cordon: there is nothing to protect on them
+//! (RKE1 does the same for NotReady nodes, §17.2 step 2).
+
+use crate::kubeapi::KubeApi;
+use crate::kubeapi::drain::{Cordon, DrainOptions};
+use crate::phases::{PhaseError, Runner};
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+
+/// RKE1's cap on a rolling upgrade's worker pool.
+const MAX_POOL: usize = 50;
+
+/// The number of hosts a `max_unavailable_*` value allows out of service among `hosts`:
+/// an integer, or a percentage rounded down; at least 1, at most 50 (§3.8).
+pub fn max_unavailable(value: &str, hosts: usize) -> Result<usize, String> {
+    let value = value.trim();
+    let n = if let Some(percent) = value.strip_suffix('%') {
+        let p: usize = percent
+            .trim()
+            .parse()
+            .map_err(|_| format!("\"{value}\" is not a percentage"))?;
+        if p == 0 || p > 100 {
+            return Err(format!("\"{value}\" must be between 1% and 100%"));
+        }
+        hosts * p / 100
+    } else {
+        let n: i64 = value
+            .parse()
+            .map_err(|_| format!("\"{value}\" is not a number of hosts or a percentage"))?;
+        if n <= 0 {
+            return Err(format!("\"{value}\" must be at least 1"));
+        }
+        n as usize
+    };
+    Ok(n.clamp(1, MAX_POOL))
+}
+
+/// One host of a plane, as the rolling upgrade sees it.
+#[derive(Clone, Debug)]
+pub struct UpgradeHost {
+    pub address: String,
+    /// The node name (`hostname_override` or the host's name).
+    pub hostname: String,
+    /// Something of this plane changes on the host.
+    pub changed: bool,
+    /// The host was not part of the cluster before this run.
+    pub new: bool,
+}
+
+impl crate::phases::HostName for UpgradeHost {
+    fn host_name(&self) -> &str {
+        &self.address
+    }
+}
+
+/// How one group of hosts is upgraded.
+pub struct Strategy {
+    /// Hosts out of service at once, and failures tolerated before the rest is left alone.
+    pub budget: usize,
+    /// `Some` when `upgrade_strategy.drain` is set.
+    pub drain: Option<DrainOptions>,
+    /// How long an upgraded host's node may take to report Ready.
+    pub ready_timeout: Duration,
+}
+
+/// Upgrades `hosts` with `upgrade(address)`, which brings the host's containers to their
+/// planned state. Hosts with nothing to change are still passed to `upgrade` (it checks their
+/// health), in parallel and without cordon, as are the hosts there is nothing to protect on.
+pub async fn rolling<F, Fut>(
+    runner: &Runner,
+    phase: &str,
+    api: Option<&KubeApi>,
+    hosts: Vec<UpgradeHost>,
+    strategy: &Strategy,
+    upgrade: F,
+) -> Result<(), PhaseError>
+where
+    F: Fn(String) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<(), String>> + Send,
+{
+    let mut direct = Vec::new();
+    let mut guarded = Vec::new();
+    for h in hosts {
+        let protect = match api {
+            Some(api) if h.changed && !h.new => node_ready(api, &h.hostname).await,
+            _ => false,
+        };
+        if protect {
+            guarded.push(h);
+        } else {
+            direct.push(h);
+        }
+    }
+    if api.is_none() && guarded.is_empty() && direct.iter().any(|h| h.changed && !h.new) {
+        runner.reporter.warn(format!(
+            "{phase}: the Kubernetes API cannot be reached: hosts are upgraded without cordon or drain"
+        ));
+    }
+    let upgrade = &upgrade;
+    let direct_result = runner
+        .for_each_host(phase, "upgrade", direct, |h: UpgradeHost| async move {
+            let result = upgrade(h.address.clone()).await;
+            // A host upgraded straight away may still carry a cordon of an earlier failed run.
+            if result.is_ok()
+                && let Some(api) = api
+                && node_exists(api, &h.hostname).await
+            {
+                api.uncordon_after_upgrade(&h.hostname)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            result
+        })
+        .await;
+    let Some(api) = api else {
+        return direct_result;
+    };
+    let failures = AtomicUsize::new(0);
+    let budget = strategy.budget;
+    let gate = Arc::new(Semaphore::new(budget));
+    let failures = &failures;
+    let guarded_result = runner
+        .for_each_host_gated(
+            phase,
+            "rolling upgrade",
+            guarded,
+            Some(gate),
+            |h: UpgradeHost| async move {
+                let failed = failures.load(Ordering::SeqCst);
+                if failed >= budget {
+                    return Err(format!(
+                        "not upgraded: {failed} hosts failed, which uses up the budget of {budget} \
+                         (upgrade_strategy.max_unavailable_*)"
+                    ));
+                }
+                let result = upgrade_one(api, &h, strategy, upgrade).await;
+                if result.is_err() {
+                    failures.fetch_add(1, Ordering::SeqCst);
+                }
+                result
+            },
+        )
+        .await;
+    merge(direct_result, guarded_result)
+}
+
+/// Cordon, drain, upgrade, wait Ready, uncordon; the uncordon also happens after a failure.
+async fn upgrade_one<F, Fut>(
+    api: &KubeApi,
+    h: &UpgradeHost,
+    strategy: &Strategy,
+    upgrade: &F,
+) -> Result<(), String>
+where
+    F: Fn(String) -> Fut,
+    Fut: Future<Output = Result<(), String>>,
+{
+    let cordon = api
+        .cordon_for_upgrade(&h.hostname)
+        .await
+        .map_err(|e| e.to_string())?;
+    let result = async {
+        if let Some(opts) = &strategy.drain {
+            api.drain(&h.hostname, opts)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        upgrade(h.address.clone()).await?;
+        api.wait_node_ready(&h.hostname, strategy.ready_timeout)
+            .await
+            .map_err(|e| e.to_string())
+    }
+    .await;
+    if cordon == Cordon::ByRkers
+        && let Err(e) = api.uncordon_after_upgrade(&h.hostname).await
+    {
+        return Err(match result {
+            Ok(()) => format!("upgraded, but the node stays cordoned: {e}"),
+            Err(first) => format!("{first}; the node stays cordoned: {e}"),
+        });
+    }
+    result
+}
+
+async fn node_ready(api: &KubeApi, hostname: &str) -> bool {
+    crate::kubeapi::find_node(api, hostname, 1)
+        .await
+        .is_ok_and(|n| crate::kubeapi::nodes::is_ready(&n))
+}
+
+async fn node_exists(api: &KubeApi, hostname: &str) -> bool {
+    crate::kubeapi::find_node(api, hostname, 1).await.is_ok()
+}
+
+fn merge(a: Result<(), PhaseError>, b: Result<(), PhaseError>) -> Result<(), PhaseError> {
+    match (a, b) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
+        (
+            Err(PhaseError::Hosts {
+                phase,
+                mut failures,
+            }),
+            Err(PhaseError::Hosts { failures: more, .. }),
+        ) => {
+            failures.extend(more);
+            Err(PhaseError::Hosts { phase, failures })
+        }
+        (Err(e), Err(_)) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages_round_down_but_never_to_zero() {
+        assert_eq!(max_unavailable("10%", 3), Ok(1));
+        assert_eq!(max_unavailable("10%", 25), Ok(2));
+        assert_eq!(max_unavailable("50%", 9), Ok(4));
+        assert_eq!(max_unavailable("100%", 4), Ok(4));
+    }
+
+    #[test]
+    fn counts_are_taken_as_given_up_to_fifty() {
+        assert_eq!(max_unavailable("1", 10), Ok(1));
+        assert_eq!(max_unavailable("3", 2), Ok(3));
+        assert_eq!(max_unavailable("80", 200), Ok(50));
+        assert_eq!(max_unavailable("100%", 200), Ok(50));
+    }
+
+    #[test]
+    fn zero_negative_and_garbage_are_refused() {
+        assert!(max_unavailable("0", 3).is_err());
+        assert!(max_unavailable("-1", 3).is_err());
+        assert!(max_unavailable("0%", 3).is_err());
+        assert!(max_unavailable("abc", 3).is_err());
+        assert!(max_unavailable("150%", 3).is_err());
+    }
+}
