@@ -237,3 +237,18 @@ fn config_generation_round_trips_through_the_loader() {
         .code(2)
         .stderr(predicate::str::contains("generated.yml:"));
 }
+
+#[test]
+fn cert_rotate_without_a_state_fails_before_connecting() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cluster(dir.path(), "cluster.yml", CLUSTER);
+    rkers()
+        .args(["cert", "rotate", "--config"])
+        .arg(&path)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "Failed to rotate certificates: can't find old certificates",
+        ));
+    assert!(!dir.path().join("cluster.rkestate").exists());
+}

@@ -288,6 +288,13 @@ pub enum CertCommand {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Every certificate each host holds and when it expires (from the hosts, else the state).
+    List {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
     /// Write certificate signing requests (and keys) for the components into the cert dir.
     GenerateCsr {
         #[command(flatten)]
@@ -341,6 +348,7 @@ impl Command {
             },
             Command::Cert { command } => match command {
                 CertCommand::Rotate { config, .. } => config,
+                CertCommand::List { config, .. } => config,
                 CertCommand::GenerateCsr { config, .. } => config,
             },
             Command::Encrypt { command } => match command {
@@ -416,5 +424,34 @@ mod tests {
             panic!()
         };
         assert_eq!(c.version.as_deref(), Some("v1.31.1-rancher1-1"));
+    }
+
+    #[test]
+    fn cert_list_takes_the_config_and_connection_flags() {
+        let cli = Cli::try_parse_from([
+            "rkers",
+            "--output",
+            "json",
+            "cert",
+            "list",
+            "--config",
+            "c.yml",
+            "--known-hosts",
+            "kh",
+        ])
+        .unwrap();
+        assert_eq!(cli.output, OutputFormat::Json);
+        let Command::Cert {
+            command: CertCommand::List { config, connect },
+        } = &cli.command
+        else {
+            panic!("{:?}", cli.command)
+        };
+        assert_eq!(config.config, PathBuf::from("c.yml"));
+        assert_eq!(connect.known_hosts, Some(PathBuf::from("kh")));
+        assert_eq!(
+            cli.command.config_path(),
+            Some(std::path::Path::new("c.yml"))
+        );
     }
 }

@@ -124,8 +124,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             command: CertCommand::GenerateCsr { cert_dir, .. },
         } => commands::offline::generate_csr(&cluster, &reporter, cert_dir.as_deref()),
         Command::Cert {
-            command: CertCommand::Rotate { .. },
-        } => Err(CliError::NotImplemented("cert rotate")),
+            command: command @ (CertCommand::Rotate { .. } | CertCommand::List { .. }),
+        } => commands::cert::run(&cluster, command, &reporter).await,
         Command::Encrypt { .. } => Err(CliError::NotImplemented("encrypt rotate-key")),
         Command::Util {
             command: UtilCommand::GetKubeconfig { .. },

@@ -3,6 +3,9 @@
 pub mod manager;
 
 pub use manager::{HostName, PhaseError, Runner};
+pub mod cert_list;
+pub mod cert_rotate;
+pub mod certs;
 pub mod files;
 pub mod health;
 pub mod log_links;

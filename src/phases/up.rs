@@ -16,6 +16,7 @@ use crate::hosts::{self, Host, HostPool, SshOptions};
 use crate::kubeapi::drain::DrainOptions;
 use crate::kubeapi::{KubeApi, NodeSync, TaintSpec};
 use crate::output::Reporter;
+use crate::phases::certs::containers_to_restart;
 use crate::phases::files::{self, DesiredFile};
 use crate::phases::health::{self, TlsMaterial};
 use crate::phases::reconcile::{self, OldHost};
@@ -249,6 +250,10 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     let helper_image = cluster.config.system_images.cert_downloader.clone();
     let registries = cluster.registry_credentials();
     let observed = observe(&pool, &cluster_plan, &helper_image, &registries).await?;
+    crate::phases::certs::warn_expiring(
+        reporter,
+        observed.iter().map(|(a, o)| (a.as_str(), &o.files)),
+    );
     guard_existing_cluster(
         old.as_ref(),
         &observed,
@@ -259,7 +264,12 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     let mut actions = BTreeMap::new();
     for host_plan in &cluster_plan.hosts {
         let obs = &observed[&host_plan.address];
-        let list = host_actions(host_plan, obs, &desired_files[&host_plan.address]);
+        // What the containers were started with: a run stopped after writing files but before
+        // restarting their readers (e.g. `cert rotate`) still restarts them now.
+        let loaded = old.as_ref().map_or_else(Vec::new, |s| {
+            host_files(host_plan, &s.current_state.certificates_bundle, &spec)
+        });
+        let list = host_actions(host_plan, obs, &desired_files[&host_plan.address], &loaded);
         all_actions.push(HostActions {
             host: host_plan.address.clone(),
             actions: list.clone(),
@@ -454,7 +464,7 @@ fn check_docker_versions(
 
 /// The certificates, keys and kubeconfigs a host gets (§11.1, §12), plus the plan's files,
 /// by path relative to `/etc/kubernetes`.
-fn host_files(h: &HostPlan, bundle: &Bundle, spec: &pki::PkiSpec) -> Vec<DesiredFile> {
+pub(crate) fn host_files(h: &HostPlan, bundle: &Bundle, spec: &pki::PkiSpec) -> Vec<DesiredFile> {
     let mut out = Vec::new();
     let rel = |p: &str| p.strip_prefix("/etc/kubernetes/").map(str::to_string);
     if let Some(pki_host) = spec.hosts.iter().find(|p| p.address == h.address) {
@@ -489,7 +499,7 @@ fn host_files(h: &HostPlan, bundle: &Bundle, spec: &pki::PkiSpec) -> Vec<Desired
     out
 }
 
-fn etc_kubernetes(h: &HostPlan) -> String {
+pub(crate) fn etc_kubernetes(h: &HostPlan) -> String {
     plan::join_path(&[&h.prefix_path, "/etc/kubernetes"])
 }
 
@@ -598,7 +608,12 @@ fn observed_view(c: &hosts::ObservedContainer) -> diff::ObservedContainer {
     }
 }
 
-fn host_actions(h: &HostPlan, obs: &Observed, desired_files: &[DesiredFile]) -> Vec<Action> {
+fn host_actions(
+    h: &HostPlan,
+    obs: &Observed,
+    desired_files: &[DesiredFile],
+    loaded: &[DesiredFile],
+) -> Vec<Action> {
     let mut actions = Vec::new();
     for f in files::changed(desired_files, &obs.files) {
         let reason = if obs.files.contains_key(&f.relative_path) {
@@ -671,12 +686,7 @@ fn host_actions(h: &HostPlan, obs: &Observed, desired_files: &[DesiredFile]) -> 
             _ => None,
         })
         .collect();
-    let mut restarts = BTreeSet::new();
-    for f in files::changed(desired_files, &obs.files) {
-        if obs.files.contains_key(&f.relative_path) {
-            restarts.extend(readers_of(&f.relative_path));
-        }
-    }
+    let restarts = containers_to_restart(desired_files, loaded, &obs.files);
     for name in restarts {
         let running = obs.containers.get(name).is_some_and(|c| c.running);
         if running && h.containers.contains_key(name) && !touched.contains(name) {
@@ -1750,61 +1760,4 @@ async fn port_checks(
     Err(UpError::Other(format!(
         "{text}\n(skip with --disable-port-check)"
     )))
-}
-
-/// The containers that read a certificate file under /etc/kubernetes, as RKE1 restarts them
-/// when a certificate changes (§22.2 step 6); kubeconfigs count as their component's files.
-fn readers_of(relative_path: &str) -> Vec<&'static str> {
-    let file = relative_path.trim_start_matches("ssl/");
-    let name = file
-        .trim_start_matches("kubecfg-")
-        .trim_end_matches(".yaml")
-        .trim_end_matches(".pem")
-        .trim_end_matches("-key");
-    match name {
-        "kube-ca" => vec![
-            plan::KUBE_APISERVER,
-            plan::KUBE_CONTROLLER_MANAGER,
-            plan::KUBELET,
-        ],
-        "kube-apiserver" | "kube-service-account-token" => {
-            vec![plan::KUBE_APISERVER, plan::KUBE_CONTROLLER_MANAGER]
-        }
-        "kube-apiserver-requestheader-ca" | "kube-apiserver-proxy-client" => {
-            vec![plan::KUBE_APISERVER]
-        }
-        "kube-controller-manager" => vec![plan::KUBE_CONTROLLER_MANAGER],
-        "kube-scheduler" => vec![plan::KUBE_SCHEDULER],
-        "kube-proxy" => vec![plan::KUBE_PROXY],
-        "kube-node" => vec![plan::KUBELET],
-        n if n.starts_with("kube-etcd-") => vec![plan::ETCD],
-        _ => Vec::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn certificate_files_map_to_the_containers_that_read_them() {
-        assert_eq!(
-            readers_of("ssl/kube-apiserver.pem"),
-            [plan::KUBE_APISERVER, plan::KUBE_CONTROLLER_MANAGER]
-        );
-        assert_eq!(
-            readers_of("ssl/kube-apiserver-key.pem"),
-            [plan::KUBE_APISERVER, plan::KUBE_CONTROLLER_MANAGER]
-        );
-        assert_eq!(readers_of("ssl/kubecfg-kube-node.yaml"), [plan::KUBELET]);
-        assert_eq!(readers_of("ssl/kube-etcd-10-77-0-11.pem"), [plan::ETCD]);
-        assert_eq!(
-            readers_of("ssl/kube-apiserver-proxy-client-key.pem"),
-            [plan::KUBE_APISERVER]
-        );
-        assert!(
-            readers_of("admission.yaml").is_empty(),
-            "checksum env vars cover config files"
-        );
-    }
 }

@@ -1,5 +1,6 @@
 //! One file per command; each turns parsed arguments into calls on the library modules.
 
+pub mod cert;
 pub mod config_cmd;
 pub mod offline;
 pub mod preflight;

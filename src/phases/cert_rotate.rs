@@ -1,0 +1,598 @@
+//! `rkers cert rotate` (§25): new certificates into the state, onto the hosts, and the
+//! containers that read them restarted.
+//!
+//! 1. state: the bundle rotated (`pki::rotate_bundle`, §25.1) from the desired state.
+//! 2. connect: every host; one unreachable host stops the run before anything changes.
+//! 3. plan: per host the certificate files that change and the containers that read them.
+//!    `--dry-run` prints these actions and stops.
+//! 4. apply: the state is saved with the new bundle as desired (the current state still names
+//!    what the containers run with), the files are written, the readers restarted (etcd, then
+//!    the control plane, then the workers, each checked healthy), the admin kubeconfig
+//!    rewritten, and only then the new bundle becomes the current state. A run stopped anywhere
+//!    before that leaves the old bundle as current, so the next `cert rotate` (or `up`) still
+//!    restarts every container whose files changed.
+//! 5. With `--rotate-ca`, the system pods that cache the CA are deleted so their controllers
+//!    recreate them with the new one (§25.2 step 5).
+
+use crate::cluster::{Cluster, ClusterError};
+use crate::diff::{self, Action, HostActions};
+use crate::hosts::{self, Host, HostPool, SshOptions};
+use crate::kubeapi::KubeApi;
+use crate::output::Reporter;
+use crate::phases::certs::containers_to_restart;
+use crate::phases::files::{self, DesiredFile};
+use crate::phases::health::{self, TlsMaterial};
+use crate::phases::up::{etc_kubernetes, host_files};
+use crate::phases::{PhaseError, Runner};
+use crate::pki::{self, Bundle, RotateService};
+use crate::plan::{self, ClusterPlan, HostPlan};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+pub struct RotateOptions {
+    pub dry_run: bool,
+    /// `--service`; empty means every service.
+    pub services: Vec<RotateService>,
+    pub rotate_ca: bool,
+    /// `--ssh-agent-auth`.
+    pub agent_override: bool,
+    pub ssh: SshOptions,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RotateError {
+    #[error("{0}")]
+    Cluster(#[from] ClusterError),
+    #[error("{0}")]
+    Phase(#[from] PhaseError),
+    #[error("{0}")]
+    Other(String),
+}
+
+fn other(e: impl std::fmt::Display) -> RotateError {
+    RotateError::Other(e.to_string())
+}
+
+/// Labels of the system pods RKE1 deletes after a CA rotation so they pick up the new CA and
+/// service-account tokens (§25.2 step 5). RKE1 deletes no token secrets: the controller
+/// manager rewrites their `ca.crt` itself once it runs with the new CA.
+pub const CA_CACHING_POD_LABELS: &[&str] = &[
+    "k8s-app=flannel",
+    "k8s-app=canal",
+    "name=weave-net",
+    "app=ingress-nginx",
+    "k8s-app=metrics-server",
+    "k8s-app=kube-dns",
+    "k8s-app=kube-dns-autoscaler",
+    "k8s-app=coredns-autoscaler",
+    "app=kube-api-auth",
+    "app=cattle-cluster-agent",
+    "k8s-app=calico-node",
+    "k8s-app=calico-kube-controllers",
+];
+
+/// Restart order: etcd first (its clients need it), then the control plane, then the workers.
+const RESTART_PLANES: &[(&str, &[&str])] = &[
+    ("restart etcd", &[plan::ETCD]),
+    (
+        "restart control plane",
+        &[
+            plan::KUBE_APISERVER,
+            plan::KUBE_CONTROLLER_MANAGER,
+            plan::KUBE_SCHEDULER,
+        ],
+    ),
+    ("restart worker plane", &[plan::KUBELET, plan::KUBE_PROXY]),
+];
+
+struct Rotation {
+    pool: HostPool,
+    plan: ClusterPlan,
+    bundle: Bundle,
+    helper_image: String,
+    /// Per host: the files to write and the containers to restart.
+    uploads: BTreeMap<String, Vec<DesiredFile>>,
+    restarts: BTreeMap<String, BTreeSet<&'static str>>,
+}
+
+impl Rotation {
+    fn host_plan(&self, address: &str) -> &HostPlan {
+        self.plan
+            .hosts
+            .iter()
+            .find(|h| h.address == address)
+            .expect("planned host")
+    }
+
+    fn host(&self, address: &str) -> &Arc<Host> {
+        self.pool.get(address).expect("connected host")
+    }
+}
+
+pub async fn cert_rotate(
+    cluster: &Cluster,
+    opts: &RotateOptions,
+    reporter: &Reporter,
+) -> Result<(), RotateError> {
+    let runner = Runner::new(reporter.clone(), opts.ssh.concurrency);
+
+    // 1. state
+    let phase = reporter.phase("state");
+    let old = cluster
+        .load_state()?
+        .filter(|s| !s.current_state.certificates_bundle.is_empty())
+        .ok_or_else(|| {
+            other(format!(
+                "Failed to rotate certificates: can't find old certificates in {}",
+                cluster.files.state_path.display()
+            ))
+        })?;
+    let loaded_bundle = old.current_state.certificates_bundle.clone();
+    let (mut state, _) = cluster.init_state(Some(&old), None)?;
+    let spec = cluster.pki_spec()?;
+    let (bundle, changes) = pki::rotate_bundle(
+        std::mem::take(&mut state.desired_state.certificates_bundle),
+        &spec,
+        &opts.services,
+        opts.rotate_ca,
+    )
+    .map_err(|e| other(format!("Failed to rotate certificates: {e}")))?;
+    for cert in bundle.values() {
+        crate::output::Redactor::global().register(&cert.key_pem);
+    }
+    state.desired_state.certificates_bundle = bundle.clone();
+    reporter.info(format!(
+        "Rotating certificates: {}",
+        changes
+            .changed
+            .iter()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    phase.done();
+
+    // 2. connect
+    let phase = reporter.phase("connect");
+    let targets = cluster.ssh_targets(opts.agent_override);
+    let pool = match HostPool::connect(&targets, &opts.ssh).await {
+        Ok(pool) => pool,
+        Err(problems) => {
+            let message = format!(
+                "cannot reach every host ({}); no certificate was rotated:\n{problems}",
+                unreachable_names(cluster, &problems)
+            );
+            phase.fail(&message);
+            return Err(RotateError::Other(message));
+        }
+    };
+    phase.done();
+
+    // 3. plan
+    let phase = reporter.phase("plan");
+    let cluster_plan = build_plan(cluster, &pool, &state.desired_state.encryption_config)?;
+    let helper_image = cluster.config.system_images.cert_downloader.clone();
+    let registries = cluster.registry_credentials();
+    let mut uploads = BTreeMap::new();
+    let mut restarts = BTreeMap::new();
+    let mut shown = Vec::new();
+    for h in &cluster_plan.hosts {
+        let host = pool
+            .get(&h.address)
+            .ok_or_else(|| other(format!("host {} not connected", h.address)))?;
+        let docker = host.docker();
+        docker
+            .ensure_image(&helper_image, &registries, &mut |_| {})
+            .await
+            .map_err(other)?;
+        let on_disk = files::read_dir(docker, &etc_kubernetes(h), &helper_image)
+            .await
+            .map_err(other)?;
+        let desired = host_files(h, &bundle, &spec);
+        let loaded = host_files(h, &loaded_bundle, &spec);
+        let changed: Vec<DesiredFile> = files::changed(&desired, &on_disk)
+            .into_iter()
+            .cloned()
+            .collect();
+        // A reader that exists but is stopped (a previous run interrupted between its stop and
+        // its start) is started the same way.
+        let mut running = BTreeSet::new();
+        for name in containers_to_restart(&desired, &loaded, &on_disk) {
+            if h.containers.get(name).is_some_and(|c| c.start)
+                && docker
+                    .inspect_container(name)
+                    .await
+                    .map_err(other)?
+                    .is_some()
+            {
+                running.insert(name);
+            }
+        }
+        let mut actions: Vec<Action> = changed
+            .iter()
+            .map(|f| Action::UploadFile {
+                path: format!("{}/{}", etc_kubernetes(h), f.relative_path),
+                reason: if on_disk.contains_key(&f.relative_path) {
+                    "changed".into()
+                } else {
+                    "new".into()
+                },
+            })
+            .collect();
+        // In restart order, so the dry run reads as the run will go.
+        for (_, names) in RESTART_PLANES {
+            for name in names.iter().filter(|n| running.contains(*n)) {
+                actions.push(Action::RestartContainer {
+                    name: name.to_string(),
+                });
+            }
+        }
+        shown.push(HostActions {
+            host: h.address.clone(),
+            actions,
+        });
+        uploads.insert(h.address.clone(), changed);
+        restarts.insert(h.address.clone(), running);
+    }
+    phase.done();
+
+    if opts.dry_run {
+        if reporter.is_json() {
+            for h in &shown {
+                println!("{}", serde_json::to_string(h).map_err(other)?);
+            }
+        } else {
+            print!("{}", diff::render_dry_run(&shown));
+        }
+        pool.close().await;
+        return Ok(());
+    }
+
+    // 4. apply
+    let phase = reporter.phase("save state");
+    state.save(&cluster.files.state_path).map_err(other)?;
+    reporter.info(format!(
+        "Successfully Deployed state file at [{}]",
+        cluster.files.state_path.display()
+    ));
+    phase.done();
+
+    let run = Arc::new(Rotation {
+        pool,
+        plan: cluster_plan,
+        bundle,
+        helper_image,
+        uploads,
+        restarts,
+    });
+    write_certificates(&run, &runner).await?;
+    // RKE1 restarts every component whatever `--service` says (§33.13, a bug fixed here): only
+    // the containers that read a changed file restart, so rotating the kubelet's certificates
+    // leaves etcd and the control plane running.
+    for (title, names) in RESTART_PLANES {
+        restart_plane(&run, &runner, title, names).await?;
+    }
+    write_admin_kubeconfig(cluster, &run.bundle, reporter)?;
+
+    let phase = reporter.phase("current state");
+    state.promote_desired_to_current();
+    state.save(&cluster.files.state_path).map_err(other)?;
+    let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(other)?;
+    let api = KubeApi::from_kubeconfig(&kubeconfig).await.map_err(other)?;
+    // As in RKE1, the copy in the cluster is a convenience: failing to write it only warns.
+    match state.to_json() {
+        Ok(json) => {
+            if let Err(e) = api.save_state_secret(&json).await {
+                reporter.warn(format!("Failed to save full state to Kubernetes: {e}"));
+            }
+        }
+        Err(e) => reporter.warn(format!("Failed to save full state to Kubernetes: {e}")),
+    }
+    phase.done();
+
+    if opts.rotate_ca {
+        let phase = reporter.phase("system pods");
+        let deleted = delete_pods_by_labels(&api, CA_CACHING_POD_LABELS)
+            .await
+            .map_err(|e| {
+                let message = format!("Failed to restart system pods after the CA rotation: {e}");
+                other(message)
+            })?;
+        reporter.info(format!(
+            "Deleted {deleted} system pods so they restart with the new CA"
+        ));
+        phase.done();
+    }
+    run.pool.close().await;
+    reporter.info("Finished rotating certificates successfully");
+    Ok(())
+}
+
+/// `host3 (10.77.0.13)` for each node whose address the connection problems name.
+fn unreachable_names(cluster: &Cluster, problems: &hosts::HostProblems) -> String {
+    let text = problems.to_string();
+    let names: Vec<String> = cluster
+        .config
+        .nodes
+        .iter()
+        .filter(|n| text.contains(&n.address))
+        .map(|n| {
+            if n.hostname_override.is_empty() || n.hostname_override == n.address {
+                n.address.clone()
+            } else {
+                format!("{} ({})", n.hostname_override, n.address)
+            }
+        })
+        .collect();
+    if names.is_empty() {
+        "see below".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// The plan `up` would make for these hosts: which containers each host runs, their health
+/// checks and the files they get.
+fn build_plan(
+    cluster: &Cluster,
+    pool: &HostPool,
+    encryption_config: &str,
+) -> Result<ClusterPlan, RotateError> {
+    let facts: BTreeMap<String, plan::HostFacts> = pool
+        .hosts()
+        .map(|h| {
+            let f = h.facts();
+            (
+                h.name().to_string(),
+                plan::HostFacts {
+                    os_type: f.os_type.clone(),
+                    operating_system: f.operating_system.clone(),
+                    docker_root_dir: f.docker_root_dir.clone(),
+                    selinux_enabled: f.selinux,
+                    arch: f.arch.clone(),
+                    cgroup_driver: f.cgroup_driver.clone(),
+                },
+            )
+        })
+        .collect();
+    let service_options = cluster.service_options()?;
+    let windows_options = if facts.values().any(|f| f.os_type == "windows") {
+        Some(cluster.windows_service_options()?)
+    } else {
+        None
+    };
+    let default_tools_tag = cluster
+        .catalog
+        .system_images(&cluster.catalog.default_version())
+        .and_then(|i| i.get("alpine").and_then(|a| crate::metadata::image_tag(a)));
+    plan::build(&plan::PlanInput {
+        config: &cluster.config,
+        service_options: &service_options,
+        windows_service_options: windows_options.as_ref(),
+        host_facts: &facts,
+        etcd: &plan::EtcdContext::fresh(),
+        encryption_config: (!encryption_config.is_empty()).then_some(encryption_config),
+        default_rke_tools_tag: default_tools_tag.as_deref(),
+    })
+    .map_err(other)
+}
+
+fn finish(
+    phase: crate::output::PhaseGuard,
+    result: Result<(), PhaseError>,
+) -> Result<(), RotateError> {
+    match result {
+        Ok(()) => {
+            phase.done();
+            Ok(())
+        }
+        Err(e) => {
+            phase.fail(&e.to_string());
+            Err(e.into())
+        }
+    }
+}
+
+async fn write_certificates(run: &Arc<Rotation>, runner: &Runner) -> Result<(), RotateError> {
+    let phase = runner.reporter.phase("certificates");
+    let hosts: Vec<String> = run
+        .uploads
+        .iter()
+        .filter(|(_, f)| !f.is_empty())
+        .map(|(h, _)| h.clone())
+        .collect();
+    let r = run.clone();
+    let result = runner
+        .for_each_host(
+            "certificates",
+            "write certificates",
+            hosts,
+            move |address| {
+                let run = r.clone();
+                async move {
+                    let h = run.host_plan(&address);
+                    files::write_files(
+                        run.host(&address).docker(),
+                        &etc_kubernetes(h),
+                        &run.helper_image,
+                        &run.uploads[&address],
+                    )
+                    .await
+                    .map_err(|e| e.to_string())
+                }
+            },
+        )
+        .await;
+    finish(phase, result)
+}
+
+/// Restarts `names` (in order) on every host that needs it, all hosts at once: etcd members
+/// that changed CA cannot talk to members still on the old one, so they restart together as
+/// RKE1 restarts them.
+async fn restart_plane(
+    run: &Arc<Rotation>,
+    runner: &Runner,
+    title: &'static str,
+    names: &'static [&'static str],
+) -> Result<(), RotateError> {
+    let hosts: Vec<String> = run
+        .restarts
+        .iter()
+        .filter(|(_, r)| names.iter().any(|n| r.contains(n)))
+        .map(|(h, _)| h.clone())
+        .collect();
+    if hosts.is_empty() {
+        return Ok(());
+    }
+    let phase = runner.reporter.phase(title);
+    let r = run.clone();
+    let result = runner
+        .for_each_host(title, title, hosts, move |address| {
+            let run = r.clone();
+            async move {
+                let h = run.host_plan(&address);
+                let host = run.host(&address);
+                let wanted = &run.restarts[&address];
+                for name in names.iter().filter(|n| wanted.contains(*n)) {
+                    restart_container(&run, host, h, name).await?;
+                }
+                Ok(())
+            }
+        })
+        .await;
+    finish(phase, result)
+}
+
+async fn restart_container(
+    run: &Rotation,
+    host: &Host,
+    h: &HostPlan,
+    name: &str,
+) -> Result<(), String> {
+    let docker = host.docker();
+    docker
+        .stop_container(name)
+        .await
+        .map_err(|e| e.to_string())?;
+    docker
+        .start_container(name)
+        .await
+        .map_err(|e| e.to_string())?;
+    let Some(check) = h.containers.get(name).and_then(|c| c.health_check.as_ref()) else {
+        return Ok(());
+    };
+    let tls = check.client_certificate.as_ref().map(|c| TlsMaterial {
+        ca_pem: run
+            .bundle
+            .get(pki::names::CA_CERT_NAME)
+            .map(|ca| ca.certificate_pem.clone()),
+        client_cert_pem: run.bundle.get(c).map(|c| c.certificate_pem.clone()),
+        client_key_pem: run.bundle.get(c).map(|c| c.key_pem.clone()),
+    });
+    let attempts = if name == plan::ETCD { 18 } else { 24 };
+    let accept = |body: &str| name != plan::ETCD || health::etcd_body_healthy(body);
+    if let Err(e) =
+        health::wait_healthy(host.ssh(), &check.url, tls.as_ref(), attempts, accept).await
+    {
+        let logs = docker.logs(name, 5).await.unwrap_or_default();
+        let last = logs.lines().last().unwrap_or("").trim();
+        return Err(format!(
+            "{name}: Failed to verify healthcheck: {e}, log: {last}"
+        ));
+    }
+    Ok(())
+}
+
+fn write_admin_kubeconfig(
+    cluster: &Cluster,
+    bundle: &Bundle,
+    reporter: &Reporter,
+) -> Result<(), RotateError> {
+    let server = cluster
+        .config
+        .nodes
+        .iter()
+        .find(|n| n.role.iter().any(|r| r == "controlplane"))
+        .map(|n| format!("https://{}:6443", n.address))
+        .ok_or_else(|| other("the cluster has no controlplane host"))?;
+    let text =
+        pki::admin_kubeconfig(bundle, &cluster.config.cluster_name, &server).map_err(other)?;
+    crate::state::write_atomic(&cluster.files.kubeconfig_path, text.as_bytes(), 0o600)
+        .map_err(other)?;
+    reporter.info(format!(
+        "Successfully Deployed local admin kubeconfig at [{}]",
+        cluster.files.kubeconfig_path.display()
+    ));
+    Ok(())
+}
+
+/// Deletes every pod matching any of `labels`, in every namespace; returns how many.
+async fn delete_pods_by_labels(api: &KubeApi, labels: &[&str]) -> Result<usize, kube::Error> {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, DeleteParams, ListParams};
+    let all: Api<Pod> = Api::all(api.client.clone());
+    let mut deleted = 0;
+    for label in labels {
+        let pods = all.list(&ListParams::default().labels(label)).await?;
+        for pod in pods.items {
+            let (Some(ns), Some(name)) = (pod.metadata.namespace, pod.metadata.name) else {
+                continue;
+            };
+            let api: Api<Pod> = Api::namespaced(api.client.clone(), &ns);
+            match api.delete(&name, &DeleteParams::default()).await {
+                Ok(_) => deleted += 1,
+                // Gone meanwhile (its controller was faster): nothing left to do.
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(deleted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restart_order_is_etcd_then_control_plane_then_workers() {
+        let order: Vec<&str> = RESTART_PLANES
+            .iter()
+            .flat_map(|(_, names)| names.iter().copied())
+            .collect();
+        assert_eq!(
+            order,
+            [
+                plan::ETCD,
+                plan::KUBE_APISERVER,
+                plan::KUBE_CONTROLLER_MANAGER,
+                plan::KUBE_SCHEDULER,
+                plan::KUBELET,
+                plan::KUBE_PROXY
+            ]
+        );
+    }
+
+    #[test]
+    fn every_container_that_reads_a_certificate_has_a_restart_slot() {
+        let slotted: BTreeSet<&str> = RESTART_PLANES
+            .iter()
+            .flat_map(|(_, names)| names.iter().copied())
+            .collect();
+        for file in [
+            "ssl/kube-ca.pem",
+            "ssl/kube-apiserver.pem",
+            "ssl/kube-node.pem",
+            "ssl/kube-proxy.pem",
+            "ssl/kube-scheduler.pem",
+            "ssl/kube-controller-manager.pem",
+            "ssl/kube-etcd-10-0-0-1.pem",
+            "ssl/kube-kubelet-10-0-0-1.pem",
+            "ssl/kube-apiserver-proxy-client.pem",
+        ] {
+            for reader in crate::phases::certs::readers_of(file) {
+                assert!(slotted.contains(reader), "{reader} of {file}");
+            }
+        }
+    }
+}
