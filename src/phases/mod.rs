@@ -3,7 +3,10 @@
 pub mod manager;
 
 pub use manager::{HostName, PhaseError, Runner};
+pub mod encryption;
 pub mod files;
 pub mod health;
 pub mod reconcile;
+pub mod recover_state;
+pub mod remove;
 pub mod up;

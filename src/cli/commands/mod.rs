@@ -1,6 +1,10 @@
 //! One file per command; each turns parsed arguments into calls on the library modules.
 
 pub mod config_cmd;
+pub mod encrypt;
 pub mod offline;
 pub mod preflight;
+pub mod remove;
+pub mod state_file;
 pub mod up;
+pub mod version;
