@@ -233,6 +233,35 @@ async fn day2_operations_on_the_sandbox() {
         "{out}"
     );
 
+    // 5b. Encryption off again: Secrets are rewritten in plaintext before the apiserver loses
+    //     the provider file, so they stay readable.
+    cluster.edit(|t| {
+        t.replace(
+            "  kube-api:\n    secrets_encryption_config:\n      enabled: true\n",
+            "",
+        )
+    });
+    let t = Instant::now();
+    cluster.up();
+    eprintln!("up with encryption off: {:.1}s", t.elapsed().as_secs_f64());
+    let value = etcd_value(&cluster);
+    assert!(
+        !value.starts_with("k8s:enc:"),
+        "{}",
+        &value[..value.len().min(60)]
+    );
+    assert!(value.contains(MARKER));
+    assert_eq!(secret_plaintext(&cluster), MARKER);
+    let flags = sb.on_host(
+        "host1",
+        "docker inspect kube-apiserver --format '{{json .Args}}'",
+    );
+    assert!(!flags.contains("encryption-provider-config"), "{flags}");
+    assert_eq!(
+        cluster.state()["currentState"]["encryptionConfig"],
+        serde_json::Value::Null
+    );
+
     // 6. remove without a terminal and without --force: refused, nothing touched.
     let out = cluster
         .command(&["remove"])
@@ -257,7 +286,10 @@ async fn day2_operations_on_the_sandbox() {
     sb.run(&["stop-host", "host3"]);
     let t = Instant::now();
     let (ok, out) = cluster.rkers(&["remove", "--force"]);
-    eprintln!("remove with host3 down: {:.1}s", t.elapsed().as_secs_f64());
+    eprintln!(
+        "remove with host3 down: {:.1}s\n{out}",
+        t.elapsed().as_secs_f64()
+    );
     assert!(!ok, "remove must fail with host3 down:\n{out}");
     assert!(out.contains(&sb.ip(3)), "{out}");
     for h in ["host1", "host2"] {

@@ -154,11 +154,17 @@ pub async fn remove(
     for attempt in HostPool::connect_each(&targets, &opts.ssh).await {
         match &attempt.error {
             Some(e) => {
+                let address = &attempt.target.address;
+                let text = e.to_string();
+                // The error names the host already; the list below names it once.
+                let cause = text
+                    .strip_prefix(&format!("host {address}: "))
+                    .unwrap_or(&text)
+                    .to_string();
                 reporter.warn(format!(
-                    "host {} cannot be reached and is not cleaned: {e}",
-                    attempt.target.address
+                    "host {address} cannot be reached and is not cleaned: {cause}"
                 ));
-                failures.push((attempt.target.address.clone(), e.to_string()));
+                failures.push((address.clone(), cause));
             }
             None => usable.push(attempt),
         }
