@@ -19,7 +19,6 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams, PostParams};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// RKE1's page size and number of concurrent rewrites.
 const PAGE_SIZE: u32 = 250;
@@ -440,17 +439,4 @@ async fn context_from_pool<'a>(
         api,
         reporter,
     })
-}
-
-/// Waits briefly for the API to answer after restarts; the kubeconfig points at one host.
-pub async fn wait_api(api: &KubeApi) -> Result<(), String> {
-    let mut last = String::new();
-    for _ in 0..30 {
-        match api.server_version().await {
-            Ok(_) => return Ok(()),
-            Err(e) => last = e.to_string(),
-        }
-        tokio::time::sleep(Duration::from_secs(2)).await;
-    }
-    Err(last)
 }
