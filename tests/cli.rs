@@ -252,3 +252,66 @@ fn cert_rotate_without_a_state_fails_before_connecting() {
         ));
     assert!(!dir.path().join("cluster.rkestate").exists());
 }
+
+#[test]
+fn remove_without_a_terminal_refuses_unless_forced_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cluster(dir.path(), "cluster.yml", CLUSTER);
+    rkers()
+        .args(["up", "--init", "--config"])
+        .arg(&path)
+        .assert()
+        .success();
+    let state = dir.path().join("cluster.rkestate");
+    let before = std::fs::read(&state).unwrap();
+    rkers()
+        .args(["remove", "--config"])
+        .arg(&path)
+        .write_stdin("")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("not a terminal"))
+        .stderr(predicate::str::contains("--force"));
+    assert_eq!(std::fs::read(&state).unwrap(), before);
+}
+
+#[test]
+fn rotate_key_refuses_when_encryption_is_off_or_custom() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cluster(dir.path(), "cluster.yml", CLUSTER);
+    rkers()
+        .args(["encrypt", "rotate-key", "--config"])
+        .arg(&path)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "can't rotate encryption keys: Encryption Configuration is disabled",
+        ));
+    let custom = format!(
+        "{CLUSTER}services:\n  kube-api:\n    secrets_encryption_config:\n      enabled: true\n      custom_config:\n        apiVersion: apiserver.config.k8s.io/v1\n        kind: EncryptionConfiguration\n        resources:\n          - resources: [secrets]\n            providers:\n              - aescbc:\n                  keys:\n                    - name: k1\n                      secret: c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0MTI=\n              - identity: {{}}\n"
+    );
+    let path = write_cluster(dir.path(), "custom.yml", &custom);
+    rkers()
+        .args(["encrypt", "rotate-key", "--config"])
+        .arg(&path)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "Key Rotation is not supported with custom configuration",
+        ));
+    // The custom provider is written into the state verbatim, its key never printed.
+    let out = rkers()
+        .args(["up", "--init", "--config"])
+        .arg(&path)
+        .assert()
+        .success();
+    let printed = String::from_utf8_lossy(&out.get_output().stderr).into_owned()
+        + &String::from_utf8_lossy(&out.get_output().stdout);
+    assert!(!printed.contains("c2VjcmV0c2VjcmV0"));
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("custom.rkestate")).unwrap())
+            .unwrap();
+    let text = state["desiredState"]["encryptionConfig"].as_str().unwrap();
+    assert!(text.starts_with("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- providers:\n  - aescbc:"), "{text}");
+    assert!(text.contains("name: k1"));
+}

@@ -325,6 +325,9 @@ pub enum UtilCommand {
         config: ConfigArg,
         #[command(flatten)]
         connect: ConnectArgs,
+        /// Recover the state and say where it came from, without writing it.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Rebuild the admin kubeconfig from the state file.
     GetKubeconfig {

@@ -85,7 +85,7 @@ fn init_logging(cli: &Cli) {
 }
 
 async fn run(cli: Cli) -> Result<(), CliError> {
-    use args::{CertCommand, Command, UtilCommand};
+    use args::{CertCommand, Command, EncryptCommand, UtilCommand};
     let reporter = crate::output::Reporter::new(cli.output, cli.quiet);
     if let Command::Config(a) = &cli.command {
         return commands::config_cmd::run(a);
@@ -116,8 +116,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             commands::offline::init_state(&cluster, &reporter, custom.as_deref(), a.dry_run)
         }
         Command::Up(a) => commands::up::run(&cluster, a, &reporter).await,
-        Command::Remove(_) => Err(CliError::NotImplemented("remove")),
-        Command::Version(_) => Err(CliError::NotImplemented("version")),
+        Command::Remove(a) => commands::remove::run(&cluster, a, &reporter).await,
+        Command::Version(_) => commands::version::run(&cluster).await,
         Command::Preflight(a) => commands::preflight::run(&cluster, a, &reporter).await,
         Command::Etcd { .. } => Err(CliError::NotImplemented("etcd")),
         Command::Cert {
@@ -126,13 +126,19 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Cert {
             command: command @ (CertCommand::Rotate { .. } | CertCommand::List { .. }),
         } => commands::cert::run(&cluster, command, &reporter).await,
-        Command::Encrypt { .. } => Err(CliError::NotImplemented("encrypt rotate-key")),
+        Command::Encrypt {
+            command: EncryptCommand::RotateKey {
+                connect, dry_run, ..
+            },
+        } => commands::encrypt::rotate(&cluster, connect, *dry_run, &reporter).await,
         Command::Util {
             command: UtilCommand::GetKubeconfig { .. },
         } => commands::offline::get_kubeconfig(&cluster, &reporter),
         Command::Util {
-            command: UtilCommand::GetStateFile { .. },
-        } => Err(CliError::NotImplemented("util get-state-file")),
+            command: UtilCommand::GetStateFile {
+                connect, dry_run, ..
+            },
+        } => commands::state_file::get_state_file(&cluster, connect, *dry_run, &reporter).await,
         Command::Config(_) => unreachable!("handled above"),
     }
 }

@@ -187,9 +187,7 @@ impl Cluster {
         let desired = ClusterState {
             rke_config: Some(rke_config),
             certificates_bundle: bundle,
-            encryption_config: old_desired
-                .map(|d| d.encryption_config.clone())
-                .unwrap_or_default(),
+            encryption_config: self.desired_encryption_config(old)?,
             ..Default::default()
         };
         let state = StateFile {
@@ -198,6 +196,48 @@ impl Cluster {
             extra: old.map(|s| s.extra.clone()).unwrap_or_default(),
         };
         Ok((state, changes))
+    }
+}
+
+impl Cluster {
+    /// The provider file the config asks for (§23): the custom config rendered verbatim; the
+    /// generated one kept from the state (the latest applied text first, so a finished key
+    /// rotation is not undone), else a new key; nothing when encryption is off.
+    pub fn desired_encryption_config(
+        &self,
+        old: Option<&StateFile>,
+    ) -> Result<String, ClusterError> {
+        use crate::plan::encryption::{self, EncryptionKey};
+        let Some(sec) = self
+            .config
+            .services
+            .kube_api
+            .secrets_encryption_config
+            .as_ref()
+            .filter(|s| s.enabled)
+        else {
+            return Ok(String::new());
+        };
+        let text = if let Some(custom) = &sec.custom_config {
+            encryption::render_custom(custom).map_err(|e| ClusterError::Other(e.to_string()))?
+        } else {
+            let kept = old.and_then(|s| {
+                [&s.current_state, &s.desired_state]
+                    .into_iter()
+                    .map(|c| &c.encryption_config)
+                    .find(|t| !t.is_empty() && encryption::encrypts_with_aescbc(t))
+            });
+            match kept {
+                Some(t) => t.clone(),
+                None => encryption::render_provider(&[EncryptionKey::generate()]),
+            }
+        };
+        if let Ok(keys) = encryption::aescbc_keys(&text) {
+            for k in keys {
+                Redactor::global().register(&k.secret);
+            }
+        }
+        Ok(text)
     }
 }
 

@@ -376,6 +376,20 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     apply_files(&run, &runner).await?;
     write_admin_kubeconfig(cluster, &run.bundle, reporter)?;
     pull_images(&run, &runner).await?;
+    if let Some(old) = old.as_ref().filter(|o| {
+        !o.current_state.encryption_config.is_empty()
+            && state.desired_state.encryption_config.is_empty()
+    }) {
+        let phase = reporter.phase("disable encryption");
+        let r = crate::phases::encryption::disable(cluster, old, &run.pool, reporter).await;
+        finish(
+            phase,
+            r.map_err(|e| PhaseError::Phase {
+                phase: "disable encryption".into(),
+                message: e,
+            }),
+        )?;
+    }
     remove_etcd_members(&run, &runner).await?;
     join_etcd_members(cluster, &run, &runner).await?;
     etcd_plane(&run, &runner).await?;
@@ -405,6 +419,24 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         cluster.config.authorization.mode.is_empty() || cluster.config.authorization.mode == "rbac";
     api.apply_authz(rbac).await.map_err(other)?;
     phase.done();
+    let applied = old
+        .as_ref()
+        .map(|o| o.current_state.encryption_config.as_str());
+    if !state.desired_state.encryption_config.is_empty()
+        && applied != Some(state.desired_state.encryption_config.as_str())
+    {
+        // Encryption newly on, or a different provider: Secrets stored before are rewritten
+        // with the provider now first (§23).
+        let phase = reporter.phase("rewrite secrets");
+        let r = crate::phases::encryption::rewrite_secrets(&api, reporter).await;
+        finish(
+            phase,
+            r.map(|_| ()).map_err(|e| PhaseError::Phase {
+                phase: "rewrite secrets".into(),
+                message: e,
+            }),
+        )?;
+    }
 
     let phase = reporter.phase("save state");
     let mut state = state;

@@ -21,6 +21,7 @@ use std::path::PathBuf;
 
 pub use certdir::{CsrReport, CustomCerts, generate_csrs, load_custom_certs};
 pub use certificate::{CertInfo, CertificatePki};
+pub(crate) use generate::cert_object;
 pub use generate::{Changes, generate_bundle, reconcile_bundle};
 pub use hosts::{cert_names_for_host, certs_for_host};
 pub use inspect::{CertSummary, inspect_bundle};

@@ -17,6 +17,7 @@
 //! - §33.7 is a phase decision (not the plan's).
 
 mod containers;
+pub mod encryption;
 mod files;
 mod flags;
 pub mod goyaml;

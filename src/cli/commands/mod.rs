@@ -2,6 +2,10 @@
 
 pub mod cert;
 pub mod config_cmd;
+pub mod encrypt;
 pub mod offline;
 pub mod preflight;
+pub mod remove;
+pub mod state_file;
 pub mod up;
+pub mod version;

@@ -1,0 +1,57 @@
+//! `rkers remove`: confirmation, then the teardown phase.
+
+use crate::cli::CliError;
+use crate::cli::args::RemoveArgs;
+use crate::cli::commands::up::ssh_options;
+use crate::cluster::Cluster;
+use crate::output::Reporter;
+use crate::phases::remove::{RemoveError, RemoveOptions, remove};
+use std::io::{BufRead, IsTerminal, Write};
+
+pub async fn run(
+    cluster: &Cluster,
+    args: &RemoveArgs,
+    reporter: &Reporter,
+) -> Result<(), CliError> {
+    if args.local || args.dind {
+        return Err(CliError::NotImplemented(if args.local {
+            "remove --local"
+        } else {
+            "remove --dind"
+        }));
+    }
+    if !args.force && !args.dry_run && !confirmed()? {
+        return Err(CliError::Failed(
+            "removal cancelled: nothing was changed".into(),
+        ));
+    }
+    let opts = RemoveOptions {
+        dry_run: args.dry_run,
+        agent_override: args.connect.ssh_agent_auth,
+        ssh: ssh_options(&args.connect),
+    };
+    remove(cluster, &opts, reporter).await.map_err(|e| match e {
+        RemoveError::Cluster(c) if c.is_invalid_config() => CliError::InvalidConfig(c.to_string()),
+        other => CliError::Failed(other.to_string()),
+    })
+}
+
+/// Asks on the terminal, as RKE1 does; without a terminal there is nobody to ask, so the
+/// command refuses rather than guessing.
+fn confirmed() -> Result<bool, CliError> {
+    if !std::io::stdin().is_terminal() {
+        return Err(CliError::Failed(
+            "`rkers remove` asks for confirmation, but standard input is not a terminal: \
+             run it with --force to remove the cluster without asking"
+                .into(),
+        ));
+    }
+    eprint!("Are you sure you want to remove Kubernetes cluster [y/n]: ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| CliError::Failed(format!("cannot read the answer: {e}")))?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}

@@ -1,0 +1,42 @@
+//! `rkers version`: the cluster's Kubernetes version, asked from the API server through the
+//! admin kubeconfig, printed as RKE1 prints it.
+
+use crate::cli::CliError;
+use crate::cluster::Cluster;
+use crate::kubeapi::KubeApi;
+
+pub async fn run(cluster: &Cluster) -> Result<(), CliError> {
+    let path = &cluster.files.kubeconfig_path;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        CliError::Failed(format!(
+            "{}: {e} (run `rkers up`, or `rkers util get-kubeconfig`)",
+            path.display()
+        ))
+    })?;
+    let api = KubeApi::from_kubeconfig(&text)
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let info = api
+        .client
+        .apiserver_version()
+        .await
+        .map_err(|e| CliError::Failed(format!("{}: GET /version: {e}", api.server)))?;
+    println!("Server Version: {}", go_version_info(&info));
+    Ok(())
+}
+
+/// Go's `%#v` of `version.Info`, which is what RKE1 prints.
+fn go_version_info(i: &k8s_openapi::apimachinery::pkg::version::Info) -> String {
+    format!(
+        "version.Info{{Major:{:?}, Minor:{:?}, GitVersion:{:?}, GitCommit:{:?}, GitTreeState:{:?}, BuildDate:{:?}, GoVersion:{:?}, Compiler:{:?}, Platform:{:?}}}",
+        i.major,
+        i.minor,
+        i.git_version,
+        i.git_commit,
+        i.git_tree_state,
+        i.build_date,
+        i.go_version,
+        i.compiler,
+        i.platform
+    )
+}

@@ -1,0 +1,442 @@
+//! Secrets encryption at rest on a running cluster (§23): deploying the provider file to the
+//! controlplane hosts, restarting their kube-apiservers one at a time with a health check,
+//! rewriting every Secret through the API so it is stored with the first provider, and the
+//! two flows built from those steps: `rkers encrypt rotate-key` and turning encryption off.
+//!
+//! Rotation saves the state after every step that changes the hosts, so an interrupted run is
+//! resumed by running it again: a provider file with two keys in `currentState` means a
+//! rotation was under way, and it continues with the same new key.
+
+use crate::cluster::Cluster;
+use crate::hosts::{Host, HostPool, SshOptions};
+use crate::kubeapi::KubeApi;
+use crate::output::Reporter;
+use crate::phases::files::{self, DesiredFile};
+use crate::phases::health::{self, TlsMaterial};
+use crate::plan::encryption::{self, EncryptionKey};
+use crate::state::StateFile;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ListParams, PostParams};
+use std::sync::Arc;
+
+/// RKE1's page size and number of concurrent rewrites.
+const PAGE_SIZE: u32 = 250;
+const REWRITE_WORKERS: usize = 5;
+
+/// Rewrites every Secret of every namespace with a no-op update, so the API server stores it
+/// again with its first provider. A Secret changed meanwhile is read again and rewritten; one
+/// deleted meanwhile needs nothing. Returns how many were rewritten.
+pub async fn rewrite_secrets(api: &KubeApi, reporter: &Reporter) -> Result<usize, String> {
+    let all: Api<Secret> = Api::all(api.client.clone());
+    let mut names = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut lp = ListParams::default().limit(PAGE_SIZE);
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
+        }
+        let page = match all.list(&lp).await {
+            Ok(p) => p,
+            // An expired continue token (410): start the listing over.
+            Err(kube::Error::Api(e)) if e.code == 410 && token.is_some() => {
+                names.clear();
+                token = None;
+                continue;
+            }
+            Err(e) => return Err(format!("list Secrets: {e}")),
+        };
+        for s in page.items {
+            if let (Some(ns), Some(name)) = (s.metadata.namespace, s.metadata.name) {
+                names.push((ns, name));
+            }
+        }
+        token = page.metadata.continue_.filter(|t| !t.is_empty());
+        if token.is_none() {
+            break;
+        }
+    }
+    let total = names.len();
+    let results: Vec<Result<(), String>> = futures::stream::iter(names)
+        .map(|(ns, name)| {
+            let api: Api<Secret> = Api::namespaced(api.client.clone(), &ns);
+            async move { rewrite_one(&api, &ns, &name).await }
+        })
+        .buffer_unordered(REWRITE_WORKERS)
+        .collect()
+        .await;
+    let errors: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+    if !errors.is_empty() {
+        return Err(format!(
+            "{} of {total} Secrets not rewritten:\n  - {}",
+            errors.len(),
+            errors.join("\n  - ")
+        ));
+    }
+    reporter.info(format!("[rewrite-secrets] {total} secrets rewritten"));
+    Ok(total)
+}
+
+async fn rewrite_one(api: &Api<Secret>, ns: &str, name: &str) -> Result<(), String> {
+    for _ in 0..5 {
+        let Some(secret) = api
+            .get_opt(name)
+            .await
+            .map_err(|e| format!("{ns}/{name}: {e}"))?
+        else {
+            return Ok(());
+        };
+        match api.replace(name, &PostParams::default(), &secret).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(e)) if e.code == 409 => continue,
+            Err(kube::Error::Api(e)) if e.code == 404 => return Ok(()),
+            Err(e) => return Err(format!("{ns}/{name}: {e}")),
+        }
+    }
+    Err(format!("{ns}/{name}: kept changing while being rewritten"))
+}
+
+/// Writes the provider file on every controlplane host (mode 0600, beside the certificates).
+pub async fn deploy_provider_file(
+    hosts: &[Arc<Host>],
+    cluster: &Cluster,
+    text: &str,
+) -> Result<(), String> {
+    let file = DesiredFile {
+        relative_path: "ssl/encryption.yaml".into(),
+        contents: text.as_bytes().to_vec(),
+        mode: 0o600,
+    };
+    let image = &cluster.config.system_images.cert_downloader;
+    let registries = cluster.registry_credentials();
+    for host in hosts {
+        host.docker()
+            .ensure_image(image, &registries, &mut |_| {})
+            .await
+            .map_err(|e| e.to_string())?;
+        let dir = etc_kubernetes(cluster, host);
+        files::write_files(host.docker(), &dir, image, std::slice::from_ref(&file))
+            .await
+            .map_err(|e| format!("host {}: {e}", host.name()))?;
+    }
+    Ok(())
+}
+
+fn etc_kubernetes(cluster: &Cluster, host: &Host) -> String {
+    let prefix =
+        crate::plan::host_prefix_path(&cluster.config.prefix_path, &host.facts().operating_system);
+    crate::plan::join_path(&[&prefix, "/etc/kubernetes"])
+}
+
+/// Restarts kube-apiserver on each controlplane host in turn and waits until it is healthy
+/// before the next, so the API stays available with more than one controlplane host.
+pub async fn restart_apiservers(
+    hosts: &[Arc<Host>],
+    tls: &TlsMaterial,
+    reporter: &Reporter,
+) -> Result<(), String> {
+    for host in hosts {
+        let progress = reporter.host_action("encryption", host.name(), "restart kube-apiserver");
+        let result = async {
+            host.docker()
+                .stop_container(crate::plan::KUBE_APISERVER)
+                .await
+                .map_err(|e| e.to_string())?;
+            host.docker()
+                .start_container(crate::plan::KUBE_APISERVER)
+                .await
+                .map_err(|e| e.to_string())?;
+            health::wait_healthy(
+                host.ssh(),
+                "https://localhost:6443/healthz",
+                Some(tls),
+                24,
+                |_| true,
+            )
+            .await
+        }
+        .await;
+        match result {
+            Ok(()) => progress.ok(),
+            Err(e) => {
+                progress.fail(&e);
+                return Err(format!("host {}: kube-apiserver: {e}", host.name()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The health check's TLS material: the cluster CA and the kube-apiserver client certificate.
+pub fn apiserver_tls(state: &StateFile) -> TlsMaterial {
+    let bundle = if state.current_state.certificates_bundle.is_empty() {
+        &state.desired_state.certificates_bundle
+    } else {
+        &state.current_state.certificates_bundle
+    };
+    let get = |n: &str| bundle.get(n);
+    TlsMaterial {
+        ca_pem: get(crate::pki::names::CA_CERT_NAME).map(|c| c.certificate_pem.clone()),
+        client_cert_pem: get("kube-apiserver").map(|c| c.certificate_pem.clone()),
+        client_key_pem: get("kube-apiserver").map(|c| c.key_pem.clone()),
+    }
+}
+
+/// One provider text applied: written on the hosts, recorded as current in the state (file
+/// and in-cluster copy), then the apiservers restarted with it.
+async fn apply_provider(
+    ctx: &Context<'_>,
+    state: &mut StateFile,
+    text: &str,
+) -> Result<(), String> {
+    deploy_provider_file(&ctx.hosts, ctx.cluster, text).await?;
+    state.current_state.encryption_config = text.to_string();
+    state
+        .save(&ctx.cluster.files.state_path)
+        .map_err(|e| e.to_string())?;
+    restart_apiservers(&ctx.hosts, &ctx.tls, ctx.reporter).await?;
+    if let Ok(json) = state.to_json()
+        && let Err(e) = ctx.api.save_state_secret(&json).await
+    {
+        ctx.reporter.warn(format!(
+            "the in-cluster copy of the state was not updated: {e}"
+        ));
+    }
+    Ok(())
+}
+
+struct Context<'a> {
+    cluster: &'a Cluster,
+    hosts: Vec<Arc<Host>>,
+    tls: TlsMaterial,
+    api: KubeApi,
+    reporter: &'a Reporter,
+}
+
+pub struct RotateOptions {
+    pub dry_run: bool,
+    pub agent_override: bool,
+    pub ssh: SshOptions,
+}
+
+/// `rkers encrypt rotate-key` (§23): `[new, old]` first (new writes use the new key, both
+/// decrypt), every Secret rewritten, then `[new]` alone; the state is saved after each step.
+pub async fn rotate_key(
+    cluster: &Cluster,
+    opts: &RotateOptions,
+    reporter: &Reporter,
+) -> Result<(), String> {
+    let sec = cluster
+        .config
+        .services
+        .kube_api
+        .secrets_encryption_config
+        .as_ref()
+        .filter(|s| s.enabled);
+    let Some(sec) = sec else {
+        return Err(
+            "can't rotate encryption keys: Encryption Configuration is disabled. \
+                    Please disable rotate_encryption_key and run rkers up again"
+                .into(),
+        );
+    };
+    if sec.custom_config.is_some() {
+        return Err(
+            "can't rotate encryption keys: Key Rotation is not supported with custom configuration"
+                .into(),
+        );
+    }
+    let mut state = cluster
+        .load_state()
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| {
+            format!(
+                "no state file at {}: run `rkers up` first",
+                cluster.files.state_path.display()
+            )
+        })?;
+    let applied = if state.current_state.encryption_config.is_empty() {
+        state.desired_state.encryption_config.clone()
+    } else {
+        state.current_state.encryption_config.clone()
+    };
+    if applied.is_empty() || !encryption::encrypts_with_aescbc(&applied) {
+        return Err(
+            "can't rotate encryption keys: the cluster has no encryption key yet; \
+                    run `rkers up` with secrets encryption enabled first"
+                .into(),
+        );
+    }
+    let keys = encryption::aescbc_keys(&applied).map_err(|e| e.to_string())?;
+    for k in &keys {
+        crate::output::Redactor::global().register(&k.secret);
+    }
+    // Two keys applied: an earlier rotation stopped after adding its new key; finish it.
+    let (new, old) = if keys.len() >= 2 {
+        reporter.info(format!(
+            "resuming the rotation to key {} left unfinished",
+            keys[0].name
+        ));
+        (keys[0].clone(), keys[1..].to_vec())
+    } else {
+        let k = EncryptionKey::generate();
+        crate::output::Redactor::global().register(&k.secret);
+        (k, keys)
+    };
+    if opts.dry_run {
+        reporter.info(format!(
+            "would add key {} before {}, restart kube-apiserver on the controlplane hosts, \
+             rewrite every Secret, then remove {}",
+            new.name,
+            old.iter()
+                .map(|k| k.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            old.iter()
+                .map(|k| k.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        return Ok(());
+    }
+    let ctx = connect(cluster, &state, opts.agent_override, &opts.ssh, reporter).await?;
+
+    let phase = reporter.phase("add new key");
+    let mut both = vec![new.clone()];
+    both.extend(old.iter().cloned());
+    let r = apply_provider(&ctx, &mut state, &encryption::render_provider(&both)).await;
+    finish(phase, r)?;
+
+    let phase = reporter.phase("rewrite secrets");
+    let r = rewrite_secrets(&ctx.api, reporter).await.map(|_| ());
+    if let Err(e) = r {
+        phase.fail(&e);
+        // RKE1 goes back to the old key alone here; keeping both keys is safer: every Secret
+        // stays readable whichever key wrote it, and running the command again finishes.
+        return Err(format!(
+            "{e}\nthe cluster keeps both keys; run `rkers encrypt rotate-key` again to finish"
+        ));
+    }
+    phase.done();
+
+    let phase = reporter.phase("remove old key");
+    let final_text = encryption::render_provider(std::slice::from_ref(&new));
+    let r = apply_provider(&ctx, &mut state, &final_text).await;
+    finish(phase, r)?;
+    state.desired_state.encryption_config = final_text;
+    state
+        .save(&cluster.files.state_path)
+        .map_err(|e| e.to_string())?;
+    for h in &ctx.hosts {
+        h.ssh().close().await;
+    }
+    reporter.info("Cluster secrets encryption key rotated successfully");
+    Ok(())
+}
+
+/// Turning encryption off on a cluster that has it (§23): `identity` first with the old key
+/// kept, apiservers restarted, every Secret rewritten in plaintext. The caller then deploys
+/// the cluster without the provider file and flag.
+pub async fn disable(
+    cluster: &Cluster,
+    state: &StateFile,
+    pool: &HostPool,
+    reporter: &Reporter,
+) -> Result<(), String> {
+    let applied = &state.current_state.encryption_config;
+    let keys = encryption::aescbc_keys(applied).map_err(|e| e.to_string())?;
+    let text = encryption::render_disabled(&keys[0]);
+    let ctx = context_from_pool(cluster, state, pool, reporter).await?;
+    let mut running = 0;
+    for h in &ctx.hosts {
+        if let Ok(Some(c)) = h
+            .docker()
+            .inspect_container(crate::plan::KUBE_APISERVER)
+            .await
+            && c.running
+        {
+            running += 1;
+        }
+    }
+    if running == 0 {
+        // Nothing serves the Secrets (a removed or half-built cluster): nothing to rewrite.
+        reporter.warn(
+            "no kube-apiserver runs: Secrets are not rewritten before encryption is turned off",
+        );
+        return Ok(());
+    }
+    deploy_provider_file(&ctx.hosts, cluster, &text).await?;
+    restart_apiservers(&ctx.hosts, &ctx.tls, reporter).await?;
+    rewrite_secrets(&ctx.api, reporter).await?;
+    Ok(())
+}
+
+fn finish(phase: crate::output::PhaseGuard, r: Result<(), String>) -> Result<(), String> {
+    match r {
+        Ok(()) => {
+            phase.done();
+            Ok(())
+        }
+        Err(e) => {
+            phase.fail(&e);
+            Err(e)
+        }
+    }
+}
+
+fn controlplane_addresses(cluster: &Cluster) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in &cluster.config.nodes {
+        if n.role.iter().any(|r| r == "controlplane") && !out.contains(&n.address) {
+            out.push(n.address.clone());
+        }
+    }
+    out
+}
+
+async fn connect<'a>(
+    cluster: &'a Cluster,
+    state: &StateFile,
+    agent_override: bool,
+    ssh: &SshOptions,
+    reporter: &'a Reporter,
+) -> Result<Context<'a>, String> {
+    let cp = controlplane_addresses(cluster);
+    let targets: Vec<_> = cluster
+        .ssh_targets(agent_override)
+        .into_iter()
+        .filter(|t| cp.contains(&t.address))
+        .collect();
+    let pool = HostPool::connect(&targets, ssh)
+        .await
+        .map_err(|e| format!("cannot reach every controlplane host:\n{e}"))?;
+    context_from_pool(cluster, state, &pool, reporter).await
+}
+
+async fn context_from_pool<'a>(
+    cluster: &'a Cluster,
+    state: &StateFile,
+    pool: &HostPool,
+    reporter: &'a Reporter,
+) -> Result<Context<'a>, String> {
+    let hosts: Vec<Arc<Host>> = controlplane_addresses(cluster)
+        .iter()
+        .filter_map(|a| pool.get(a).cloned())
+        .collect();
+    let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(|e| {
+        format!(
+            "{}: {e} (run `rkers util get-kubeconfig`)",
+            cluster.files.kubeconfig_path.display()
+        )
+    })?;
+    let api = KubeApi::from_kubeconfig(&kubeconfig)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(Context {
+        cluster,
+        hosts,
+        tls: apiserver_tls(state),
+        api,
+        reporter,
+    })
+}

@@ -1,0 +1,476 @@
+//! `rkers remove`: RKE1's full teardown (§24.1). Every host of the config loses the RKE
+//! containers of its roles and the contents of exactly the directories RKE1 cleans; then the
+//! local state file and admin kubeconfig go.
+//!
+//! Differences from RKE1, on purpose:
+//! - a host that cannot be reached is named in the error and the command fails, while every
+//!   other host is still cleaned (RKE1 skipped such hosts with a warning and reported success);
+//! - when any host was not cleaned, the state file and kubeconfig are kept, so the cluster's
+//!   certificates stay available for a retried `remove` or a later `up` that adopts the leftover
+//!   host (RKE1 deleted them whatever happened);
+//! - only directories that exist are mounted into the cleaner, so cleaning never creates empty
+//!   directories on a host (Docker creates a missing bind source).
+
+use crate::cluster::Cluster;
+use crate::config::RkeConfig;
+use crate::hosts::{ContainerSpec, Host, HostPool, SshOptions};
+use crate::output::Reporter;
+use crate::phases::{PhaseError, Runner, reconcile};
+use crate::plan;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct RemoveOptions {
+    pub dry_run: bool,
+    /// `--ssh-agent-auth`.
+    pub agent_override: bool,
+    pub ssh: SshOptions,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RemoveError {
+    #[error("{0}")]
+    Cluster(#[from] crate::cluster::ClusterError),
+    /// Some hosts could not be reached or cleaned; the others were cleaned.
+    #[error(
+        "the cluster was not removed from every host; the state file and kubeconfig were kept:\n{}",
+        .0.iter().map(|(h, m)| format!("  - {h}: {m}")).collect::<Vec<_>>().join("\n")
+    )]
+    Hosts(Vec<(String, String)>),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// The roles of one host, from the config.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Roles {
+    pub etcd: bool,
+    pub controlplane: bool,
+    pub worker: bool,
+}
+
+impl Roles {
+    pub fn of(roles: &[String]) -> Roles {
+        let has = |r: &str| roles.iter().any(|x| x == r);
+        Roles {
+            etcd: has("etcd"),
+            controlplane: has("controlplane"),
+            worker: has("worker"),
+        }
+    }
+}
+
+/// The containers RKE1 removes from a host with these roles, in its order: worker plane, then
+/// control plane, then etcd plane (the etcd plane only without external etcd).
+pub fn containers_to_remove(roles: Roles, external_etcd: bool) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = Vec::new();
+    let mut add = |list: &[&'static str]| {
+        for n in list {
+            if !names.contains(n) {
+                names.push(n);
+            }
+        }
+    };
+    if roles.worker {
+        add(&[
+            plan::KUBELET,
+            plan::KUBE_PROXY,
+            plan::NGINX_PROXY,
+            plan::SERVICE_SIDEKICK,
+        ]);
+    }
+    if roles.controlplane {
+        add(&[
+            plan::KUBE_APISERVER,
+            plan::KUBE_CONTROLLER_MANAGER,
+            plan::KUBE_SCHEDULER,
+            plan::KUBELET,
+            plan::KUBE_PROXY,
+            plan::SERVICE_SIDEKICK,
+        ]);
+    }
+    if roles.etcd && !external_etcd {
+        add(&[
+            plan::ETCD,
+            plan::ETCD_ROLLING_SNAPSHOTS,
+            plan::KUBELET,
+            plan::KUBE_PROXY,
+            plan::NGINX_PROXY,
+            plan::SERVICE_SIDEKICK,
+        ]);
+    }
+    names
+}
+
+/// The directories whose contents RKE1's `kube-cleaner` deletes on every host, whatever its
+/// roles (`CleanUpAll`, §24.1): nothing else is touched.
+pub fn directories_to_clean(prefix: &str, external_etcd: bool) -> Vec<String> {
+    let p = |path: &str| plan::join_path(&[prefix, path]);
+    let mut dirs = vec![
+        p("/etc/kubernetes"),
+        "/etc/cni".to_string(),
+        "/opt/cni".to_string(),
+        "/var/run/calico".to_string(),
+        p("/etc/kubernetes/.tmp"),
+        p("/var/lib/cni"),
+    ];
+    if !external_etcd {
+        dirs.push(p("/var/lib/etcd"));
+    }
+    dirs
+}
+
+/// Where the rke-tools entrypoints keep log links; RKE1's `rke-log-cleaner` drops the dangling
+/// ones after a cleanup.
+const RKE_LOG_DIR: &str = "/var/lib/rancher/rke/log";
+const LOG_CLEANER: &str = "rke-log-cleaner";
+
+/// One host's share of the teardown.
+struct HostWork {
+    address: String,
+    roles: Roles,
+}
+
+impl crate::phases::HostName for HostWork {
+    fn host_name(&self) -> &str {
+        &self.address
+    }
+}
+
+pub async fn remove(
+    cluster: &Cluster,
+    opts: &RemoveOptions,
+    reporter: &Reporter,
+) -> Result<(), RemoveError> {
+    let config = &cluster.config;
+    let external_etcd = !config.services.etcd.external_urls.is_empty();
+    let runner = Runner::new(reporter.clone(), opts.ssh.concurrency);
+
+    let phase = reporter.phase("connect");
+    let targets = cluster.ssh_targets(opts.agent_override);
+    let mut failures: Vec<(String, String)> = Vec::new();
+    let mut usable = Vec::new();
+    for attempt in HostPool::connect_each(&targets, &opts.ssh).await {
+        match &attempt.error {
+            Some(e) => {
+                let address = &attempt.target.address;
+                let text = e.to_string();
+                // The error names the host already; the list below names it once.
+                let cause = text
+                    .strip_prefix(&format!("host {address}: "))
+                    .unwrap_or(&text)
+                    .to_string();
+                reporter.warn(format!(
+                    "host {address} cannot be reached and is not cleaned: {cause}"
+                ));
+                failures.push((address.clone(), cause));
+            }
+            None => usable.push(attempt),
+        }
+    }
+    let pool = HostPool::from_attempts(usable, opts.ssh.concurrency)
+        .await
+        .map_err(|e| RemoveError::Other(e.to_string()))?;
+    phase.done();
+
+    let work = host_work(config, &pool);
+    if opts.dry_run {
+        print_dry_run(cluster, &pool, &work, &failures, external_etcd, reporter).await;
+        pool.close().await;
+        return Ok(());
+    }
+
+    let phase = reporter.phase("remove");
+    let pool = Arc::new(pool);
+    let context = Arc::new(CleanContext {
+        image: config.system_images.alpine.clone(),
+        registries: cluster.registry_credentials(),
+        prefix: config.prefix_path.clone(),
+        external_etcd,
+    });
+    let p = pool.clone();
+    let result = runner
+        .for_each_host("remove", "remove containers and clean", work, move |w| {
+            let host = p.get(&w.address).cloned();
+            let context = context.clone();
+            async move {
+                let host = host.ok_or("not connected")?;
+                remove_host(&host, w.roles, &context).await
+            }
+        })
+        .await;
+    match result {
+        Ok(()) => phase.done(),
+        Err(PhaseError::Hosts { failures: f, .. }) => {
+            phase.fail(&format!("{} hosts failed", f.len()));
+            failures.extend(f);
+        }
+        Err(e) => {
+            phase.fail(&e.to_string());
+            failures.push(("(all hosts)".into(), e.to_string()));
+        }
+    }
+    pool.close().await;
+
+    if !failures.is_empty() {
+        return Err(RemoveError::Hosts(failures));
+    }
+    remove_local_files(cluster, reporter);
+    reporter.info("Cluster removed successfully");
+    Ok(())
+}
+
+/// The hosts to clean, in config order, each once with the union of its roles.
+fn host_work(config: &RkeConfig, pool: &HostPool) -> Vec<HostWork> {
+    let mut by_address: BTreeMap<&str, Roles> = BTreeMap::new();
+    let mut order = Vec::new();
+    for n in &config.nodes {
+        let r = Roles::of(&n.role);
+        let entry = by_address.entry(n.address.as_str()).or_insert_with(|| {
+            order.push(n.address.clone());
+            Roles::default()
+        });
+        entry.etcd |= r.etcd;
+        entry.controlplane |= r.controlplane;
+        entry.worker |= r.worker;
+    }
+    order
+        .into_iter()
+        .filter(|a| pool.get(a).is_some())
+        .map(|a| HostWork {
+            roles: by_address[a.as_str()],
+            address: a,
+        })
+        .collect()
+}
+
+struct CleanContext {
+    image: String,
+    registries: Vec<crate::hosts::target::RegistryCredential>,
+    prefix: String,
+    external_etcd: bool,
+}
+
+async fn remove_host(host: &Host, roles: Roles, context: &CleanContext) -> Result<(), String> {
+    let facts = plan::HostFacts {
+        os_type: host.facts().os_type.clone(),
+        ..Default::default()
+    };
+    if plan::is_windows(&facts) {
+        // Issue 8 hook: Windows hosts are torn down by `phases::windows::remove_windows_host`
+        // (wins, HNS networks, c:/ directories), which is not wired in yet.
+        return Err("removing a Windows host is not supported yet".into());
+    }
+    for name in containers_to_remove(roles, context.external_etcd) {
+        host.docker()
+            .remove_container(name)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let prefix = plan::host_prefix_path(&context.prefix, &host.facts().operating_system);
+    let dirs =
+        existing_directories(host, &directories_to_clean(&prefix, context.external_etcd)).await?;
+    host.docker()
+        .ensure_image(&context.image, &context.registries, &mut |_| {})
+        .await
+        .map_err(|e| e.to_string())?;
+    reconcile::clean_directories(host, &context.image, &dirs).await?;
+    clean_log_links(host, &context.image).await
+}
+
+/// The subset of `dirs` that exists on the host, asked over SSH so nothing is created.
+async fn existing_directories(host: &Host, dirs: &[String]) -> Result<Vec<String>, String> {
+    let script = format!(
+        "for d in {}; do [ -d \"$d\" ] && echo \"$d\"; done; true",
+        dirs.iter()
+            .map(|d| shell_words::quote(d).into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let out = host
+        .ssh()
+        .exec(&script)
+        .await
+        .map_err(|e| format!("list directories to clean: {e}"))?;
+    let present: Vec<String> = out.stdout_str().lines().map(str::to_string).collect();
+    Ok(dirs
+        .iter()
+        .filter(|d| present.iter().any(|p| p == *d))
+        .cloned()
+        .collect())
+}
+
+async fn clean_log_links(host: &Host, image: &str) -> Result<(), String> {
+    let spec = ContainerSpec {
+        image: image.to_string(),
+        entrypoint: vec!["/bin/sh".into(), "-c".into()],
+        cmd: vec![format!(
+            "[ -d {RKE_LOG_DIR} ] && find {RKE_LOG_DIR} -type l ! -exec test -e {{}} \\; -print -delete; true"
+        )],
+        binds: vec!["/var/lib:/var/lib".into()],
+        privileged: true,
+        ..Default::default()
+    };
+    let r = host
+        .docker()
+        .run_one_shot(LOG_CLEANER, &spec, Duration::from_secs(120))
+        .await
+        .map_err(|e| e.to_string())?;
+    if r.exit_code != 0 {
+        return Err(format!(
+            "{LOG_CLEANER} exited with {}: {}",
+            r.exit_code,
+            r.logs.trim()
+        ));
+    }
+    Ok(())
+}
+
+fn remove_local_files(cluster: &Cluster, reporter: &Reporter) {
+    for path in [&cluster.files.kubeconfig_path, &cluster.files.state_path] {
+        match std::fs::remove_file(path) {
+            Ok(()) => reporter.info(format!("Removed {}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => reporter.warn(format!("cannot remove {}: {e}", path.display())),
+        }
+    }
+}
+
+async fn print_dry_run(
+    cluster: &Cluster,
+    pool: &HostPool,
+    work: &[HostWork],
+    unreachable: &[(String, String)],
+    external_etcd: bool,
+    reporter: &Reporter,
+) {
+    let mut lines = Vec::new();
+    for w in work {
+        let host = pool.get(&w.address).expect("connected host");
+        let mut present = Vec::new();
+        for name in containers_to_remove(w.roles, external_etcd) {
+            if let Ok(Some(_)) = host.docker().inspect_container(name).await {
+                present.push(name);
+            }
+        }
+        let prefix =
+            plan::host_prefix_path(&cluster.config.prefix_path, &host.facts().operating_system);
+        let dirs = directories_to_clean(&prefix, external_etcd);
+        let dirs = existing_directories(host, &dirs).await.unwrap_or(dirs);
+        lines.push(format!("host {}:", w.address));
+        for c in &present {
+            lines.push(format!("  - remove container {c}"));
+        }
+        if !dirs.is_empty() {
+            lines.push(format!("  - clean the contents of {}", dirs.join(", ")));
+        }
+    }
+    for (h, e) in unreachable {
+        lines.push(format!("host {h}: cannot be reached ({e})"));
+    }
+    for path in [&cluster.files.kubeconfig_path, &cluster.files.state_path] {
+        if path.exists() {
+            lines.push(format!("local: delete {}", path.display()));
+        }
+    }
+    if reporter.is_json() {
+        for l in &lines {
+            println!("{}", serde_json::json!({ "dry_run": l }));
+        }
+    } else {
+        for l in &lines {
+            println!("{l}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roles(etcd: bool, controlplane: bool, worker: bool) -> Roles {
+        Roles {
+            etcd,
+            controlplane,
+            worker,
+        }
+    }
+
+    #[test]
+    fn every_host_gets_rke1s_directory_list_with_its_prefix() {
+        assert_eq!(
+            directories_to_clean("/", false),
+            [
+                "/etc/kubernetes",
+                "/etc/cni",
+                "/opt/cni",
+                "/var/run/calico",
+                "/etc/kubernetes/.tmp",
+                "/var/lib/cni",
+                "/var/lib/etcd"
+            ]
+        );
+        let external = directories_to_clean("/opt/rke", true);
+        assert_eq!(
+            external,
+            [
+                "/opt/rke/etc/kubernetes",
+                "/etc/cni",
+                "/opt/cni",
+                "/var/run/calico",
+                "/opt/rke/etc/kubernetes/.tmp",
+                "/opt/rke/var/lib/cni"
+            ]
+        );
+        // Never user data: kubelet's and rancher's directories are not in the list (§24.1).
+        for d in &external {
+            assert!(!d.contains("/var/lib/kubelet") && !d.contains("/var/lib/rancher"));
+        }
+    }
+
+    #[test]
+    fn containers_follow_the_roles_in_rke1s_plane_order() {
+        assert_eq!(
+            containers_to_remove(roles(false, false, true), false),
+            ["kubelet", "kube-proxy", "nginx-proxy", "service-sidekick"]
+        );
+        assert_eq!(
+            containers_to_remove(roles(false, true, false), false),
+            [
+                "kube-apiserver",
+                "kube-controller-manager",
+                "kube-scheduler",
+                "kubelet",
+                "kube-proxy",
+                "service-sidekick"
+            ]
+        );
+        let all = containers_to_remove(roles(true, true, true), false);
+        assert_eq!(
+            all,
+            [
+                "kubelet",
+                "kube-proxy",
+                "nginx-proxy",
+                "service-sidekick",
+                "kube-apiserver",
+                "kube-controller-manager",
+                "kube-scheduler",
+                "etcd",
+                "etcd-rolling-snapshots"
+            ]
+        );
+        // External etcd: the etcd plane is not RKE's to remove.
+        assert_eq!(
+            containers_to_remove(roles(true, false, false), true),
+            Vec::<&str>::new()
+        );
+    }
+
+    #[test]
+    fn roles_come_from_the_node_entry() {
+        let r = Roles::of(&["worker".into(), "etcd".into()]);
+        assert_eq!(r, roles(true, false, true));
+    }
+}
