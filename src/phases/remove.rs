@@ -185,6 +185,7 @@ pub async fn remove(
     let pool = Arc::new(pool);
     let context = Arc::new(CleanContext {
         image: config.system_images.alpine.clone(),
+        windows_image: config.system_images.kubernetes_services_sidecar.clone(),
         registries: cluster.registry_credentials(),
         prefix: config.prefix_path.clone(),
         external_etcd,
@@ -247,6 +248,8 @@ fn host_work(config: &RkeConfig, pool: &HostPool) -> Vec<HostWork> {
 
 struct CleanContext {
     image: String,
+    /// Runs Windows hosts' privileged steps (the sidekick image, as RKE1 uses on Windows).
+    windows_image: String,
     registries: Vec<crate::hosts::target::RegistryCredential>,
     prefix: String,
     external_etcd: bool,
@@ -258,9 +261,13 @@ async fn remove_host(host: &Host, roles: Roles, context: &CleanContext) -> Resul
         ..Default::default()
     };
     if plan::is_windows(&facts) {
-        // Issue 8 hook: Windows hosts are torn down by `phases::windows::remove_windows_host`
-        // (wins, HNS networks, c:/ directories), which is not wired in yet.
-        return Err("removing a Windows host is not supported yet".into());
+        // Containers, wins-managed processes, wins' firewall rules, HNS networks and the
+        // directories the plan wrote. rkers never installs wins, so it leaves it registered.
+        let prefix = plan::host_prefix_path(&context.prefix, &host.facts().operating_system);
+        let steps = plan::remove_plan_windows(&prefix, false);
+        return crate::phases::windows::remove_windows_host(host, &steps, &context.windows_image)
+            .await
+            .map_err(|e| e.to_string());
     }
     for name in containers_to_remove(roles, context.external_etcd) {
         host.docker()
