@@ -328,6 +328,9 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         } else {
             print!("{}", diff::render_dry_run(&all_actions));
         }
+        crate::phases::addons::dry_run_addons(cluster, reporter)
+            .await
+            .map_err(other)?;
         pool.close().await;
         return Ok(());
     }
@@ -383,6 +386,9 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     plane(&run, &runner, "worker plane", WORKER_PLANE, |_| true).await?;
     sync_nodes(cluster, old_current.as_ref(), &run, &api, &runner).await?;
     remove_hosts(&run, &api, &runner).await?;
+    crate::phases::addons::deploy_addons(cluster, &api, reporter)
+        .await
+        .map_err(other)?;
     run.pool.close().await;
     reporter.info("Finished building Kubernetes cluster successfully");
     Ok(())
