@@ -14,6 +14,8 @@ use std::time::Duration;
 
 /// Where RKE1 keeps each addon's manifest.
 pub const ADDON_NAMESPACE: &str = "kube-system";
+/// How long to wait for an object that is being deleted before applying it again.
+const TERMINATING_WAIT: Duration = Duration::from_secs(120);
 
 /// The identity of one manifest object.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -181,6 +183,17 @@ fn api_error(resource: &str, id: &ObjectId, e: impl std::fmt::Display) -> AddonE
     }
 }
 
+/// An object as stored minus what every write touches: the resource version and the field
+/// ownership records. (A no-op apply may still rewrite those, e.g. Namespaces on v1.20.)
+fn content_of(o: &DynamicObject) -> Value {
+    let mut v = serde_json::to_value(o).unwrap_or_default();
+    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("resourceVersion");
+        meta.remove("managedFields");
+    }
+    v
+}
+
 /// The manifest a previous run (of rkers or RKE1) stored for `resource`, if any.
 pub async fn stored_manifest(api: &KubeApi, resource: &str) -> Result<Option<String>, AddonError> {
     let cms: Api<ConfigMap> = Api::namespaced(api.client.clone(), ADDON_NAMESPACE);
@@ -240,16 +253,32 @@ pub async fn apply_addon(
             .await
             .map_err(|e| api_error(resource, id, e))?
             .ok_or_else(|| api_error(resource, id, "the API server does not serve this kind"))?;
-        let before = target
+        let mut existing = target
             .get_opt(&id.name)
             .await
-            .map_err(|e| api_error(resource, id, e))?
-            .and_then(|o| o.metadata.resource_version);
+            .map_err(|e| api_error(resource, id, e))?;
+        // An object still being deleted (a namespace a previous run pruned) cannot be applied
+        // to; wait until it is gone and create it anew.
+        let deadline = std::time::Instant::now() + TERMINATING_WAIT;
+        while existing
+            .as_ref()
+            .is_some_and(|o| o.metadata.deletion_timestamp.is_some())
+        {
+            if std::time::Instant::now() >= deadline {
+                return Err(api_error(resource, id, "still being deleted"));
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            existing = target
+                .get_opt(&id.name)
+                .await
+                .map_err(|e| api_error(resource, id, e))?;
+        }
+        let before = existing.map(|o| content_of(&o));
         let after = target
             .patch(&id.name, &params, &Patch::Apply(obj))
             .await
             .map_err(|e| api_error(resource, id, e))?;
-        if before.is_none() || before != after.metadata.resource_version {
+        if before.is_none_or(|b| b != content_of(&after)) {
             change.changed.push(id.clone());
         }
     }

@@ -98,6 +98,10 @@ fn log_change(reporter: &Reporter, change: &apply::AddonChange, plan: &AddonPlan
             for id in &change.objects {
                 reporter.info(format!("[addons]   apply {id}"));
             }
+        } else {
+            for id in &change.changed {
+                reporter.info(format!("[addons]   changed {id}"));
+            }
         }
     }
     for id in &change.pruned {
