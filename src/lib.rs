@@ -16,6 +16,7 @@
 //! - [`output`]: progress on a TTY, plain lines otherwise, JSON events; secret redaction.
 //! - [`cli`]: the command line surface and exit codes.
 
+pub mod addons;
 pub mod cli;
 pub mod cluster;
 pub mod config;

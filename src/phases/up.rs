@@ -348,6 +348,9 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
                 }
             }
         }
+        crate::phases::addons::dry_run_addons(cluster, reporter)
+            .await
+            .map_err(other)?;
         pool.close().await;
         return Ok(());
     }
@@ -455,6 +458,9 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     sync_nodes(cluster, old_current.as_ref(), &run, &api, &runner).await?;
     remove_hosts(&run, &api, &runner).await?;
     link_logs(&run, &runner).await?;
+    crate::phases::addons::deploy_addons(cluster, &api, reporter)
+        .await
+        .map_err(other)?;
     run.pool.close().await;
     reporter.info("Finished building Kubernetes cluster successfully");
     Ok(())

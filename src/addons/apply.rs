@@ -1,0 +1,380 @@
+//! Applying one addon: server-side apply of every object of its manifest (field manager
+//! `rkers`), pruning what the previous manifest listed and the new one lacks, and RKE1's
+//! ConfigMap `kube-system/<resource>` that holds the manifest (§19.2).
+
+use super::{AddonError, AddonPlan};
+use crate::kubeapi::{FIELD_MANAGER, KubeApi};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::discovery::{ApiCapabilities, ApiResource, Scope};
+use serde_json::{Value, json};
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
+
+/// Where RKE1 keeps each addon's manifest.
+pub const ADDON_NAMESPACE: &str = "kube-system";
+/// How long to wait for an object that is being deleted before applying it again.
+const TERMINATING_WAIT: Duration = Duration::from_secs(120);
+
+/// The identity of one manifest object.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectId {
+    pub api_version: String,
+    pub kind: String,
+    /// Empty for cluster-scoped objects and for namespaced ones that name none (`default`).
+    pub namespace: String,
+    pub name: String,
+}
+
+impl std::fmt::Display for ObjectId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.namespace.is_empty() {
+            write!(f, "{} {}", self.kind, self.name)
+        } else {
+            write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+        }
+    }
+}
+
+impl ObjectId {
+    pub fn of(v: &Value) -> Option<ObjectId> {
+        Some(ObjectId {
+            api_version: v.get("apiVersion")?.as_str()?.to_string(),
+            kind: v.get("kind")?.as_str()?.to_string(),
+            namespace: v["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+            name: v["metadata"]["name"].as_str()?.to_string(),
+        })
+    }
+
+    fn gvk(&self) -> GroupVersionKind {
+        let (group, version) = match self.api_version.split_once('/') {
+            Some((g, v)) => (g, v),
+            None => ("", self.api_version.as_str()),
+        };
+        GroupVersionKind::gvk(group, version, &self.kind)
+    }
+}
+
+/// The objects of a manifest, in order; empty documents are skipped and `kind: List` expanded.
+pub fn parse_manifest(resource: &str, text: &str) -> Result<Vec<Value>, AddonError> {
+    let mut out = Vec::new();
+    for (index, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
+        let doc = serde::Deserialize::deserialize(doc).map_err(|e: serde_norway::Error| {
+            AddonError::Manifest {
+                resource: resource.to_string(),
+                index: index + 1,
+                message: e.to_string(),
+            }
+        })?;
+        let doc: Value = doc;
+        if doc.is_null() {
+            continue;
+        }
+        let items = if doc["kind"].as_str().is_some_and(|k| k.ends_with("List")) {
+            doc["items"].as_array().cloned().unwrap_or_default()
+        } else {
+            vec![doc]
+        };
+        for item in items {
+            if item.is_null() {
+                continue;
+            }
+            if ObjectId::of(&item).is_none() {
+                return Err(AddonError::Manifest {
+                    resource: resource.to_string(),
+                    index: index + 1,
+                    message: "an object needs apiVersion, kind and metadata.name".into(),
+                });
+            }
+            out.push(item);
+        }
+    }
+    Ok(out)
+}
+
+/// What applying one addon did (or, in a dry run, would do).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct AddonChange {
+    pub resource: String,
+    /// Every object of the new manifest.
+    pub objects: Vec<ObjectId>,
+    /// Objects that were created or whose stored state changed.
+    pub changed: Vec<ObjectId>,
+    /// Objects of the previous manifest that were deleted.
+    pub pruned: Vec<ObjectId>,
+}
+
+/// Resolves kinds to API resources through discovery, once per kind.
+pub struct Resolver<'a> {
+    api: &'a KubeApi,
+    cache: HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>,
+}
+
+impl<'a> Resolver<'a> {
+    pub fn new(api: &'a KubeApi) -> Self {
+        Resolver {
+            api,
+            cache: HashMap::new(),
+        }
+    }
+
+    /// The API of `id`; retries for a while, since a custom resource's kind appears in
+    /// discovery a moment after its CRD was created.
+    async fn resolve(
+        &mut self,
+        id: &ObjectId,
+        wait: bool,
+    ) -> Result<Option<Api<DynamicObject>>, kube::Error> {
+        let gvk = id.gvk();
+        if !self.cache.contains_key(&gvk) {
+            let mut tries = if wait { 15 } else { 1 };
+            loop {
+                match kube::discovery::pinned_kind(&self.api.client, &gvk).await {
+                    Ok(found) => {
+                        self.cache.insert(gvk.clone(), found);
+                        break;
+                    }
+                    Err(e) => {
+                        tries -= 1;
+                        if tries == 0 {
+                            if is_missing_kind(&e) {
+                                return Ok(None);
+                            }
+                            return Err(e);
+                        }
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                }
+            }
+        }
+        let (resource, caps) = &self.cache[&gvk];
+        let client = self.api.client.clone();
+        Ok(Some(match caps.scope {
+            Scope::Namespaced => {
+                let ns = if id.namespace.is_empty() {
+                    "default"
+                } else {
+                    &id.namespace
+                };
+                Api::namespaced_with(client, ns, resource)
+            }
+            Scope::Cluster => Api::all_with(client, resource),
+        }))
+    }
+}
+
+fn is_missing_kind(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(s) => s.code == 404,
+        kube::Error::Discovery(_) => true,
+        _ => false,
+    }
+}
+
+fn api_error(resource: &str, id: &ObjectId, e: impl std::fmt::Display) -> AddonError {
+    AddonError::Api {
+        resource: resource.to_string(),
+        object: id.to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// An object as stored minus what every write touches: the resource version and the field
+/// ownership records. (A no-op apply may still rewrite those, e.g. Namespaces on v1.20.)
+fn content_of(o: &DynamicObject) -> Value {
+    let mut v = serde_json::to_value(o).unwrap_or_default();
+    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("resourceVersion");
+        meta.remove("managedFields");
+    }
+    v
+}
+
+/// The manifest a previous run (of rkers or RKE1) stored for `resource`, if any.
+pub async fn stored_manifest(api: &KubeApi, resource: &str) -> Result<Option<String>, AddonError> {
+    let cms: Api<ConfigMap> = Api::namespaced(api.client.clone(), ADDON_NAMESPACE);
+    let cm = cms.get_opt(resource).await.map_err(|e| AddonError::Api {
+        resource: resource.to_string(),
+        object: format!("ConfigMap {ADDON_NAMESPACE}/{resource}"),
+        message: e.to_string(),
+    })?;
+    Ok(cm.and_then(|c| c.data).and_then(|mut d| d.remove(resource)))
+}
+
+/// Applies `plan` (or removes the addon when it has no manifest): server-side applies every
+/// object, deletes what the stored previous manifest had and the new one lacks, then stores the
+/// new manifest in RKE1's ConfigMap. With `dry_run` nothing is written.
+pub async fn apply_addon(
+    api: &KubeApi,
+    plan: &AddonPlan,
+    dry_run: bool,
+) -> Result<AddonChange, AddonError> {
+    let resource = plan.resource;
+    let previous = stored_manifest(api, resource).await?;
+    let new_objects = match &plan.manifest {
+        Some(m) => parse_manifest(resource, m)?,
+        None => Vec::new(),
+    };
+    // A previous manifest that no longer parses (hand-edited ConfigMap) prunes nothing.
+    let old_ids: Vec<ObjectId> = previous
+        .as_deref()
+        .and_then(|p| parse_manifest(resource, p).ok())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(ObjectId::of)
+        .collect();
+    let new_ids: Vec<ObjectId> = new_objects.iter().filter_map(ObjectId::of).collect();
+    let keep: BTreeSet<&ObjectId> = new_ids.iter().collect();
+    let mut change = AddonChange {
+        resource: resource.to_string(),
+        objects: new_ids.clone(),
+        ..Default::default()
+    };
+    let stale: Vec<ObjectId> = old_ids
+        .iter()
+        .filter(|id| !keep.contains(id))
+        .cloned()
+        .collect();
+    if dry_run {
+        change.changed = new_ids;
+        change.pruned = stale;
+        return Ok(change);
+    }
+
+    let mut resolver = Resolver::new(api);
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    for (obj, id) in new_objects.iter().zip(&new_ids) {
+        let target = resolver
+            .resolve(id, true)
+            .await
+            .map_err(|e| api_error(resource, id, e))?
+            .ok_or_else(|| api_error(resource, id, "the API server does not serve this kind"))?;
+        let mut existing = target
+            .get_opt(&id.name)
+            .await
+            .map_err(|e| api_error(resource, id, e))?;
+        // An object still being deleted (a namespace a previous run pruned) cannot be applied
+        // to; wait until it is gone and create it anew.
+        let deadline = std::time::Instant::now() + TERMINATING_WAIT;
+        while existing
+            .as_ref()
+            .is_some_and(|o| o.metadata.deletion_timestamp.is_some())
+        {
+            if std::time::Instant::now() >= deadline {
+                return Err(api_error(resource, id, "still being deleted"));
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            existing = target
+                .get_opt(&id.name)
+                .await
+                .map_err(|e| api_error(resource, id, e))?;
+        }
+        let before = existing.map(|o| content_of(&o));
+        let after = target
+            .patch(&id.name, &params, &Patch::Apply(obj))
+            .await
+            .map_err(|e| api_error(resource, id, e))?;
+        if before.is_none_or(|b| b != content_of(&after)) {
+            change.changed.push(id.clone());
+        }
+    }
+
+    for id in stale.iter().rev() {
+        let Some(target) = resolver
+            .resolve(id, false)
+            .await
+            .map_err(|e| api_error(resource, id, e))?
+        else {
+            continue; // its kind is gone (CRD removed), so is the object
+        };
+        match target.delete(&id.name, &DeleteParams::background()).await {
+            Ok(_) => change.pruned.push(id.clone()),
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(api_error(resource, id, e)),
+        }
+    }
+
+    store_manifest(api, resource, plan.manifest.as_deref()).await?;
+    Ok(change)
+}
+
+/// Writes (or, for a removed addon, deletes) RKE1's ConfigMap for `resource`; a removed addon's
+/// RKE1 deploy Job goes too, so RKE1 no longer takes the addon for deployed.
+async fn store_manifest(
+    api: &KubeApi,
+    resource: &str,
+    manifest: Option<&str>,
+) -> Result<(), AddonError> {
+    let cms: Api<ConfigMap> = Api::namespaced(api.client.clone(), ADDON_NAMESPACE);
+    let cm_id = format!("ConfigMap {ADDON_NAMESPACE}/{resource}");
+    let fail = |e: kube::Error| AddonError::Api {
+        resource: resource.to_string(),
+        object: cm_id.clone(),
+        message: e.to_string(),
+    };
+    match manifest {
+        Some(m) => {
+            let cm = json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": resource, "namespace": ADDON_NAMESPACE},
+                "data": {resource: m},
+            });
+            cms.patch(
+                resource,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&cm),
+            )
+            .await
+            .map_err(fail)?;
+        }
+        None => {
+            match cms.delete(resource, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => return Err(fail(e)),
+            }
+            let jobs: Api<Job> = Api::namespaced(api.client.clone(), ADDON_NAMESPACE);
+            let job = format!("{resource}-deploy-job");
+            match jobs.delete(&job, &DeleteParams::foreground()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => return Err(fail(e)),
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_objects_skip_empty_documents_and_expand_lists() {
+        let text = "---\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: x\n\
+                    ---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Namespace\n  metadata:\n    name: ns1\n";
+        let objs = parse_manifest("rke-user-addon", text).unwrap();
+        let ids: Vec<String> = objs
+            .iter()
+            .map(|o| ObjectId::of(o).unwrap().to_string())
+            .collect();
+        assert_eq!(ids, ["ConfigMap x/a", "Namespace ns1"]);
+    }
+
+    #[test]
+    fn an_object_without_a_name_is_an_error_naming_the_document() {
+        let text =
+            "apiVersion: v1\nkind: ConfigMap\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {}\n";
+        let err = parse_manifest("rke-user-addon", text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("rke-user-addon") && err.contains("document 1"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,295 @@
+//! Waiting for addons: each addon's DaemonSets and Deployments become ready within
+//! `addon_job_timeout`, and after the network plugin every node reports its network ready. On
+//! timeout the error says why: each unready pod's state, its events (e.g. an ImagePullBackOff
+//! naming the image) and its last log lines (§32 pain point 2).
+
+use super::AddonError;
+use super::apply::ObjectId;
+use crate::kubeapi::KubeApi;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use kube::api::{Api, ListParams, LogParams};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+const POLL: Duration = Duration::from_secs(2);
+const LOG_LINES: i64 = 5;
+
+/// A workload of an addon and why it is not ready yet (`None` = ready).
+async fn workload_pending(
+    api: &KubeApi,
+    id: &ObjectId,
+) -> Result<Option<(String, BTreeMap<String, String>)>, kube::Error> {
+    let ns = if id.namespace.is_empty() {
+        "default"
+    } else {
+        &id.namespace
+    };
+    match id.kind.as_str() {
+        "Deployment" => {
+            let d = Api::<Deployment>::namespaced(api.client.clone(), ns)
+                .get(&id.name)
+                .await?;
+            let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+            let selector = d
+                .spec
+                .as_ref()
+                .and_then(|s| s.selector.match_labels.clone())
+                .unwrap_or_default();
+            let st = d.status.unwrap_or_default();
+            let current = st.observed_generation.unwrap_or(0) >= d.metadata.generation.unwrap_or(0);
+            let updated = st.updated_replicas.unwrap_or(0);
+            let available = st.available_replicas.unwrap_or(0);
+            if current && updated >= want && available >= want {
+                return Ok(None);
+            }
+            Ok(Some((
+                format!("{id}: {available}/{want} replicas available, {updated} updated"),
+                selector,
+            )))
+        }
+        "DaemonSet" => {
+            let d = Api::<DaemonSet>::namespaced(api.client.clone(), ns)
+                .get(&id.name)
+                .await?;
+            let selector = d
+                .spec
+                .as_ref()
+                .and_then(|s| s.selector.match_labels.clone())
+                .unwrap_or_default();
+            let st = d.status.unwrap_or_default();
+            let current = st.observed_generation.unwrap_or(0) >= d.metadata.generation.unwrap_or(0);
+            let want = st.desired_number_scheduled;
+            let ready = st.number_ready;
+            let updated = st.updated_number_scheduled.unwrap_or(0);
+            if current && ready >= want && updated >= want {
+                return Ok(None);
+            }
+            Ok(Some((
+                format!("{id}: {ready}/{want} pods ready, {updated} updated"),
+                selector,
+            )))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Waits until every DaemonSet and Deployment among `objects` is ready, at most `timeout`.
+pub async fn wait_workloads(
+    api: &KubeApi,
+    resource: &str,
+    objects: &[ObjectId],
+    timeout: Duration,
+) -> Result<(), AddonError> {
+    let workloads: Vec<&ObjectId> = objects
+        .iter()
+        .filter(|o| {
+            o.api_version.starts_with("apps/")
+                && matches!(o.kind.as_str(), "Deployment" | "DaemonSet")
+        })
+        .collect();
+    let deadline = Instant::now() + timeout;
+    loop {
+        let mut pending = Vec::new();
+        for id in &workloads {
+            let state = workload_pending(api, id)
+                .await
+                .map_err(|e| AddonError::Api {
+                    resource: resource.to_string(),
+                    object: id.to_string(),
+                    message: e.to_string(),
+                })?;
+            if let Some(p) = state {
+                pending.push((*id, p));
+            }
+        }
+        if pending.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            let mut report = format!(
+                "addon {resource}: workloads not ready after {}s:",
+                timeout.as_secs()
+            );
+            for (id, (why, selector)) in &pending {
+                report.push_str(&format!("\n  {why}"));
+                let ns = if id.namespace.is_empty() {
+                    "default"
+                } else {
+                    &id.namespace
+                };
+                report.push_str(&describe_pods(api, ns, selector, None).await);
+            }
+            return Err(AddonError::NotReady(report));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+fn label_selector(selector: &BTreeMap<String, String>) -> String {
+    selector
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Each not-ready pod matching `selector` (on `node` if given): phase, container states, its
+/// events and the last log lines of its containers, indented for an error message.
+pub async fn describe_pods(
+    api: &KubeApi,
+    namespace: &str,
+    selector: &BTreeMap<String, String>,
+    node: Option<&str>,
+) -> String {
+    let pods_api: Api<Pod> = Api::namespaced(api.client.clone(), namespace);
+    let mut lp = ListParams::default().labels(&label_selector(selector));
+    if let Some(node) = node {
+        lp = lp.fields(&format!("spec.nodeName={node}"));
+    }
+    let pods = match pods_api.list(&lp).await {
+        Ok(p) => p.items,
+        Err(e) => return format!("\n    (cannot list pods: {e})"),
+    };
+    if pods.is_empty() {
+        return "\n    no pods were created".to_string();
+    }
+    let events_api: Api<Event> = Api::namespaced(api.client.clone(), namespace);
+    let mut out = String::new();
+    for pod in pods {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let status = pod.status.clone().unwrap_or_default();
+        let ready = status
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        if ready {
+            continue;
+        }
+        let node_name = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .unwrap_or_else(|| "<unscheduled>".into());
+        out.push_str(&format!(
+            "\n    pod {namespace}/{name} on {node_name}: {}",
+            status.phase.as_deref().unwrap_or("Unknown")
+        ));
+        for cs in status
+            .init_container_statuses
+            .iter()
+            .flatten()
+            .chain(status.container_statuses.iter().flatten())
+        {
+            let state = cs.state.clone().unwrap_or_default();
+            if let Some(w) = state.waiting {
+                out.push_str(&format!(
+                    "\n      container {} ({}): waiting: {} {}",
+                    cs.name,
+                    cs.image,
+                    w.reason.unwrap_or_default(),
+                    w.message.unwrap_or_default()
+                ));
+            } else if let Some(t) = state.terminated {
+                out.push_str(&format!(
+                    "\n      container {} ({}): terminated: {} exit code {}",
+                    cs.name,
+                    cs.image,
+                    t.reason.unwrap_or_default(),
+                    t.exit_code
+                ));
+            } else if state.running.is_some() {
+                out.push_str(&format!(
+                    "\n      container {} ({}): running, not ready",
+                    cs.name, cs.image
+                ));
+            }
+        }
+        let events = events_api
+            .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default();
+        for e in events.iter().rev().take(6).rev() {
+            out.push_str(&format!(
+                "\n      event {} {}: {}",
+                e.type_.as_deref().unwrap_or(""),
+                e.reason.as_deref().unwrap_or(""),
+                e.message.as_deref().unwrap_or("").trim()
+            ));
+        }
+        for c in pod.spec.iter().flat_map(|s| s.containers.iter()) {
+            let lp = LogParams {
+                container: Some(c.name.clone()),
+                tail_lines: Some(LOG_LINES),
+                ..Default::default()
+            };
+            if let Ok(logs) = pods_api.logs(&name, &lp).await {
+                for line in logs.lines().filter(|l| !l.trim().is_empty()) {
+                    out.push_str(&format!("\n      log {}: {line}", c.name));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// After the network plugin: waits until every node is Ready (the kubelet reports NotReady while
+/// its CNI is not set up); on timeout names each such node with its condition and the state of
+/// the plugin's pods there.
+pub async fn wait_nodes_network(
+    api: &KubeApi,
+    cni_pods: &[(String, BTreeMap<String, String>)],
+    timeout: Duration,
+) -> Result<(), AddonError> {
+    let nodes_api: Api<Node> = Api::all(api.client.clone());
+    let deadline = Instant::now() + timeout;
+    loop {
+        let nodes = nodes_api
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| AddonError::NotReady(format!("listing nodes: {e}")))?;
+        let not_ready: Vec<(String, String)> = nodes
+            .items
+            .iter()
+            .filter_map(|n| {
+                let cond = n
+                    .status
+                    .as_ref()?
+                    .conditions
+                    .iter()
+                    .flatten()
+                    .find(|c| c.type_ == "Ready");
+                match cond {
+                    Some(c) if c.status == "True" => None,
+                    Some(c) => Some((
+                        n.metadata.name.clone().unwrap_or_default(),
+                        c.message.clone().unwrap_or_default(),
+                    )),
+                    None => Some((
+                        n.metadata.name.clone().unwrap_or_default(),
+                        "no Ready condition".into(),
+                    )),
+                }
+            })
+            .collect();
+        if not_ready.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            let mut report = format!(
+                "network plugin: nodes without a ready network after {}s:",
+                timeout.as_secs()
+            );
+            for (node, why) in &not_ready {
+                report.push_str(&format!("\n  node {node}: {why}"));
+                for (ns, selector) in cni_pods {
+                    report.push_str(&describe_pods(api, ns, selector, Some(node)).await);
+                }
+            }
+            return Err(AddonError::NotReady(report));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}

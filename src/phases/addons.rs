@@ -1,0 +1,253 @@
+//! The addons step of `up` (§19): render every addon, apply them through the API server in
+//! RKE1's order, wait for their workloads (and, after the network plugin, for every node's
+//! network), and prune what earlier runs deployed and this one no longer does.
+
+use crate::addons::apply::{self, ObjectId};
+use crate::addons::{AddonError, AddonPlan, plan_addons, resource, wait};
+use crate::cluster::Cluster;
+use crate::kubeapi::KubeApi;
+use crate::output::Reporter;
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::{Api, DeleteParams};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// Jobs RKE1 deletes before deploying ingress-nginx newer than 0.40.0: Jobs are immutable, so
+/// a changed template could not be applied over them.
+const INGRESS_ADMISSION_JOBS: &[&str] = &[
+    "ingress-nginx-admission-create",
+    "ingress-nginx-admission-patch",
+];
+const INGRESS_NAMESPACE: &str = "ingress-nginx";
+
+/// Reads `addons_include` entries: local files (relative to the directory of cluster.yml, as
+/// RKE1 is normally run from there) and `http://` URLs.
+async fn read_includes(cluster: &Cluster) -> Result<Vec<String>, AddonError> {
+    let base = cluster
+        .files
+        .config_path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let mut out = Vec::new();
+    for source in &cluster.config.addons_include {
+        let fail = |message: String| AddonError::Include {
+            include: source.clone(),
+            message,
+        };
+        let text = if source.starts_with("http://") || source.starts_with("https://") {
+            fetch_url(source).await.map_err(fail)?
+        } else {
+            let path = base.join(source);
+            std::fs::read_to_string(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?
+        };
+        apply::parse_manifest(source, &text).map_err(|e| fail(e.to_string()))?;
+        out.push(text);
+    }
+    Ok(out)
+}
+
+async fn fetch_url(url: &str) -> Result<String, String> {
+    use http_body_util::{BodyExt, Empty};
+    use hyper_util::rt::TokioIo;
+    let uri: http::Uri = url.parse().map_err(|e| format!("{e}"))?;
+    if uri.scheme_str() != Some("http") {
+        return Err("only http:// URLs are supported; put the file next to cluster.yml".into());
+    }
+    let host = uri.host().ok_or("URL without host")?.to_string();
+    let port = uri.port_u16().unwrap_or(80);
+    let stream = tokio::net::TcpStream::connect((host.as_str(), port))
+        .await
+        .map_err(|e| e.to_string())?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(conn);
+    let req = http::Request::get(uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"))
+        .header("host", host)
+        .body(Empty::<hyper::body::Bytes>::new())
+        .map_err(|e| e.to_string())?;
+    let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+    if !resp.status().is_success() {
+        return Err(format!("HTTP {}", resp.status()));
+    }
+    let body = resp
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?;
+    String::from_utf8(body.to_bytes().to_vec()).map_err(|e| e.to_string())
+}
+
+fn log_change(reporter: &Reporter, change: &apply::AddonChange, plan: &AddonPlan, dry_run: bool) {
+    let verb = if dry_run { "would apply" } else { "applied" };
+    if plan.manifest.is_some() {
+        reporter.info(format!(
+            "[addons] {}{}: {verb} {} objects, {} changed",
+            plan.resource,
+            plan.template
+                .as_deref()
+                .map(|t| format!(" ({t})"))
+                .unwrap_or_default(),
+            change.objects.len(),
+            change.changed.len()
+        ));
+        if dry_run {
+            for id in &change.objects {
+                reporter.info(format!("[addons]   apply {id}"));
+            }
+        } else {
+            for id in &change.changed {
+                reporter.info(format!("[addons]   changed {id}"));
+            }
+        }
+    }
+    for id in &change.pruned {
+        let verb = if dry_run { "would prune" } else { "pruned" };
+        reporter.info(format!("[addons] {}: {verb} {id}", plan.resource));
+    }
+}
+
+/// Label selectors of the network plugin's DaemonSets, to describe its pods on unready nodes.
+async fn cni_pod_selectors(
+    api: &KubeApi,
+    objects: &[ObjectId],
+) -> Vec<(String, BTreeMap<String, String>)> {
+    let mut out = Vec::new();
+    for id in objects.iter().filter(|o| o.kind == "DaemonSet") {
+        let ns = if id.namespace.is_empty() {
+            "default"
+        } else {
+            &id.namespace
+        };
+        if let Ok(ds) = Api::<DaemonSet>::namespaced(api.client.clone(), ns)
+            .get(&id.name)
+            .await
+            && let Some(labels) = ds.spec.and_then(|s| s.selector.match_labels)
+        {
+            out.push((ns.to_string(), labels));
+        }
+    }
+    out
+}
+
+async fn delete_admission_jobs(api: &KubeApi) -> Result<(), AddonError> {
+    let jobs: Api<Job> = Api::namespaced(api.client.clone(), INGRESS_NAMESPACE);
+    for name in INGRESS_ADMISSION_JOBS {
+        match jobs.delete(name, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => {
+                return Err(AddonError::Api {
+                    resource: resource::INGRESS.into(),
+                    object: format!("Job {INGRESS_NAMESPACE}/{name}"),
+                    message: e.to_string(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One addon: apply or remove, then wait for its workloads.
+async fn deploy_one(
+    api: &KubeApi,
+    plan: &AddonPlan,
+    timeout: Duration,
+    reporter: &Reporter,
+) -> Result<(), AddonError> {
+    if plan.resource == resource::INGRESS && plan.manifest.is_some() {
+        let stored = apply::stored_manifest(api, plan.resource).await?;
+        if stored.as_ref() != plan.manifest.as_ref() {
+            delete_admission_jobs(api).await?;
+        }
+    }
+    let change = apply::apply_addon(api, plan, false).await?;
+    log_change(reporter, &change, plan, false);
+    if plan.manifest.is_none() {
+        return Ok(());
+    }
+    wait::wait_workloads(api, plan.resource, &change.objects, timeout).await?;
+    if plan.resource == resource::NETWORK {
+        let selectors = cni_pod_selectors(api, &change.objects).await;
+        wait::wait_nodes_network(api, &selectors, timeout).await?;
+    }
+    Ok(())
+}
+
+/// Deploys every addon in RKE1's order. A failing system addon (network, DNS, metrics-server,
+/// ingress) fails `up`; a failing user addon only warns — RKE1's `addonError.isCritical` rule
+/// (§19.1).
+pub async fn deploy_addons(
+    cluster: &Cluster,
+    api: &KubeApi,
+    reporter: &Reporter,
+) -> Result<(), AddonError> {
+    let phase = reporter.phase("addons");
+    let result = async {
+        let includes = read_includes(cluster).await?;
+        let plans = plan_addons(&cluster.config, &cluster.catalog, &includes)?;
+        let timeout = Duration::from_secs(cluster.config.addon_job_timeout.max(1) as u64);
+        for plan in &plans {
+            match deploy_one(api, plan, timeout, reporter).await {
+                Ok(()) => {}
+                Err(e) if !plan.critical => {
+                    reporter.warn(format!("[addons] user addon {} failed: {e}", plan.resource))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+    .await;
+    match &result {
+        Ok(()) => phase.done(),
+        Err(e) => phase.fail(&e.to_string()),
+    }
+    result
+}
+
+/// `up --dry-run`: what the addons step would apply and prune. The prune list needs the
+/// cluster's stored manifests; without a reachable API server only the rendering is shown.
+pub async fn dry_run_addons(cluster: &Cluster, reporter: &Reporter) -> Result<(), AddonError> {
+    let includes = read_includes(cluster).await?;
+    let plans = plan_addons(&cluster.config, &cluster.catalog, &includes)?;
+    let mut api = match std::fs::read_to_string(&cluster.files.kubeconfig_path) {
+        Ok(text) => KubeApi::from_kubeconfig(&text).await.ok(),
+        Err(_) => None,
+    };
+    for plan in &plans {
+        let online = match &api {
+            Some(a) => apply::apply_addon(a, plan, true).await.ok(),
+            None => None,
+        };
+        let change = match online {
+            Some(c) => c,
+            None => {
+                // One failed read is enough: do not wait for a down API server per addon.
+                api = None;
+                offline_change(plan)?
+            }
+        };
+        log_change(reporter, &change, plan, true);
+    }
+    Ok(())
+}
+
+fn offline_change(plan: &AddonPlan) -> Result<apply::AddonChange, AddonError> {
+    let objects: Vec<ObjectId> = match &plan.manifest {
+        Some(m) => apply::parse_manifest(plan.resource, m)?
+            .iter()
+            .filter_map(ObjectId::of)
+            .collect(),
+        None => Vec::new(),
+    };
+    Ok(apply::AddonChange {
+        resource: plan.resource.to_string(),
+        changed: objects.clone(),
+        objects,
+        pruned: Vec::new(),
+    })
+}

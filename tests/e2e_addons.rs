@@ -1,0 +1,169 @@
+//! Addons end to end on the sandbox's real API server (v1.20): a user addon is applied with
+//! server-side apply and its Deployment (on the sandbox's pause image) becomes ready; a second
+//! `up` changes nothing; an object removed from the addon is pruned; a DNS addon whose image
+//! does not exist fails `up` with the image and the ImagePullBackOff in the error, after its
+//! objects were created; switching `dns.provider` removes the old provider's objects. At the end
+//! the standard config (no addons) is restored and `up` prunes everything again.
+//!
+//! No CoreDNS, flannel, calico, metrics-server or ingress-nginx image can be built here (Debian
+//! has no packages for them), so system addons are exercised through their object creation and
+//! failure path only; their rendering is covered by the golden tests in src/addons/render.rs.
+
+mod support;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use kube::api::Api;
+use std::time::Instant;
+use support::e2e::E2e;
+
+const NS: &str = "rkers-e2e-addons";
+
+fn pause_image(config: &str) -> String {
+    config
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("pod_infra_container: "))
+        .expect("sandbox cluster.yml names the pause image")
+        .trim()
+        .to_string()
+}
+
+fn user_addon(pause: &str, with_drop: bool) -> String {
+    let mut docs = vec![
+        format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NS}\n"),
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: pause\n  namespace: {NS}\n\
+             spec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: pause}}\n  template:\n\
+             \x20   metadata:\n      labels: {{app: pause}}\n    spec:\n      containers:\n\
+             \x20     - name: pause\n        image: {pause}\n        imagePullPolicy: IfNotPresent\n"
+        ),
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: keep\n  namespace: {NS}\ndata:\n  a: \"1\"\n"
+        ),
+    ];
+    if with_drop {
+        docs.push(format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: drop\n  namespace: {NS}\ndata:\n  b: \"2\"\n"
+        ));
+    }
+    let body: String = docs.join("---\n");
+    let indented: String = body.lines().map(|l| format!("  {l}\n")).collect();
+    format!("addons: |-\n{indented}")
+}
+
+fn with_addons(base: &str, extra: &str, dns: &str) -> String {
+    assert!(
+        base.contains("dns:\n  provider: none\n"),
+        "sandbox cluster.yml has the dns block"
+    );
+    let text = base.replace("dns:\n  provider: none\n", dns);
+    format!("{text}addon_job_timeout: 30\n{extra}")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn addons_apply_prune_and_fail_clearly() {
+    let Some(cluster) = E2e::new() else { return };
+    let api = cluster.standard().await;
+    let base = std::fs::read_to_string(&cluster.config).unwrap();
+    let pause = pause_image(&base);
+    let started = Instant::now();
+    let none = "dns:\n  provider: none\n";
+
+    // 1. A user addon: applied, its Deployment ready, the RKE1 ConfigMap stored.
+    std::fs::write(
+        &cluster.config,
+        with_addons(&base, &user_addon(&pause, true), none),
+    )
+    .unwrap();
+    let out = cluster.up();
+    assert!(
+        out.contains("[addons] rke-user-addon: applied 4 objects"),
+        "{out}"
+    );
+    let deploys: Api<Deployment> = Api::namespaced(api.client.clone(), NS);
+    let d = deploys.get("pause").await.unwrap();
+    assert_eq!(d.status.unwrap().available_replicas, Some(1));
+    let cms: Api<ConfigMap> = Api::namespaced(api.client.clone(), NS);
+    assert!(cms.get_opt("drop").await.unwrap().is_some());
+    let stored: Api<ConfigMap> = Api::namespaced(api.client.clone(), "kube-system");
+    let cm = stored.get("rke-user-addon").await.unwrap();
+    assert!(cm.data.unwrap()["rke-user-addon"].contains("name: drop"));
+    let managed = d.metadata.managed_fields.unwrap_or_default();
+    assert!(
+        managed
+            .iter()
+            .any(|m| m.manager.as_deref() == Some("rkers")
+                && m.operation.as_deref() == Some("Apply"))
+    );
+
+    // 2. A second up changes nothing.
+    let out = cluster.up();
+    assert!(
+        out.contains("[addons] rke-user-addon: applied 4 objects, 0 changed"),
+        "{out}"
+    );
+
+    // 3. An object removed from the addon is pruned; the others stay.
+    std::fs::write(
+        &cluster.config,
+        with_addons(&base, &user_addon(&pause, false), none),
+    )
+    .unwrap();
+    let out = cluster.up();
+    assert!(
+        out.contains(&format!("pruned ConfigMap {NS}/drop")),
+        "{out}"
+    );
+    assert!(cms.get_opt("drop").await.unwrap().is_none());
+    assert!(cms.get_opt("keep").await.unwrap().is_some());
+
+    // 4. CoreDNS with an image that does not exist: objects created, then a failure that names
+    //    the image and the pull error.
+    let missing = pause.rsplit_once('/').unwrap().0.to_string() + "/rkers-no-such-image:v0";
+    let with_images = |provider: &str| {
+        let text = with_addons(&base, "", &format!("dns:\n  provider: {provider}\n"));
+        text.replace(
+            "system_images:\n",
+            &format!(
+                "system_images:\n  coredns: {missing}\n  coredns_autoscaler: {missing}\n  kubedns: {missing}\n  \
+                 dnsmasq: {missing}\n  kubedns_sidecar: {missing}\n  kubedns_autoscaler: {missing}\n"
+            ),
+        )
+    };
+    std::fs::write(&cluster.config, with_images("coredns")).unwrap();
+    let (ok, out) = cluster.rkers(&["up"]);
+    assert!(
+        !ok,
+        "up must fail when an addon image does not exist:\n{out}"
+    );
+    assert!(out.contains("rkers-no-such-image:v0"), "{out}");
+    assert!(
+        out.contains("ImagePullBackOff") || out.contains("ErrImagePull"),
+        "{out}"
+    );
+    assert!(out.contains("coredns"), "{out}");
+    let system_deploys: Api<Deployment> = Api::namespaced(api.client.clone(), "kube-system");
+    assert!(system_deploys.get_opt("coredns").await.unwrap().is_some());
+    let services: Api<Service> = Api::namespaced(api.client.clone(), "kube-system");
+    let svc = services.get("kube-dns").await.unwrap();
+    assert_eq!(svc.spec.unwrap().cluster_ip.as_deref(), Some("10.43.0.10"));
+
+    // 5. Switching to kube-dns removes CoreDNS's objects first (kube-dns then fails the same way).
+    std::fs::write(&cluster.config, with_images("kube-dns")).unwrap();
+    let (ok, out) = cluster.rkers(&["up"]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("pruned Deployment kube-system/coredns"),
+        "{out}"
+    );
+    assert!(system_deploys.get_opt("coredns").await.unwrap().is_none());
+    assert!(system_deploys.get_opt("kube-dns").await.unwrap().is_some());
+    assert!(stored.get_opt("rke-coredns-addon").await.unwrap().is_none());
+
+    // 6. Back to the standard config: every addon object is pruned.
+    cluster.standard().await;
+    assert!(system_deploys.get_opt("kube-dns").await.unwrap().is_none());
+    assert!(deploys.get_opt("pause").await.unwrap().is_none());
+    assert!(stored.get_opt("rke-user-addon").await.unwrap().is_none());
+    eprintln!("addon steps took {:.0}s", started.elapsed().as_secs_f64());
+}
