@@ -6,8 +6,9 @@
 //! the standard config (no addons) is restored and `up` prunes everything again.
 //!
 //! No CoreDNS, flannel, calico, metrics-server or ingress-nginx image can be built here (Debian
-//! has no packages for them), so system addons are exercised through their object creation and
-//! failure path only; their rendering is covered by the golden tests in src/addons/render.rs.
+//! has no packages for them), so system addons (network plugin, DNS, metrics-server, ingress) are
+//! exercised through their object creation, failure path and prune only; their rendering is
+//! covered by the golden tests in src/addons/render.rs.
 
 mod support;
 
@@ -160,10 +161,78 @@ async fn addons_apply_prune_and_fail_clearly() {
     assert!(system_deploys.get_opt("kube-dns").await.unwrap().is_some());
     assert!(stored.get_opt("rke-coredns-addon").await.unwrap().is_none());
 
-    // 6. Back to the standard config: every addon object is pruned.
+    // 6. The other system addons, one at a time and each with images that do not exist: the
+    //    network plugin, metrics-server and ingress objects are created and kept in RKE1's
+    //    ConfigMap, `up` fails naming the image, and the next config without them prunes them.
+    let base_none = with_addons(&base, "", none);
+    let missing_images = |text: String| {
+        text.replace(
+            "system_images:\n",
+            &format!(
+                "system_images:\n  flannel: {missing}\n  flannel_cni: {missing}\n  metrics_server: {missing}\n  \
+                 ingress: {missing}\n  ingress_backend: {missing}\n  ingress_webhook: {missing}\n"
+            ),
+        )
+    };
+    let steps = [
+        (
+            "rke-network-plugin",
+            base_none.replace("  plugin: none\n", "  plugin: flannel\n"),
+        ),
+        (
+            "rke-metrics-addon",
+            base_none.replace(
+                "monitoring:\n  provider: none\n",
+                "monitoring:\n  provider: metrics-server\n",
+            ),
+        ),
+        (
+            "rke-ingress-controller",
+            base_none.replace(
+                "ingress:\n  provider: none\n",
+                "ingress:\n  provider: nginx\n",
+            ),
+        ),
+    ];
+    let mut previous: Option<&str> = None;
+    for (resource, text) in &steps {
+        assert_ne!(
+            text, &base_none,
+            "{resource}: the sandbox config has the addon's block"
+        );
+        std::fs::write(&cluster.config, missing_images(text.clone())).unwrap();
+        let (ok, out) = cluster.rkers(&["up"]);
+        assert!(!ok, "{resource}: up must fail without its images:\n{out}");
+        assert!(
+            out.contains(&format!("[addons] {resource}")) && out.contains("applied"),
+            "{out}"
+        );
+        assert!(out.contains("rkers-no-such-image:v0"), "{resource}: {out}");
+        assert!(
+            stored.get_opt(resource).await.unwrap().is_some(),
+            "{resource}: RKE1's ConfigMap is kept"
+        );
+        if let Some(before) = previous {
+            assert!(out.contains(&format!("[addons] {before}: pruned")), "{out}");
+            assert!(
+                stored.get_opt(before).await.unwrap().is_none(),
+                "{before} not pruned"
+            );
+        }
+        previous = Some(resource);
+    }
+
+    // 7. Back to the standard config: every addon object is pruned.
     cluster.standard().await;
     assert!(system_deploys.get_opt("kube-dns").await.unwrap().is_none());
     assert!(deploys.get_opt("pause").await.unwrap().is_none());
     assert!(stored.get_opt("rke-user-addon").await.unwrap().is_none());
+    assert!(
+        stored
+            .get_opt("rke-ingress-controller")
+            .await
+            .unwrap()
+            .is_none()
+    );
     eprintln!("addon steps took {:.0}s", started.elapsed().as_secs_f64());
 }
