@@ -147,7 +147,7 @@ pub fn unavailable(env: &SandboxEnv) -> Option<String> {
     None
 }
 
-/// The shared cluster directory: `cluster.yml`, its state and kubeconfig, a known_hosts file.
+/// The shared cluster directory: `cluster.yml`, its state and kubeconfig; the sandbox's known_hosts.
 pub struct E2e {
     pub env: SandboxEnv,
     pub dir: PathBuf,
@@ -167,7 +167,9 @@ impl E2e {
         std::fs::create_dir_all(&dir).unwrap();
         Some(E2e {
             config: dir.join("cluster.yml"),
-            known_hosts: dir.join("known_hosts"),
+            // The sandbox writes its hosts' keys there on every `up`: a purged sandbox has new
+            // host keys, which a known_hosts file of our own would rightly refuse.
+            known_hosts: env.dir.join("ssh/known_hosts"),
             dir,
             env,
         })
