@@ -119,7 +119,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Remove(_) => Err(CliError::NotImplemented("remove")),
         Command::Version(_) => Err(CliError::NotImplemented("version")),
         Command::Preflight(a) => commands::preflight::run(&cluster, a, &reporter).await,
-        Command::Etcd { .. } => Err(CliError::NotImplemented("etcd")),
+        Command::Etcd { command } => commands::etcd::run(&cluster, command, &reporter).await,
         Command::Cert {
             command: CertCommand::GenerateCsr { cert_dir, .. },
         } => commands::offline::generate_csr(&cluster, &reporter, cert_dir.as_deref()),

@@ -3,6 +3,7 @@
 pub mod manager;
 
 pub use manager::{HostName, PhaseError, Runner};
+pub mod etcd_snapshot;
 pub mod files;
 pub mod health;
 pub mod reconcile;
