@@ -6,8 +6,11 @@
 // Snapshot archive: /backup/<name>.zip, mode 0600, holding the entries "/backup/<name>" (the etcd
 // snapshot) and, when the cluster state was available, "/etc/kubernetes/<name>.rkestate".
 //
-// S3 storage is not implemented yet: asking for it fails with a clear error instead of silently
-// keeping the snapshot local.
+// With --s3-backup, snapshots are also uploaded to (save), fetched from (download,
+// extractstatefile) or deleted from (delete) an S3-compatible bucket: see s3.go.
+//
+// One command of our own: `extract --name N` unpacks /backup/N from /backup/N.zip, which rkers'
+// restore uses before `etcdctl snapshot restore` (RKE1 unpacked as a side effect of serving it).
 package main
 
 import (
@@ -187,7 +190,8 @@ commands:
   delete            delete a snapshot (--cleanup: only its uncompressed copy when the zip exists)
   download          fetch a snapshot from another etcd host's "serve" (--local-endpoint)
   serve             serve /backup/<name> over mutual TLS on port 2379
-  extractstatefile  copy the cluster state out of a snapshot archive to /tmp/cluster.rkestate`
+  extractstatefile  copy the cluster state out of a snapshot archive to /tmp/cluster.rkestate
+  extract           unpack /backup/<name> from /backup/<name>.zip (rkers' restore)`
 
 func run(args []string) error {
 	for len(args) > 0 && (args[0] == "--debug" || args[0] == "-debug") {
@@ -216,7 +220,15 @@ func run(args []string) error {
 			return fmt.Errorf("download: %v", err)
 		}
 		if o.bool("s3-backup") {
-			return errS3
+			name, err := snapshotName(o)
+			if err != nil {
+				return err
+			}
+			c, err := s3FromOptions(o)
+			if err != nil {
+				return err
+			}
+			return c.downloadSnapshot(name)
 		}
 		return download(o)
 	case "serve":
@@ -231,15 +243,63 @@ func run(args []string) error {
 			return fmt.Errorf("extractstatefile: %v", err)
 		}
 		if o.bool("s3-backup") {
-			return errS3
+			name, err := snapshotName(o)
+			if err != nil {
+				return err
+			}
+			c, err := s3FromOptions(o)
+			if err != nil {
+				return err
+			}
+			if err := c.downloadSnapshot(name); err != nil {
+				return err
+			}
 		}
 		return extractStateFile(o)
+	case "extract":
+		o, err := parseFlags(rest, map[string]flagSpec{"name": {}})
+		if err != nil {
+			return fmt.Errorf("extract: %v", err)
+		}
+		return extractSnapshot(o)
 	default:
 		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
 	}
 }
 
-var errS3 = errors.New("S3 snapshot storage is not supported by this rke-tools image yet")
+// s3FromOptions builds the S3 client and checks that its bucket is usable.
+func s3FromOptions(o options) (*s3Client, error) {
+	c, err := newS3Client(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkBucket(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// extractSnapshot unpacks /backup/<name> from /backup/<name>.zip; a snapshot kept uncompressed
+// is left as it is.
+func extractSnapshot(o options) error {
+	name, err := snapshotName(o)
+	if err != nil {
+		return err
+	}
+	plain := path.Join(backupDir, name)
+	compressed := plain + "." + zipExtension
+	if _, err := os.Stat(compressed); err != nil {
+		if _, perr := os.Stat(plain); perr == nil {
+			return nil
+		}
+		return fmt.Errorf("snapshot %s not found: neither %s nor %s exists", name, compressed, plain)
+	}
+	if err := extractFromZip(compressed, plain, plain); err != nil {
+		return fmt.Errorf("unpacking %s: %v", compressed, err)
+	}
+	log.Printf("extracted %s from %s", plain, compressed)
+	return nil
+}
 
 // snapshotName refuses names that would leave /backup.
 func snapshotName(o options) (string, error) {
@@ -278,8 +338,15 @@ func save(o options) error {
 	if err != nil {
 		return err
 	}
+	var store *s3Client
 	if o.bool("s3-backup") {
-		return errS3
+		if store, err = newS3Client(o); err != nil {
+			return err
+		}
+	}
+	s3Retries, err := o.uint("s3-retries")
+	if err != nil {
+		return err
 	}
 	endpoints := o.str("endpoints")
 	if o.bool("once") {
@@ -288,8 +355,17 @@ func save(o options) error {
 			return err
 		}
 		log.Printf("taking snapshot %s once from %s", name, endpoints)
-		if _, err := takeSnapshot(name, ca, cert, key, endpoints, retries); err != nil {
+		archive, err := takeSnapshot(name, ca, cert, key, endpoints, retries)
+		if err != nil {
 			return err
+		}
+		if store != nil {
+			if err := store.checkBucket(); err != nil {
+				return fmt.Errorf("snapshot %s kept locally, not uploaded: %v", name, err)
+			}
+			if err := store.uploadSnapshot(archive, s3Retries); err != nil {
+				return fmt.Errorf("snapshot %s kept locally, not uploaded: %v", name, err)
+			}
 		}
 		pruneRancherSnapshots(name, retention)
 		return nil
@@ -302,11 +378,24 @@ func save(o options) error {
 		if err := writeStateFromCluster(name); err != nil {
 			log.Printf("snapshot %s goes without cluster state: %v", name, err)
 		}
-		if _, err := takeSnapshot(name, ca, cert, key, endpoints, retries); err != nil {
+		archive, err := takeSnapshot(name, ca, cert, key, endpoints, retries)
+		if err != nil {
 			log.Printf("snapshot %s failed: %v", name, err)
 			continue
 		}
 		pruneRollingSnapshots(now, retention)
+		if store == nil {
+			continue
+		}
+		if err := store.checkBucket(); err != nil {
+			log.Printf("snapshot %s not uploaded: %v", name, err)
+			continue
+		}
+		if err := store.uploadSnapshot(archive, s3Retries); err != nil {
+			log.Printf("snapshot %s not uploaded: %v", name, err)
+			continue
+		}
+		store.pruneRolling(now.Add(-retention))
 	}
 	return nil
 }
@@ -552,9 +641,6 @@ func deleteSnapshot(o options) error {
 	if err != nil {
 		return err
 	}
-	if o.bool("s3-backup") {
-		return errS3
-	}
 	compressed := path.Join(backupDir, name+"."+zipExtension)
 	plain := path.Join(backupDir, name)
 	if o.bool("cleanup") {
@@ -568,6 +654,27 @@ func deleteSnapshot(o options) error {
 		if err := removeIfExists(p); err != nil {
 			return err
 		}
+	}
+	if !o.bool("s3-backup") {
+		return nil
+	}
+	c, err := s3FromOptions(o)
+	if err != nil {
+		return err
+	}
+	prefix := c.objectKey(name)
+	keys, err := c.list(prefix, false)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if k != prefix && k != prefix+"."+zipExtension {
+			continue
+		}
+		if err := c.remove(k); err != nil {
+			return err
+		}
+		log.Printf("deleted %s from %s", k, c.describe())
 	}
 	return nil
 }

@@ -3,6 +3,7 @@
 pub mod cert;
 pub mod config_cmd;
 pub mod encrypt;
+pub mod etcd;
 pub mod offline;
 pub mod preflight;
 pub mod remove;

@@ -1,0 +1,122 @@
+//! `rkers etcd snapshot-save` and `rkers etcd snapshot-restore`.
+
+use crate::cli::CliError;
+use crate::cli::args::EtcdCommand;
+use crate::cluster::Cluster;
+use crate::output::Reporter;
+use crate::phases::etcd_snapshot::{
+    self, RestoreOptions, SaveOptions, SnapshotError, check_snapshot_name, s3_from_args,
+};
+use crate::phases::up::{UpError, UpOptions};
+
+fn cli_error(e: SnapshotError) -> CliError {
+    match e {
+        SnapshotError::Invalid(m) => CliError::InvalidConfig(m),
+        SnapshotError::Cluster(c) if c.is_invalid_config() => CliError::InvalidConfig(c.to_string()),
+        SnapshotError::Up {
+            cause: UpError::Cluster(c),
+            ..
+        } if c.is_invalid_config() => CliError::InvalidConfig(c.to_string()),
+        other => CliError::Failed(other.to_string()),
+    }
+}
+
+pub async fn run(
+    cluster: &Cluster,
+    command: &EtcdCommand,
+    reporter: &Reporter,
+) -> Result<(), CliError> {
+    match command {
+        EtcdCommand::SnapshotSave {
+            connect,
+            name,
+            s3,
+            dry_run,
+            ..
+        } => {
+            let name = match name {
+                Some(n) => n.clone(),
+                None => {
+                    let n = etcd_snapshot::default_snapshot_name(time::OffsetDateTime::now_utc());
+                    reporter.warn(format!(
+                        "Name of the snapshot is not specified, using [{n}]"
+                    ));
+                    n
+                }
+            };
+            let (name, warning) = check_snapshot_name(&name).map_err(cli_error)?;
+            if let Some(w) = warning {
+                reporter.warn(w);
+            }
+            let s3 = s3_from_args(s3).map_err(cli_error)?;
+            if *dry_run {
+                reporter.info(format!(
+                    "would save snapshot [{name}] on every etcd host{}",
+                    if s3.is_some() { " and upload it" } else { "" }
+                ));
+                return Ok(());
+            }
+            let opts = SaveOptions {
+                name,
+                s3,
+                ssh: super::up::ssh_options(connect),
+                agent_override: connect.ssh_agent_auth,
+            };
+            etcd_snapshot::save(cluster, &opts, reporter)
+                .await
+                .map_err(cli_error)
+        }
+        EtcdCommand::SnapshotRestore {
+            connect,
+            name,
+            s3,
+            cert_dir,
+            custom_certs,
+            use_local_state,
+            dry_run,
+            ..
+        } => {
+            let Some(name) = name else {
+                return Err(CliError::InvalidConfig(
+                    "you must specify the snapshot name to restore (--name)".into(),
+                ));
+            };
+            let (name, warning) = check_snapshot_name(name).map_err(cli_error)?;
+            if let Some(w) = warning {
+                reporter.warn(w);
+            }
+            if !use_local_state {
+                tracing::debug!(
+                    "the state inside the snapshot archive is not read: the local state file is used"
+                );
+            }
+            let s3 = s3_from_args(s3).map_err(cli_error)?;
+            if *dry_run {
+                reporter.info(format!(
+                    "would restore snapshot [{name}] on every etcd host and rebuild the cluster around it"
+                ));
+                return Ok(());
+            }
+            let opts = RestoreOptions {
+                name,
+                s3,
+                up: UpOptions {
+                    dry_run: false,
+                    force: false,
+                    disable_port_check: true,
+                    custom_certs: custom_certs.then(|| {
+                        cert_dir
+                            .clone()
+                            .unwrap_or_else(|| cluster.files.cert_dir.clone())
+                    }),
+                    agent_override: connect.ssh_agent_auth,
+                    ignore_docker_version_flag: connect.ignore_docker_version,
+                    ssh: super::up::ssh_options(connect),
+                },
+            };
+            etcd_snapshot::restore(cluster, &opts, reporter)
+                .await
+                .map_err(cli_error)
+        }
+    }
+}

@@ -1,0 +1,970 @@
+//! etcd snapshots (§26): `rkers etcd snapshot-save` and `snapshot-restore`.
+//!
+//! Both drive the rke-tools helper `rke-etcd-backup` in one-shot containers on the etcd hosts,
+//! as RKE1 does, so the archives are RKE1's: `/opt/rke/etcd-snapshots/<name>.zip` holding
+//! `/backup/<name>` (the etcd snapshot) and `/etc/kubernetes/<name>.rkestate` (the cluster state).
+//! S3 transfers happen inside that helper too: the rolling-snapshot container must upload by
+//! itself while rkers is not running, so the one S3 implementation lives there and the one-shot
+//! commands reuse it. The S3 keys reach the helper only through its environment (base64, as
+//! RKE1); they are registered with the output redactor and never appear in rkers' messages.
+//!
+//! Restore differs from RKE1 in its order, to keep a bad snapshot from costing the cluster: every
+//! etcd host first fetches and unpacks the snapshot and runs `etcdctl snapshot restore` into the
+//! scratch directory while the cluster keeps running; only when that worked everywhere (and the
+//! snapshot is the same on every host) are etcd and the control plane removed, the restored data
+//! moved into place and the cluster brought back by `up`'s own flow. RKE1 cleaned every node
+//! (kubelets included) before finding out whether the snapshot restores; the worker plane is
+//! kept here, its kubelets reconnect to the restored API.
+
+use crate::cli::args::S3Args;
+use crate::cluster::{Cluster, ClusterError};
+use crate::config::{EtcdService, RkeConfig, S3BackupConfig};
+use crate::hosts::{self, ContainerSpec, Host, HostPool, SshOptions};
+use crate::output::{Redactor, Reporter};
+use crate::phases::up::{UpError, UpOptions};
+use crate::plan;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where snapshots live on the hosts (not prefix-aware, as in RKE1), and the restore scratch.
+pub const SNAPSHOT_DIR: &str = "/opt/rke/etcd-snapshots";
+pub const RESTORE_DIR: &str = "/opt/rke/etcd-snapshots-restore";
+const HELPER: &str = "/opt/rke-tools/rke-etcd-backup";
+const SNAPSHOT_ONCE: &str = "etcd-snapshot-once";
+const DOWNLOAD: &str = "etcd-download-backup";
+const RESTORE: &str = "etcd-restore";
+const RESTORE_MOVE: &str = "etcd-restore-move";
+const RESTORE_CLEAN: &str = "etcd-restore-clean";
+/// RKE1's `backup_config.timeout` default for one-shot helpers.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+/// Containers removed before the restored data goes in; `up` recreates them.
+const REPLACED: &[&str] = &[
+    plan::ETCD_ROLLING_SNAPSHOTS,
+    plan::KUBE_APISERVER,
+    plan::KUBE_CONTROLLER_MANAGER,
+    plan::KUBE_SCHEDULER,
+    plan::ETCD,
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("{0}")]
+    Cluster(#[from] ClusterError),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Failed(String),
+    #[error(
+        "[etcd] snapshot {name} was restored into etcd, but bringing the cluster back failed: {cause}\nrun `rkers up` to finish"
+    )]
+    Up { name: String, cause: UpError },
+}
+
+/// One etcd member of the config.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdMember {
+    pub address: String,
+    pub internal_address: String,
+    pub hostname: String,
+}
+
+impl EtcdMember {
+    pub fn member_name(&self) -> String {
+        format!("etcd-{}", self.hostname)
+    }
+}
+
+/// The etcd hosts of the config, in `nodes` order, named as the plan names them.
+pub fn etcd_members(config: &RkeConfig) -> Vec<EtcdMember> {
+    let mut out: Vec<EtcdMember> = Vec::new();
+    for n in config
+        .nodes
+        .iter()
+        .filter(|n| n.role.iter().any(|r| r == "etcd"))
+    {
+        if out.iter().any(|m| m.address == n.address) {
+            continue;
+        }
+        out.push(EtcdMember {
+            address: n.address.clone(),
+            internal_address: if n.internal_address.is_empty() {
+                n.address.clone()
+            } else {
+                n.internal_address.clone()
+            },
+            hostname: if n.hostname_override.is_empty() {
+                n.address.to_lowercase()
+            } else {
+                n.hostname_override.clone()
+            },
+        });
+    }
+    out
+}
+
+/// `--initial-cluster` of a restore: every etcd member with its peer URL.
+pub fn initial_cluster(members: &[EtcdMember]) -> String {
+    members
+        .iter()
+        .map(|m| format!("{}=https://{}:2380", m.member_name(), m.internal_address))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// RKE1's default snapshot name: `rke_etcd_snapshot_<RFC 3339 time>`.
+pub fn default_snapshot_name(now: time::OffsetDateTime) -> String {
+    let stamp = now
+        .to_offset(time::UtcOffset::UTC)
+        .replace_nanosecond(0)
+        .unwrap_or(now)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    format!("rke_etcd_snapshot_{stamp}")
+}
+
+/// A snapshot name as given on the command line: a `.zip` extension is dropped (RKE1 only
+/// warned, then looked for `<name>.zip.zip`); names that would leave the snapshot directory
+/// are refused. Returns the name and an optional warning.
+pub fn check_snapshot_name(name: &str) -> Result<(String, Option<String>), SnapshotError> {
+    let (base, warning) = match name.strip_suffix(".zip") {
+        Some(b) => (
+            b.to_string(),
+            Some(format!(
+                "snapshot names are given without the .zip extension: using [{b}]"
+            )),
+        ),
+        None => (name.to_string(), None),
+    };
+    if base.is_empty() || base.contains('/') || base == "." || base == ".." {
+        return Err(SnapshotError::Invalid(format!(
+            "invalid snapshot name {name:?}: a file name without '/' is needed"
+        )));
+    }
+    Ok((base, warning))
+}
+
+/// The `backup_config.s3backupconfig` the command line asks for (RKE1's `setOptionsFromCLI`):
+/// `None` without `--s3`. The CA file is read and embedded as `custom_ca`.
+pub fn s3_from_args(args: &S3Args) -> Result<Option<S3BackupConfig>, SnapshotError> {
+    if !args.s3 {
+        return Ok(None);
+    }
+    let custom_ca = match &args.s3_endpoint_ca {
+        Some(path) => std::fs::read_to_string(path).map_err(|e| {
+            SnapshotError::Invalid(format!("--s3-endpoint-ca {}: {e}", path.display()))
+        })?,
+        None => String::new(),
+    };
+    let s3 = S3BackupConfig {
+        access_key: args.access_key.clone().unwrap_or_default(),
+        secret_key: args.secret_key.clone().unwrap_or_default(),
+        bucket_name: args.bucket_name.clone().unwrap_or_default(),
+        region: args.region.clone().unwrap_or_default(),
+        endpoint: args.s3_endpoint.clone(),
+        custom_ca,
+        folder: args.folder.clone().unwrap_or_default(),
+    };
+    if s3.bucket_name.is_empty() {
+        return Err(SnapshotError::Invalid(
+            "--s3 needs --bucket-name".to_string(),
+        ));
+    }
+    Ok(Some(s3))
+}
+
+/// Masks the S3 secret (and its base64 form, which the helper's environment carries) in every
+/// message rkers prints from now on.
+pub fn register_s3_secrets(s3: &S3BackupConfig) {
+    for secret in [&s3.secret_key, &STANDARD.encode(&s3.secret_key)] {
+        Redactor::global().register(secret);
+    }
+}
+
+/// The helper's S3 flags and environment (RKE1's `configS3BackupImgCmd` minus the interval).
+pub fn s3_flags(s3: &S3BackupConfig) -> (Vec<String>, Vec<String>) {
+    let mut flags = vec![
+        "--s3-backup=true".to_string(),
+        format!("--s3-endpoint={}", s3.endpoint),
+        format!("--s3-bucketName={}", s3.bucket_name),
+        format!("--s3-region={}", s3.region),
+    ];
+    let mut env = Vec::new();
+    if !s3.access_key.is_empty() || !s3.secret_key.is_empty() {
+        env.push(format!("S3_ACCESS_KEY={}", STANDARD.encode(&s3.access_key)));
+        env.push(format!("S3_SECRET_KEY={}", STANDARD.encode(&s3.secret_key)));
+    }
+    if !s3.custom_ca.is_empty() {
+        flags.push(format!(
+            "--s3-endpoint-ca={}",
+            STANDARD.encode(&s3.custom_ca)
+        ));
+    }
+    if !s3.folder.is_empty() {
+        flags.push(format!("--s3-folder={}", s3.folder));
+    }
+    (flags, env)
+}
+
+/// The S3 target of a command: the command line's, else the config's `backup_config`.
+pub fn effective_s3<'a>(
+    etcd: &'a EtcdService,
+    from_cli: Option<&'a S3BackupConfig>,
+) -> Option<&'a S3BackupConfig> {
+    from_cli.or_else(|| {
+        etcd.backup_config
+            .as_ref()
+            .filter(|b| b.enabled != Some(false))
+            .and_then(|b| b.s3_backup_config.as_ref())
+    })
+}
+
+fn ssl(name: &str) -> String {
+    format!("/etc/kubernetes/ssl/{name}")
+}
+
+fn kubernetes_bind(prefix: &str) -> String {
+    format!(
+        "{}:/etc/kubernetes",
+        plan::join_path(&[prefix, "/etc/kubernetes"])
+    )
+}
+
+/// `etcd-snapshot-once` (§26.1 step 3): one snapshot of the local member, zipped with the state
+/// file deployed beside it, uploaded when S3 is configured.
+pub fn snapshot_once_spec(
+    image: &str,
+    name: &str,
+    member: &EtcdMember,
+    prefix: &str,
+    etcd: &EtcdService,
+    s3: Option<&S3BackupConfig>,
+) -> ContainerSpec {
+    let mut cmd = vec![
+        HELPER.to_string(),
+        "etcd-backup".into(),
+        "save".into(),
+        "--cacert".into(),
+        ssl("kube-ca.pem"),
+        "--cert".into(),
+        ssl("kube-node.pem"),
+        "--key".into(),
+        ssl("kube-node-key.pem"),
+        "--name".into(),
+        name.to_string(),
+        format!("--endpoints={}:2379", member.internal_address),
+        "--once".into(),
+    ];
+    let mut env = etcd.extra_env.clone();
+    if let Some(b) = etcd
+        .backup_config
+        .as_ref()
+        .filter(|b| b.enabled != Some(false))
+    {
+        cmd.push(format!("--creation={}h", b.interval_hours));
+        cmd.push(format!("--retention={}h", b.retention * b.interval_hours));
+    }
+    if let Some(s3) = s3 {
+        let (flags, s3_env) = s3_flags(s3);
+        cmd.extend(flags);
+        env.extend(s3_env);
+    }
+    ContainerSpec {
+        image: image.to_string(),
+        cmd,
+        env,
+        binds: vec![
+            format!("{SNAPSHOT_DIR}/:/backup"),
+            kubernetes_bind(prefix),
+        ],
+        network_mode: Some("host".into()),
+        restart_policy: Some(hosts::RestartPolicy::No),
+        ..Default::default()
+    }
+}
+
+/// `etcd-download-backup` from S3 (§26.3 step 6): fetches `<folder>/<name>[.zip]` into the
+/// snapshot directory and unpacks it.
+pub fn s3_download_spec(
+    image: &str,
+    name: &str,
+    prefix: &str,
+    etcd: &EtcdService,
+    s3: &S3BackupConfig,
+) -> ContainerSpec {
+    let (flags, s3_env) = s3_flags(s3);
+    let mut cmd = vec![
+        HELPER.to_string(),
+        "etcd-backup".into(),
+        "download".into(),
+        "--name".into(),
+        name.to_string(),
+    ];
+    cmd.extend(flags);
+    let mut env = etcd.extra_env.clone();
+    env.extend(s3_env);
+    ContainerSpec {
+        image: image.to_string(),
+        cmd,
+        env,
+        binds: vec![
+            format!("{SNAPSHOT_DIR}/:/backup"),
+            kubernetes_bind(prefix),
+        ],
+        network_mode: Some("host".into()),
+        restart_policy: Some(hosts::RestartPolicy::No),
+        ..Default::default()
+    }
+}
+
+/// `etcd-restore`, first half: unpacks the snapshot, prints its SHA-256 (compared across hosts
+/// like RKE1's md5 checksum checker) and restores it into the scratch directory. Nothing the
+/// running cluster uses is touched; a failure removes the scratch directory again.
+pub fn restore_prepare_spec(
+    image: &str,
+    name: &str,
+    member: &EtcdMember,
+    initial_cluster: &str,
+    etcd: &EtcdService,
+) -> ContainerSpec {
+    let q = |s: &str| shell_words::quote(s).into_owned();
+    let snapshot = format!("/backup/{name}");
+    let script = format!(
+        "set -e\n\
+         rm -rf {scratch}\n\
+         {HELPER} etcd-backup extract --name {qname}\n\
+         echo \"sha256 $(sha256sum {snap} | cut -d' ' -f1)\"\n\
+         if ! etcdctl snapshot restore {snap} --data-dir={scratch}/ --name={member} \
+         --initial-cluster={cluster} --initial-cluster-token=etcd-cluster-1 \
+         --initial-advertise-peer-urls=https://{internal}:2380; then\n\
+           rm -rf {scratch}\n  exit 1\nfi\n\
+         [ -f {snap}.zip ] && rm -f {snap}\n\
+         exit 0",
+        scratch = RESTORE_DIR,
+        qname = q(name),
+        snap = q(&snapshot),
+        member = q(&member.member_name()),
+        cluster = q(initial_cluster),
+        internal = member.internal_address,
+    );
+    let mut env = vec!["ETCDCTL_API=3".to_string()];
+    env.extend(etcd.extra_env.iter().cloned());
+    ContainerSpec {
+        image: image.to_string(),
+        entrypoint: vec!["/bin/sh".into(), "-c".into()],
+        cmd: vec![script],
+        env,
+        binds: vec![
+            "/opt/rke/:/opt/rke/".into(),
+            format!("{SNAPSHOT_DIR}/:/backup"),
+        ],
+        network_mode: Some("host".into()),
+        restart_policy: Some(hosts::RestartPolicy::No),
+        ..Default::default()
+    }
+}
+
+/// `etcd-restore`, second half (etcd stopped): the restored member directory replaces the data
+/// directory's.
+pub fn restore_move_spec(image: &str, prefix: &str) -> ContainerSpec {
+    let script = format!(
+        "set -e\n\
+         [ -d {RESTORE_DIR}/member ] || {{ echo 'no restored data in {RESTORE_DIR}'; exit 1; }}\n\
+         rm -rf /var/lib/rancher/etcd/member\n\
+         mv {RESTORE_DIR}/member /var/lib/rancher/etcd/member\n\
+         rm -rf {RESTORE_DIR}"
+    );
+    ContainerSpec {
+        image: image.to_string(),
+        entrypoint: vec!["/bin/sh".into(), "-c".into()],
+        cmd: vec![script],
+        binds: vec![
+            "/opt/rke/:/opt/rke/".into(),
+            format!(
+                "{}:/var/lib/rancher/etcd",
+                plan::join_path(&[prefix, "/var/lib/etcd"])
+            ),
+        ],
+        network_mode: Some("none".into()),
+        restart_policy: Some(hosts::RestartPolicy::No),
+        ..Default::default()
+    }
+}
+
+fn restore_clean_spec(image: &str) -> ContainerSpec {
+    ContainerSpec {
+        image: image.to_string(),
+        entrypoint: vec!["/bin/sh".into(), "-c".into()],
+        cmd: vec![format!("rm -rf {RESTORE_DIR}")],
+        binds: vec!["/opt/rke/:/opt/rke/".into()],
+        network_mode: Some("none".into()),
+        ..Default::default()
+    }
+}
+
+/// The image RKE1 runs its backup helpers with: the alpine (rke-tools) image, with the default
+/// Kubernetes version's tag when it is `rancher/rke-tools` (§14.2, §33.9).
+pub fn backup_image(cluster: &Cluster) -> String {
+    let alpine = cluster.config.system_images.alpine.clone();
+    let default_tag = cluster
+        .catalog
+        .system_images(&cluster.catalog.default_version())
+        .and_then(|i| i.get("alpine").and_then(|a| crate::metadata::image_tag(a)));
+    match (crate::metadata::image_tag(&alpine), default_tag) {
+        (Some(tag), Some(default_tag)) if alpine.contains("rancher/rke-tools") => {
+            alpine.replacen(&tag, &default_tag, 1)
+        }
+        _ => alpine,
+    }
+}
+
+fn timeout_of(etcd: &EtcdService) -> Duration {
+    etcd.backup_config
+        .as_ref()
+        .filter(|b| b.timeout > 0)
+        .map_or(DEFAULT_TIMEOUT, |b| Duration::from_secs(b.timeout as u64))
+}
+
+fn prefix_of(cluster: &Cluster, host: &Host) -> String {
+    plan::host_prefix_path(&cluster.config.prefix_path, &host.facts().operating_system)
+}
+
+/// The last lines of a helper's log, as an error detail.
+fn tail(logs: &str, lines: usize) -> String {
+    let all: Vec<&str> = logs.lines().filter(|l| !l.trim().is_empty()).collect();
+    all[all.len().saturating_sub(lines)..].join("\n    ")
+}
+
+/// Runs a one-shot helper; a non-zero exit is an error carrying its last log lines.
+async fn run_helper(
+    host: &Host,
+    container: &str,
+    spec: &ContainerSpec,
+    image_registries: &[hosts::target::RegistryCredential],
+    timeout: Duration,
+) -> Result<String, String> {
+    host.docker()
+        .ensure_image(&spec.image, image_registries, &mut |_| {})
+        .await
+        .map_err(|e| e.to_string())?;
+    let r = host
+        .docker()
+        .run_one_shot(container, spec, timeout)
+        .await
+        .map_err(|e| e.to_string())?;
+    if r.exit_code != 0 {
+        return Err(format!(
+            "{container} exited with {}:\n    {}",
+            r.exit_code,
+            tail(&r.logs, 5)
+        ));
+    }
+    Ok(r.logs)
+}
+
+pub struct SaveOptions {
+    pub name: String,
+    pub s3: Option<S3BackupConfig>,
+    pub ssh: SshOptions,
+    pub agent_override: bool,
+}
+
+/// `rkers etcd snapshot-save` (§26.1): on every etcd host, one after the other, the local state
+/// file is put beside the snapshot and `etcd-snapshot-once` takes, zips and (with S3) uploads it.
+/// Hosts that cannot be reached or fail are named; the command fails only when no host saved
+/// the snapshot, as RKE1's did.
+pub async fn save(
+    cluster: &Cluster,
+    opts: &SaveOptions,
+    reporter: &Reporter,
+) -> Result<(), SnapshotError> {
+    let name = &opts.name;
+    let members = etcd_members(&cluster.config);
+    if members.is_empty() {
+        return Err(SnapshotError::Invalid(
+            "the config has no etcd host to take a snapshot on".into(),
+        ));
+    }
+    let s3 = effective_s3(&cluster.config.services.etcd, opts.s3.as_ref());
+    if let Some(s3) = s3 {
+        register_s3_secrets(s3);
+    }
+    let phase = reporter.phase("etcd snapshot");
+    reporter.info(format!("Starting saving snapshot [{name}] on etcd hosts"));
+    let state = std::fs::read(&cluster.files.state_path).ok();
+    if state.is_none() {
+        reporter.warn(format!(
+            "{} not found: the snapshot is saved without the cluster state file",
+            cluster.files.state_path.display()
+        ));
+    }
+    let targets: Vec<_> = cluster
+        .ssh_targets(opts.agent_override)
+        .into_iter()
+        .filter(|t| members.iter().any(|m| m.address == t.address))
+        .collect();
+    let mut failures: Vec<(String, String)> = Vec::new();
+    let mut reachable = Vec::new();
+    for attempt in HostPool::connect_each(&targets, &opts.ssh).await {
+        match &attempt.error {
+            Some(e) => failures.push((attempt.target.address.clone(), e.to_string())),
+            None => reachable.push(attempt),
+        }
+    }
+    let pool = HostPool::from_attempts(reachable, opts.ssh.concurrency)
+        .await
+        .map_err(|p| SnapshotError::Failed(p.to_string()))?;
+    let image = backup_image(cluster);
+    let registries = cluster.registry_credentials();
+    let etcd = &cluster.config.services.etcd;
+    let mut saved = 0;
+    for member in &members {
+        let Some(host) = pool.get(&member.address) else {
+            continue;
+        };
+        let step = reporter.host_action("etcd snapshot", &member.address, "save snapshot");
+        let prefix = prefix_of(cluster, host);
+        let result = async {
+            let running = host
+                .docker()
+                .inspect_container(plan::ETCD)
+                .await
+                .map_err(|e| e.to_string())?
+                .is_some_and(|c| c.running);
+            if !running {
+                return Err(format!("etcd is not running on host [{}]", member.address));
+            }
+            if let Some(state) = &state {
+                let path = plan::join_path(&[&prefix, &format!("/etc/kubernetes/{name}.rkestate")]);
+                let upload = hosts::UploadOptions {
+                    mode: 0o600,
+                    ..hosts::UploadOptions::new(cluster.config.system_images.cert_downloader.clone())
+                };
+                host.docker()
+                    .upload_file(&path, state, &upload)
+                    .await
+                    .map_err(|e| format!("deploying the state file: {e}"))?;
+            }
+            let spec = snapshot_once_spec(&image, name, member, &prefix, etcd, s3);
+            run_helper(host, SNAPSHOT_ONCE, &spec, &registries, timeout_of(etcd)).await
+        }
+        .await;
+        match result {
+            Ok(_) => {
+                saved += 1;
+                step.ok();
+            }
+            Err(e) => {
+                let e = crate::output::redact(&e);
+                step.fail(&e);
+                failures.push((member.address.clone(), e));
+            }
+        }
+    }
+    pool.close().await;
+    let listed = failures
+        .iter()
+        .map(|(h, e)| format!("  - host {h}: {e}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if saved == 0 {
+        let message = format!("[etcd] snapshot {name} was not saved on any etcd host:\n{listed}");
+        phase.fail(&message);
+        return Err(SnapshotError::Failed(message));
+    }
+    if !failures.is_empty() {
+        reporter.warn(format!(
+            "[etcd] snapshot {name} is missing on {} of {} etcd hosts:\n{listed}",
+            failures.len(),
+            members.len()
+        ));
+    }
+    phase.done();
+    let place = if s3.is_some() {
+        "saved/uploaded"
+    } else {
+        "saved"
+    };
+    reporter.info(format!(
+        "Finished {place} snapshot [{name}] on {saved} etcd host(s)"
+    ));
+    Ok(())
+}
+
+pub struct RestoreOptions {
+    pub name: String,
+    pub s3: Option<S3BackupConfig>,
+    pub up: UpOptions,
+}
+
+/// `rkers etcd snapshot-restore --name N` (§26.3, in the safer order of this module's doc).
+/// The local state file provides the certificates: the state stored in the archive is not read.
+pub async fn restore(
+    cluster: &Cluster,
+    opts: &RestoreOptions,
+    reporter: &Reporter,
+) -> Result<(), SnapshotError> {
+    let name = &opts.name;
+    let members = etcd_members(&cluster.config);
+    if members.is_empty() {
+        return Err(SnapshotError::Invalid(
+            "the config has no etcd host to restore a snapshot on".into(),
+        ));
+    }
+    if cluster.load_state()?.is_none() {
+        return Err(SnapshotError::Invalid(format!(
+            "{} not found: restoring needs the cluster's state file (its certificates)",
+            cluster.files.state_path.display()
+        )));
+    }
+    let s3 = effective_s3(&cluster.config.services.etcd, opts.s3.as_ref());
+    if let Some(s3) = s3 {
+        register_s3_secrets(s3);
+    }
+    let etcd = &cluster.config.services.etcd;
+    let image = backup_image(cluster);
+    let registries = cluster.registry_credentials();
+    reporter.info(format!("Restoring etcd snapshot {name}"));
+
+    let phase = reporter.phase("etcd restore: prepare");
+    let targets = cluster.ssh_targets(opts.up.agent_override);
+    let pool = match HostPool::connect(&targets, &opts.up.ssh).await {
+        Ok(p) => p,
+        Err(problems) => {
+            let message = format!("cannot reach every host; nothing was changed:\n{problems}");
+            phase.fail(&message);
+            return Err(SnapshotError::Failed(message));
+        }
+    };
+    let initial = initial_cluster(&members);
+    let mut digests: BTreeMap<String, String> = BTreeMap::new();
+    let mut failures: Vec<(String, String)> = Vec::new();
+    // Sequential like RKE1: a snapshot may be large and the hosts share the S3 server.
+    for member in &members {
+        let host = pool.get(&member.address).expect("connected host").clone();
+        let step = reporter.host_action("etcd restore", &member.address, "fetch and check snapshot");
+        let prefix = prefix_of(cluster, &host);
+        let result = async {
+            if let Some(s3) = s3 {
+                let spec = s3_download_spec(&image, name, &prefix, etcd, s3);
+                run_helper(&host, DOWNLOAD, &spec, &registries, timeout_of(etcd)).await?;
+            }
+            let spec = restore_prepare_spec(&image, name, member, &initial, etcd);
+            let logs = run_helper(&host, RESTORE, &spec, &registries, timeout_of(etcd)).await?;
+            logs.lines()
+                .find_map(|l| l.trim().strip_prefix("sha256 ").map(str::to_string))
+                .ok_or_else(|| format!("{RESTORE} printed no checksum"))
+        }
+        .await;
+        match result {
+            Ok(digest) => {
+                step.ok();
+                digests.insert(member.address.clone(), digest);
+            }
+            Err(e) => {
+                let e = crate::output::redact(&e);
+                step.fail(&e);
+                failures.push((member.address.clone(), e));
+            }
+        }
+    }
+    let distinct: std::collections::BTreeSet<&String> = digests.values().collect();
+    if failures.is_empty() && distinct.len() > 1 {
+        failures.push((
+            "all etcd hosts".into(),
+            format!("the snapshot differs between hosts (sha256 per host: {digests:?})"),
+        ));
+    }
+    if !failures.is_empty() {
+        for member in &members {
+            if let Some(host) = pool.get(&member.address) {
+                let _ = run_helper(
+                    host,
+                    RESTORE_CLEAN,
+                    &restore_clean_spec(&image),
+                    &registries,
+                    DEFAULT_TIMEOUT,
+                )
+                .await;
+            }
+        }
+        pool.close().await;
+        let message = format!(
+            "[etcd] cannot restore snapshot {name}; the cluster was left as it was:\n{}",
+            failures
+                .iter()
+                .map(|(h, e)| format!("  - host {h}: {e}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        phase.fail(&message);
+        return Err(SnapshotError::Failed(message));
+    }
+    phase.done();
+
+    let phase = reporter.phase("etcd restore: replace data");
+    let result = replace_data(cluster, &pool, &members, &image, &registries, reporter).await;
+    pool.close().await;
+    if let Err(e) = result {
+        let message = format!(
+            "[etcd] restoring snapshot {name} failed after etcd was stopped: {e}\nrun `rkers etcd snapshot-restore` again or `rkers up`"
+        );
+        phase.fail(&message);
+        return Err(SnapshotError::Failed(message));
+    }
+    phase.done();
+
+    crate::phases::up::up(cluster, &opts.up, reporter)
+        .await
+        .map_err(|cause| SnapshotError::Up {
+            name: name.clone(),
+            cause,
+        })?;
+    reporter.info(format!(
+        "Finished restoring snapshot [{name}] on all etcd hosts"
+    ));
+    Ok(())
+}
+
+/// Removes etcd and the control plane everywhere, then moves each member's restored data in.
+async fn replace_data(
+    cluster: &Cluster,
+    pool: &HostPool,
+    members: &[EtcdMember],
+    image: &str,
+    registries: &[hosts::target::RegistryCredential],
+    reporter: &Reporter,
+) -> Result<(), String> {
+    for host in pool.hosts() {
+        let step = reporter.host_action(
+            "etcd restore",
+            host.name(),
+            "remove etcd and control plane",
+        );
+        for c in REPLACED {
+            if let Err(e) = host.docker().remove_container(c).await {
+                step.fail(&e.to_string());
+                return Err(e.to_string());
+            }
+        }
+        step.ok();
+    }
+    let hosts: Vec<Arc<Host>> = members
+        .iter()
+        .filter_map(|m| pool.get(&m.address).cloned())
+        .collect();
+    for host in hosts {
+        let step = reporter.host_action("etcd restore", host.name(), "move restored data");
+        let prefix = prefix_of(cluster, &host);
+        let spec = restore_move_spec(image, &prefix);
+        match run_helper(&host, RESTORE_MOVE, &spec, registries, DEFAULT_TIMEOUT).await {
+            Ok(_) => step.ok(),
+            Err(e) => {
+                step.fail(&e);
+                return Err(format!("host {}: {e}", host.name()));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::BackupConfig;
+
+    fn member(n: u8) -> EtcdMember {
+        EtcdMember {
+            address: format!("10.0.0.{n}"),
+            internal_address: format!("192.168.0.{n}"),
+            hostname: format!("node{n}"),
+        }
+    }
+
+    fn s3() -> S3BackupConfig {
+        S3BackupConfig {
+            access_key: "AK".into(),
+            secret_key: "very-secret-key".into(),
+            bucket_name: "snaps".into(),
+            region: "eu-1".into(),
+            endpoint: "10.0.0.1:9443".into(),
+            custom_ca: "PEM".into(),
+            folder: "dir".into(),
+        }
+    }
+
+    #[test]
+    fn default_names_are_rke1s() {
+        let t = time::macros::datetime!(2021-01-08 21:16:56.123 UTC);
+        assert_eq!(
+            default_snapshot_name(t),
+            "rke_etcd_snapshot_2021-01-08T21:16:56Z"
+        );
+    }
+
+    #[test]
+    fn names_drop_zip_and_refuse_paths() {
+        assert_eq!(check_snapshot_name("snap").unwrap(), ("snap".into(), None));
+        let (n, w) = check_snapshot_name("snap.zip").unwrap();
+        assert_eq!(n, "snap");
+        assert!(w.unwrap().contains("without the .zip"));
+        for bad in ["", "../x", "a/b", ".."] {
+            assert!(check_snapshot_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn initial_cluster_lists_every_member_by_internal_address() {
+        assert_eq!(
+            initial_cluster(&[member(1), member(2)]),
+            "etcd-node1=https://192.168.0.1:2380,etcd-node2=https://192.168.0.2:2380"
+        );
+    }
+
+    #[test]
+    fn snapshot_once_is_rke1s_command_line() {
+        let mut etcd = EtcdService::default();
+        etcd.extra_env = vec!["A=1".into()];
+        let spec = snapshot_once_spec("tools:1", "snap", &member(1), "/", &etcd, None);
+        assert_eq!(
+            spec.cmd,
+            [
+                "/opt/rke-tools/rke-etcd-backup",
+                "etcd-backup",
+                "save",
+                "--cacert",
+                "/etc/kubernetes/ssl/kube-ca.pem",
+                "--cert",
+                "/etc/kubernetes/ssl/kube-node.pem",
+                "--key",
+                "/etc/kubernetes/ssl/kube-node-key.pem",
+                "--name",
+                "snap",
+                "--endpoints=192.168.0.1:2379",
+                "--once"
+            ]
+        );
+        assert_eq!(spec.env, ["A=1"]);
+        assert_eq!(
+            spec.binds,
+            [
+                "/opt/rke/etcd-snapshots/:/backup",
+                "/etc/kubernetes:/etc/kubernetes"
+            ]
+        );
+        assert_eq!(spec.network_mode.as_deref(), Some("host"));
+
+        etcd.backup_config = Some(BackupConfig {
+            interval_hours: 6,
+            retention: 4,
+            ..Default::default()
+        });
+        let s3 = s3();
+        let spec = snapshot_once_spec("tools:1", "snap", &member(1), "/opt/x", &etcd, Some(&s3));
+        let tail: Vec<&str> = spec.cmd[13..].iter().map(String::as_str).collect();
+        assert_eq!(
+            tail,
+            [
+                "--creation=6h",
+                "--retention=24h",
+                "--s3-backup=true",
+                "--s3-endpoint=10.0.0.1:9443",
+                "--s3-bucketName=snaps",
+                "--s3-region=eu-1",
+                "--s3-endpoint-ca=UEVN",
+                "--s3-folder=dir",
+            ]
+        );
+        assert!(spec.env.contains(&"S3_ACCESS_KEY=QUs=".to_string()));
+        assert!(
+            spec.env
+                .contains(&format!("S3_SECRET_KEY={}", STANDARD.encode("very-secret-key")))
+        );
+        assert!(
+            !spec.cmd.iter().any(|a| a.contains("very-secret-key")),
+            "the secret goes through the environment only"
+        );
+        assert_eq!(spec.binds[1], "/opt/x/etc/kubernetes:/etc/kubernetes");
+    }
+
+    #[test]
+    fn download_and_restore_command_lines() {
+        let etcd = EtcdService::default();
+        let spec = s3_download_spec("tools:1", "snap", "/", &etcd, &s3());
+        assert_eq!(
+            spec.cmd[..5],
+            [
+                "/opt/rke-tools/rke-etcd-backup",
+                "etcd-backup",
+                "download",
+                "--name",
+                "snap"
+            ]
+        );
+        assert!(spec.cmd.contains(&"--s3-backup=true".to_string()));
+
+        let spec = restore_prepare_spec(
+            "tools:1",
+            "snap x",
+            &member(2),
+            &initial_cluster(&[member(1), member(2)]),
+            &etcd,
+        );
+        let script = &spec.cmd[0];
+        assert!(script.contains("etcd-backup extract --name 'snap x'"), "{script}");
+        assert!(
+            script.contains(
+                "etcdctl snapshot restore '/backup/snap x' --data-dir=/opt/rke/etcd-snapshots-restore/ --name=etcd-node2 --initial-cluster=etcd-node1=https://192.168.0.1:2380,etcd-node2=https://192.168.0.2:2380 --initial-cluster-token=etcd-cluster-1 --initial-advertise-peer-urls=https://192.168.0.2:2380"
+            ),
+            "{script}"
+        );
+        assert!(spec.env.contains(&"ETCDCTL_API=3".to_string()));
+
+        let spec = restore_move_spec("tools:1", "/opt/x");
+        assert!(spec.binds.contains(&"/opt/x/var/lib/etcd:/var/lib/rancher/etcd".to_string()));
+        assert!(spec.cmd[0].contains("mv /opt/rke/etcd-snapshots-restore/member /var/lib/rancher/etcd/member"));
+    }
+
+    #[test]
+    fn cli_s3_wins_over_the_config_and_needs_a_bucket() {
+        let mut etcd = EtcdService::default();
+        assert!(effective_s3(&etcd, None).is_none());
+        etcd.backup_config = Some(BackupConfig {
+            s3_backup_config: Some(s3()),
+            ..Default::default()
+        });
+        assert_eq!(effective_s3(&etcd, None).unwrap().bucket_name, "snaps");
+        let cli = S3BackupConfig {
+            bucket_name: "other".into(),
+            ..Default::default()
+        };
+        assert_eq!(effective_s3(&etcd, Some(&cli)).unwrap().bucket_name, "other");
+
+        let args = S3Args {
+            s3: true,
+            s3_endpoint: "e".into(),
+            s3_endpoint_ca: None,
+            access_key: None,
+            secret_key: None,
+            bucket_name: None,
+            region: None,
+            folder: None,
+        };
+        assert!(s3_from_args(&args).unwrap_err().to_string().contains("--bucket-name"));
+    }
+
+    #[test]
+    fn the_secret_is_masked_in_messages() {
+        let s = s3();
+        register_s3_secrets(&s);
+        let shown = crate::output::redact(&format!(
+            "env S3_SECRET_KEY={} and {}",
+            STANDARD.encode(&s.secret_key),
+            s.secret_key
+        ));
+        assert!(!shown.contains("very-secret-key"), "{shown}");
+        assert!(!shown.contains(&STANDARD.encode("very-secret-key")), "{shown}");
+    }
+}
