@@ -162,11 +162,8 @@ async fn addons_apply_prune_and_fail_clearly() {
     assert!(stored.get_opt("rke-coredns-addon").await.unwrap().is_none());
 
     // 6. The other system addons, one at a time and each with images that do not exist: the
-    //    network plugin's objects are created and kept in RKE1's ConfigMap, `up` fails naming
-    //    the image, and the next config without it prunes them. metrics-server and ingress are
-    //    left out: on the sandbox's v1.20 API server, applying metrics-server's APIService failed
-    //    with a transport error, and server-side apply refuses ingress' Service whose ports omit
-    //    `protocol` (a list-map key before Kubernetes defaults it); see issue 7's closing note.
+    //    network plugin, metrics-server and ingress objects are created and kept in RKE1's
+    //    ConfigMap, `up` fails naming the image, and the next config without them prunes them.
     let base_none = with_addons(&base, "", none);
     let missing_images = |text: String| {
         text.replace(
@@ -177,10 +174,26 @@ async fn addons_apply_prune_and_fail_clearly() {
             ),
         )
     };
-    let steps = [(
-        "rke-network-plugin",
-        base_none.replace("  plugin: none\n", "  plugin: flannel\n"),
-    )];
+    let steps = [
+        (
+            "rke-network-plugin",
+            base_none.replace("  plugin: none\n", "  plugin: flannel\n"),
+        ),
+        (
+            "rke-metrics-addon",
+            base_none.replace(
+                "monitoring:\n  provider: none\n",
+                "monitoring:\n  provider: metrics-server\n",
+            ),
+        ),
+        (
+            "rke-ingress-controller",
+            base_none.replace(
+                "ingress:\n  provider: none\n",
+                "ingress:\n  provider: nginx\n",
+            ),
+        ),
+    ];
     let mut previous: Option<&str> = None;
     for (resource, text) in &steps {
         assert_ne!(
@@ -216,7 +229,7 @@ async fn addons_apply_prune_and_fail_clearly() {
     assert!(stored.get_opt("rke-user-addon").await.unwrap().is_none());
     assert!(
         stored
-            .get_opt("rke-network-plugin")
+            .get_opt("rke-ingress-controller")
             .await
             .unwrap()
             .is_none()

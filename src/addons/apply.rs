@@ -96,6 +96,69 @@ pub fn parse_manifest(resource: &str, text: &str) -> Result<Vec<Value>, AddonErr
     Ok(out)
 }
 
+/// Kinds whose pod template sits at these paths; their container ports get a protocol too.
+const POD_SPEC_PATHS: &[(&str, &[&str])] = &[
+    ("Pod", &["spec"]),
+    ("Deployment", &["spec", "template", "spec"]),
+    ("DaemonSet", &["spec", "template", "spec"]),
+    ("StatefulSet", &["spec", "template", "spec"]),
+    ("ReplicaSet", &["spec", "template", "spec"]),
+    ("ReplicationController", &["spec", "template", "spec"]),
+    ("Job", &["spec", "template", "spec"]),
+    (
+        "CronJob",
+        &["spec", "jobTemplate", "spec", "template", "spec"],
+    ),
+];
+
+/// Writes the `protocol: TCP` that the API server would default into Service ports and
+/// container ports that omit it. Server-side apply needs it before defaulting: `protocol` is part
+/// of those lists' merge keys, and API servers before 1.21 refuse such an element ("associative
+/// list with keys has an element that omits key field \"protocol\""); KDM's ingress-nginx
+/// admission Service is one. Kubernetes stores the same value, so nothing reads as changed.
+/// Built-in kinds only: a custom resource's schema may have no such field.
+pub fn fill_port_protocols(object: &mut Value) {
+    fn fill(ports: Option<&mut Value>, port_key: &str) {
+        let Some(ports) = ports.and_then(Value::as_array_mut) else {
+            return;
+        };
+        for port in ports.iter_mut().filter_map(Value::as_object_mut) {
+            if port.contains_key(port_key) && !port.contains_key("protocol") {
+                port.insert("protocol".into(), json!("TCP"));
+            }
+        }
+    }
+    let core = |o: &Value| {
+        let v = o["apiVersion"].as_str().unwrap_or_default();
+        v == "v1"
+            || v.starts_with("apps/")
+            || v.starts_with("batch/")
+            || v.starts_with("extensions/")
+    };
+    if !core(object) {
+        return;
+    }
+    let kind = object["kind"].as_str().unwrap_or_default().to_string();
+    if kind == "Service" {
+        fill(object.pointer_mut("/spec/ports"), "port");
+        return;
+    }
+    let Some((_, path)) = POD_SPEC_PATHS.iter().find(|(k, _)| *k == kind) else {
+        return;
+    };
+    let pointer: String = path.iter().map(|p| format!("/{p}")).collect();
+    let Some(pod) = object.pointer_mut(&pointer) else {
+        return;
+    };
+    for list in ["containers", "initContainers"] {
+        if let Some(containers) = pod.get_mut(list).and_then(Value::as_array_mut) {
+            for c in containers {
+                fill(c.get_mut("ports"), "containerPort");
+            }
+        }
+    }
+}
+
 /// What applying one addon did (or, in a dry run, would do).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct AddonChange {
@@ -274,8 +337,10 @@ pub async fn apply_addon(
                 .map_err(|e| api_error(resource, id, e))?;
         }
         let before = existing.map(|o| content_of(&o));
+        let mut obj = obj.clone();
+        fill_port_protocols(&mut obj);
         let after = target
-            .patch(&id.name, &params, &Patch::Apply(obj))
+            .patch(&id.name, &params, &Patch::Apply(&obj))
             .await
             .map_err(|e| api_error(resource, id, e))?;
         if before.is_none_or(|b| b != content_of(&after)) {
@@ -363,6 +428,29 @@ mod tests {
             .map(|o| ObjectId::of(o).unwrap().to_string())
             .collect();
         assert_eq!(ids, ["ConfigMap x/a", "Namespace ns1"]);
+    }
+
+    #[test]
+    fn ports_without_a_protocol_get_tcp_as_the_api_server_would_default() {
+        let text = "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\nspec:\n  ports:\n  \
+                    - port: 443\n    targetPort: webhook\n  - port: 53\n    protocol: UDP\n\
+                    ---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  \
+                    template:\n    spec:\n      containers:\n      - name: c\n        ports:\n        \
+                    - containerPort: 80\n      initContainers:\n      - name: i\n        ports:\n        \
+                    - containerPort: 81\n          protocol: SCTP\n\
+                    ---\napiVersion: crd.projectcalico.org/v1\nkind: Service\nmetadata:\n  name: x\n\
+                    spec:\n  ports:\n  - port: 1\n";
+        let mut objs = parse_manifest("rke-ingress-controller", text).unwrap();
+        objs.iter_mut().for_each(fill_port_protocols);
+        assert_eq!(objs[0]["spec"]["ports"][0]["protocol"], "TCP");
+        assert_eq!(objs[0]["spec"]["ports"][1]["protocol"], "UDP");
+        let pod = &objs[1]["spec"]["template"]["spec"];
+        assert_eq!(pod["containers"][0]["ports"][0]["protocol"], "TCP");
+        assert_eq!(pod["initContainers"][0]["ports"][0]["protocol"], "SCTP");
+        assert!(
+            objs[2]["spec"]["ports"][0].get("protocol").is_none(),
+            "custom resources are left as written"
+        );
     }
 
     #[test]

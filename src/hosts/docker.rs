@@ -12,8 +12,8 @@ use std::time::Duration;
 use bollard::errors::Error as BollardError;
 use bollard::models::{SystemInfo, SystemVersion};
 use bollard::query_parameters::{
-    CreateContainerOptions, CreateImageOptions, LogsOptions, RemoveContainerOptions,
-    RenameContainerOptions, StopContainerOptions, UploadToContainerOptions,
+    CreateContainerOptions, CreateImageOptions, DownloadFromContainerOptions, LogsOptions,
+    RemoveContainerOptions, RenameContainerOptions, StopContainerOptions, UploadToContainerOptions,
 };
 use bollard::{BollardRequest, Docker};
 use futures::StreamExt;
@@ -782,6 +782,95 @@ impl DockerClient {
         let removed = self.remove_container(&name).await;
         upload?;
         removed
+    }
+
+    /// Copies the file `path_on_host` of this host into the directory `dir_on_target` of
+    /// `target`, keeping its name and mode. The bytes stream from one host's archive API to the
+    /// other's through rkers, with a created (never started) helper container on each side, so
+    /// a large file (an etcd snapshot) is never held in memory. `Ok(false)`: no such file here.
+    pub async fn copy_file_to(
+        &self,
+        path_on_host: &str,
+        target: &DockerClient,
+        dir_on_target: &str,
+        helper_image: &str,
+    ) -> Result<bool, HostError> {
+        let Some((dir, file_name)) = path_on_host
+            .rsplit_once('/')
+            .filter(|(_, f)| path_on_host.starts_with('/') && !f.is_empty())
+        else {
+            return Err(HostError::Container {
+                host: self.host.clone(),
+                container: "file copy".into(),
+                detail: format!("{path_on_host:?} is not an absolute file path"),
+            });
+        };
+        const SOURCE: &str = "/rkers-copy-source";
+        const TARGET: &str = "/rkers-copy-target";
+        let helper = |bind: String| ContainerSpec {
+            image: helper_image.to_string(),
+            cmd: vec!["true".into()],
+            binds: vec![bind],
+            network_mode: Some("none".into()),
+            ..Default::default()
+        };
+        let name = format!("rkers-file-copy-{}", sanitize(file_name));
+        let dir = if dir.is_empty() { "/" } else { dir };
+        self.remove_container(&name).await?;
+        self.create_container(&name, &helper(format!("{dir}:{SOURCE}:ro")))
+            .await?;
+        target.remove_container(&name).await?;
+        if let Err(e) = target
+            .create_container(&name, &helper(format!("{dir_on_target}:{TARGET}")))
+            .await
+        {
+            let _ = self.remove_container(&name).await;
+            return Err(e);
+        }
+        let copied = async {
+            let mut tar = self.docker.download_from_container(
+                &name,
+                Some(DownloadFromContainerOptions {
+                    path: format!("{SOURCE}/{file_name}"),
+                }),
+            );
+            let first = match tar.next().await {
+                None => return Ok(false),
+                Some(Err(BollardError::DockerResponseServerError {
+                    status_code: 404, ..
+                })) => return Ok(false),
+                Some(Err(e)) => return Err(self.cerr(&name, &format!("read {path_on_host}"), e)),
+                Some(Ok(chunk)) => chunk,
+            };
+            let rest = tar.map(|r| r.map_err(std::io::Error::other));
+            let body = futures::stream::once(async move { Ok(first) }).chain(rest);
+            target
+                .docker
+                .upload_to_container(
+                    &name,
+                    Some(UploadToContainerOptions {
+                        path: TARGET.into(),
+                        ..Default::default()
+                    }),
+                    bollard::body_try_stream(body),
+                )
+                .await
+                .map_err(|e| {
+                    target.cerr(
+                        &name,
+                        &format!("write {dir_on_target}/{file_name} from host {}", self.host),
+                        e,
+                    )
+                })?;
+            Ok(true)
+        }
+        .await;
+        let removed_here = self.remove_container(&name).await;
+        let removed_there = target.remove_container(&name).await;
+        let copied = copied?;
+        removed_here?;
+        removed_there?;
+        Ok(copied)
     }
 }
 

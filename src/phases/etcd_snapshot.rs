@@ -185,27 +185,7 @@ pub fn register_s3_secrets(s3: &S3BackupConfig) {
 
 /// The helper's S3 flags and environment (RKE1's `configS3BackupImgCmd` minus the interval).
 pub fn s3_flags(s3: &S3BackupConfig) -> (Vec<String>, Vec<String>) {
-    let mut flags = vec![
-        "--s3-backup=true".to_string(),
-        format!("--s3-endpoint={}", s3.endpoint),
-        format!("--s3-bucketName={}", s3.bucket_name),
-        format!("--s3-region={}", s3.region),
-    ];
-    let mut env = Vec::new();
-    if !s3.access_key.is_empty() || !s3.secret_key.is_empty() {
-        env.push(format!("S3_ACCESS_KEY={}", STANDARD.encode(&s3.access_key)));
-        env.push(format!("S3_SECRET_KEY={}", STANDARD.encode(&s3.secret_key)));
-    }
-    if !s3.custom_ca.is_empty() {
-        flags.push(format!(
-            "--s3-endpoint-ca={}",
-            STANDARD.encode(&s3.custom_ca)
-        ));
-    }
-    if !s3.folder.is_empty() {
-        flags.push(format!("--s3-folder={}", s3.folder));
-    }
-    (flags, env)
+    plan::s3_backup_flags(s3)
 }
 
 /// The S3 target of a command: the command line's, else the config's `backup_config`.
@@ -275,10 +255,7 @@ pub fn snapshot_once_spec(
         image: image.to_string(),
         cmd,
         env,
-        binds: vec![
-            format!("{SNAPSHOT_DIR}/:/backup"),
-            kubernetes_bind(prefix),
-        ],
+        binds: vec![format!("{SNAPSHOT_DIR}/:/backup"), kubernetes_bind(prefix)],
         network_mode: Some("host".into()),
         restart_policy: Some(hosts::RestartPolicy::No),
         ..Default::default()
@@ -309,10 +286,7 @@ pub fn s3_download_spec(
         image: image.to_string(),
         cmd,
         env,
-        binds: vec![
-            format!("{SNAPSHOT_DIR}/:/backup"),
-            kubernetes_bind(prefix),
-        ],
+        binds: vec![format!("{SNAPSHOT_DIR}/:/backup"), kubernetes_bind(prefix)],
         network_mode: Some("host".into()),
         restart_policy: Some(hosts::RestartPolicy::No),
         ..Default::default()
@@ -540,7 +514,9 @@ pub async fn save(
                 let path = plan::join_path(&[&prefix, &format!("/etc/kubernetes/{name}.rkestate")]);
                 let upload = hosts::UploadOptions {
                     mode: 0o600,
-                    ..hosts::UploadOptions::new(cluster.config.system_images.cert_downloader.clone())
+                    ..hosts::UploadOptions::new(
+                        cluster.config.system_images.cert_downloader.clone(),
+                    )
                 };
                 host.docker()
                     .upload_file(&path, state, &upload)
@@ -582,13 +558,14 @@ pub async fn save(
         ));
     }
     phase.done();
-    let place = if s3.is_some() {
-        "saved/uploaded"
+    let verb = if s3.is_some() {
+        "saving/uploading"
     } else {
-        "saved"
+        "saving"
     };
     reporter.info(format!(
-        "Finished {place} snapshot [{name}] on {saved} etcd host(s)"
+        "Finished {verb} snapshot [{name}] on {saved} of {} etcd hosts",
+        members.len()
     ));
     Ok(())
 }
@@ -639,12 +616,33 @@ pub async fn restore(
         }
     };
     let initial = initial_cluster(&members);
+    if s3.is_none() && members.len() > 1 {
+        let step = reporter.host_action("etcd restore", "all etcd hosts", "share snapshot");
+        match share_local_snapshot(&pool, &members, name, &image).await {
+            Ok(source) => {
+                reporter.info(format!(
+                    "using the snapshot [{name}] of host {source} on every etcd host"
+                ));
+                step.ok();
+            }
+            Err(e) => {
+                step.fail(&e);
+                pool.close().await;
+                let message = format!(
+                    "[etcd] cannot restore snapshot {name}; the cluster was left as it was: {e}"
+                );
+                phase.fail(&message);
+                return Err(SnapshotError::Failed(message));
+            }
+        }
+    }
     let mut digests: BTreeMap<String, String> = BTreeMap::new();
     let mut failures: Vec<(String, String)> = Vec::new();
     // Sequential like RKE1: a snapshot may be large and the hosts share the S3 server.
     for member in &members {
         let host = pool.get(&member.address).expect("connected host").clone();
-        let step = reporter.host_action("etcd restore", &member.address, "fetch and check snapshot");
+        let step =
+            reporter.host_action("etcd restore", &member.address, "fetch and check snapshot");
         let prefix = prefix_of(cluster, &host);
         let result = async {
             if let Some(s3) = s3 {
@@ -728,6 +726,61 @@ pub async fn restore(
     Ok(())
 }
 
+/// Each etcd host took its own snapshot of the same name a few seconds apart, so their files
+/// differ; like RKE1 (which served the first host's file to the others), the first etcd host that
+/// has the snapshot gives its copy to every other one, here streamed through rkers rather than
+/// served on port 2379, so etcd keeps running until the restore is known to work. Returns the
+/// source host.
+async fn share_local_snapshot(
+    pool: &HostPool,
+    members: &[EtcdMember],
+    name: &str,
+    helper_image: &str,
+) -> Result<String, String> {
+    let hosts: Vec<&Arc<Host>> = members
+        .iter()
+        .filter_map(|m| pool.get(&m.address))
+        .collect();
+    for (i, source) in hosts.iter().enumerate() {
+        let mut file: Option<String> = None;
+        for (j, target) in hosts.iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            let candidates = match &file {
+                Some(f) => vec![f.clone()],
+                None => vec![format!("{name}.zip"), name.to_string()],
+            };
+            let mut copied = false;
+            for candidate in candidates {
+                copied = source
+                    .docker()
+                    .copy_file_to(
+                        &format!("{SNAPSHOT_DIR}/{candidate}"),
+                        target.docker(),
+                        SNAPSHOT_DIR,
+                        helper_image,
+                    )
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if copied {
+                    file = Some(candidate);
+                    break;
+                }
+            }
+            if !copied {
+                break; // not on this host: try the next one as the source
+            }
+        }
+        if file.is_some() {
+            return Ok(source.name().to_string());
+        }
+    }
+    Err(format!(
+        "snapshot {name} is on no etcd host (looked for {SNAPSHOT_DIR}/{name}.zip and {SNAPSHOT_DIR}/{name})"
+    ))
+}
+
 /// Removes etcd and the control plane everywhere, then moves each member's restored data in.
 async fn replace_data(
     cluster: &Cluster,
@@ -738,11 +791,8 @@ async fn replace_data(
     reporter: &Reporter,
 ) -> Result<(), String> {
     for host in pool.hosts() {
-        let step = reporter.host_action(
-            "etcd restore",
-            host.name(),
-            "remove etcd and control plane",
-        );
+        let step =
+            reporter.host_action("etcd restore", host.name(), "remove etcd and control plane");
         for c in REPLACED {
             if let Err(e) = host.docker().remove_container(c).await {
                 step.fail(&e.to_string());
@@ -878,10 +928,10 @@ mod tests {
             ]
         );
         assert!(spec.env.contains(&"S3_ACCESS_KEY=QUs=".to_string()));
-        assert!(
-            spec.env
-                .contains(&format!("S3_SECRET_KEY={}", STANDARD.encode("very-secret-key")))
-        );
+        assert!(spec.env.contains(&format!(
+            "S3_SECRET_KEY={}",
+            STANDARD.encode("very-secret-key")
+        )));
         assert!(
             !spec.cmd.iter().any(|a| a.contains("very-secret-key")),
             "the secret goes through the environment only"
@@ -913,18 +963,27 @@ mod tests {
             &etcd,
         );
         let script = &spec.cmd[0];
-        assert!(script.contains("etcd-backup extract --name 'snap x'"), "{script}");
+        assert!(
+            script.contains("etcd-backup extract --name 'snap x'"),
+            "{script}"
+        );
         assert!(
             script.contains(
-                "etcdctl snapshot restore '/backup/snap x' --data-dir=/opt/rke/etcd-snapshots-restore/ --name=etcd-node2 --initial-cluster=etcd-node1=https://192.168.0.1:2380,etcd-node2=https://192.168.0.2:2380 --initial-cluster-token=etcd-cluster-1 --initial-advertise-peer-urls=https://192.168.0.2:2380"
+                "etcdctl snapshot restore '/backup/snap x' --data-dir=/opt/rke/etcd-snapshots-restore/ --name=etcd-node2 --initial-cluster='etcd-node1=https://192.168.0.1:2380,etcd-node2=https://192.168.0.2:2380' --initial-cluster-token=etcd-cluster-1 --initial-advertise-peer-urls=https://192.168.0.2:2380"
             ),
             "{script}"
         );
         assert!(spec.env.contains(&"ETCDCTL_API=3".to_string()));
 
         let spec = restore_move_spec("tools:1", "/opt/x");
-        assert!(spec.binds.contains(&"/opt/x/var/lib/etcd:/var/lib/rancher/etcd".to_string()));
-        assert!(spec.cmd[0].contains("mv /opt/rke/etcd-snapshots-restore/member /var/lib/rancher/etcd/member"));
+        assert!(
+            spec.binds
+                .contains(&"/opt/x/var/lib/etcd:/var/lib/rancher/etcd".to_string())
+        );
+        assert!(
+            spec.cmd[0]
+                .contains("mv /opt/rke/etcd-snapshots-restore/member /var/lib/rancher/etcd/member")
+        );
     }
 
     #[test]
@@ -940,7 +999,10 @@ mod tests {
             bucket_name: "other".into(),
             ..Default::default()
         };
-        assert_eq!(effective_s3(&etcd, Some(&cli)).unwrap().bucket_name, "other");
+        assert_eq!(
+            effective_s3(&etcd, Some(&cli)).unwrap().bucket_name,
+            "other"
+        );
 
         let args = S3Args {
             s3: true,
@@ -952,7 +1014,12 @@ mod tests {
             region: None,
             folder: None,
         };
-        assert!(s3_from_args(&args).unwrap_err().to_string().contains("--bucket-name"));
+        assert!(
+            s3_from_args(&args)
+                .unwrap_err()
+                .to_string()
+                .contains("--bucket-name")
+        );
     }
 
     #[test]
@@ -965,6 +1032,9 @@ mod tests {
             s.secret_key
         ));
         assert!(!shown.contains("very-secret-key"), "{shown}");
-        assert!(!shown.contains(&STANDARD.encode("very-secret-key")), "{shown}");
+        assert!(
+            !shown.contains(&STANDARD.encode("very-secret-key")),
+            "{shown}"
+        );
     }
 }

@@ -588,23 +588,9 @@ impl<'a> ClusterView<'a> {
                     backup.retention * backup.interval_hours
                 ));
                 if let Some(s3) = &backup.s3_backup_config {
-                    cmd.push("--s3-backup=true".into());
-                    cmd.push(format!("--s3-endpoint={}", s3.endpoint));
-                    cmd.push(format!("--s3-bucketName={}", s3.bucket_name));
-                    cmd.push(format!("--s3-region={}", s3.region));
-                    if !s3.access_key.is_empty() || !s3.secret_key.is_empty() {
-                        env.push(format!("S3_ACCESS_KEY={}", STANDARD.encode(&s3.access_key)));
-                        env.push(format!("S3_SECRET_KEY={}", STANDARD.encode(&s3.secret_key)));
-                    }
-                    if !s3.custom_ca.is_empty() {
-                        cmd.push(format!(
-                            "--s3-endpoint-ca={}",
-                            STANDARD.encode(&s3.custom_ca)
-                        ));
-                    }
-                    if !s3.folder.is_empty() {
-                        cmd.push(format!("--s3-folder={}", s3.folder));
-                    }
+                    let (flags, s3_env) = s3_backup_flags(s3);
+                    cmd.extend(flags);
+                    env.extend(s3_env);
                 }
             }
         }
@@ -1213,4 +1199,30 @@ fn is_dual_stack(cidrs: &str) -> bool {
     }
     nets.iter().any(|n| matches!(n, ipnet::IpNet::V4(_)))
         && nets.iter().any(|n| matches!(n, ipnet::IpNet::V6(_)))
+}
+
+/// The S3 flags and environment of an rke-tools backup command (RKE1's `configS3BackupImgCmd`):
+/// the keys go base64-encoded through the environment, never on the command line.
+pub fn s3_backup_flags(s3: &crate::config::S3BackupConfig) -> (Vec<String>, Vec<String>) {
+    let mut flags = vec![
+        "--s3-backup=true".to_string(),
+        format!("--s3-endpoint={}", s3.endpoint),
+        format!("--s3-bucketName={}", s3.bucket_name),
+        format!("--s3-region={}", s3.region),
+    ];
+    let mut env = Vec::new();
+    if !s3.access_key.is_empty() || !s3.secret_key.is_empty() {
+        env.push(format!("S3_ACCESS_KEY={}", STANDARD.encode(&s3.access_key)));
+        env.push(format!("S3_SECRET_KEY={}", STANDARD.encode(&s3.secret_key)));
+    }
+    if !s3.custom_ca.is_empty() {
+        flags.push(format!(
+            "--s3-endpoint-ca={}",
+            STANDARD.encode(&s3.custom_ca)
+        ));
+    }
+    if !s3.folder.is_empty() {
+        flags.push(format!("--s3-folder={}", s3.folder));
+    }
+    (flags, env)
 }

@@ -12,13 +12,35 @@ use crate::phases::up::{UpError, UpOptions};
 fn cli_error(e: SnapshotError) -> CliError {
     match e {
         SnapshotError::Invalid(m) => CliError::InvalidConfig(m),
-        SnapshotError::Cluster(c) if c.is_invalid_config() => CliError::InvalidConfig(c.to_string()),
+        SnapshotError::Cluster(c) if c.is_invalid_config() => {
+            CliError::InvalidConfig(c.to_string())
+        }
         SnapshotError::Up {
             cause: UpError::Cluster(c),
             ..
         } if c.is_invalid_config() => CliError::InvalidConfig(c.to_string()),
         other => CliError::Failed(other.to_string()),
     }
+}
+
+fn etcd_hosts(cluster: &Cluster) -> String {
+    etcd_snapshot::etcd_members(&cluster.config)
+        .iter()
+        .map(|m| m.address.clone())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn s3_location(s3: &crate::config::S3BackupConfig, name: &str) -> String {
+    let folder = if s3.folder.is_empty() {
+        String::new()
+    } else {
+        format!("{}/", s3.folder.trim_end_matches('/'))
+    };
+    format!(
+        "s3://{}/{folder}{name}.zip at {}",
+        s3.bucket_name, s3.endpoint
+    )
 }
 
 pub async fn run(
@@ -50,9 +72,13 @@ pub async fn run(
             }
             let s3 = s3_from_args(s3).map_err(cli_error)?;
             if *dry_run {
+                let s3 = etcd_snapshot::effective_s3(&cluster.config.services.etcd, s3.as_ref());
                 reporter.info(format!(
-                    "would save snapshot [{name}] on every etcd host{}",
-                    if s3.is_some() { " and upload it" } else { "" }
+                    "would save snapshot [{name}] as {}/{name}.zip on etcd hosts {}, one after the other{}",
+                    etcd_snapshot::SNAPSHOT_DIR,
+                    etcd_hosts(cluster),
+                    s3.map(|s| format!(", and upload it to {}", s3_location(s, &name)))
+                        .unwrap_or_default()
                 ));
                 return Ok(());
             }
@@ -92,8 +118,19 @@ pub async fn run(
             }
             let s3 = s3_from_args(s3).map_err(cli_error)?;
             if *dry_run {
+                let s3 = etcd_snapshot::effective_s3(&cluster.config.services.etcd, s3.as_ref());
+                let source = match s3 {
+                    Some(s) => format!("downloaded from {}", s3_location(s, &name)),
+                    None => format!(
+                        "from {}/{name}.zip of the first etcd host that has it",
+                        etcd_snapshot::SNAPSHOT_DIR
+                    ),
+                };
                 reporter.info(format!(
-                    "would restore snapshot [{name}] on every etcd host and rebuild the cluster around it"
+                    "would restore snapshot [{name}] ({source}) into a scratch directory on etcd hosts {}; \
+                     if that works on every one, remove etcd, kube-apiserver, kube-controller-manager and \
+                     kube-scheduler, put the restored data in place and run `up`",
+                    etcd_hosts(cluster)
                 ));
                 return Ok(());
             }
