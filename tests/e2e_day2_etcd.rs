@@ -386,6 +386,7 @@ async fn etcd_snapshots_save_restore_s3_and_rolling() {
             cmd.join(" ")
         ),
     );
+    let _ = sb.try_on_host("host1", "docker rm -f e2e-rolling");
     let rolling: Vec<String> = snapshot_files(&cluster, "host1")
         .into_iter()
         .filter(|f| f.ends_with("_etcd.zip"))

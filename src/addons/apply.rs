@@ -6,7 +6,9 @@ use super::{AddonError, AddonPlan};
 use crate::kubeapi::{FIELD_MANAGER, KubeApi};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::api::{
+    Api, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
 use kube::discovery::{ApiCapabilities, ApiResource, Scope};
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
@@ -310,6 +312,21 @@ pub async fn apply_addon(
 
     let mut resolver = Resolver::new(api);
     let params = PatchParams::apply(FIELD_MANAGER).force();
+    // Before 1.21 the API server has no field manager for APIServices and panics on their
+    // server-side apply (kubernetes/kubernetes#89264, fixed by #98576): those are created or
+    // replaced instead. Asked only when the manifest has one.
+    let apply_apiservices = if new_ids.iter().any(is_apiservice) {
+        api.server_minor()
+            .await
+            .map_err(|e| AddonError::Api {
+                resource: resource.to_string(),
+                object: "server version".into(),
+                message: e.to_string(),
+            })?
+            >= 21
+    } else {
+        true
+    };
     for (obj, id) in new_objects.iter().zip(&new_ids) {
         let target = resolver
             .resolve(id, true)
@@ -336,13 +353,18 @@ pub async fn apply_addon(
                 .await
                 .map_err(|e| api_error(resource, id, e))?;
         }
+        let existing_version = existing
+            .as_ref()
+            .and_then(|o| o.metadata.resource_version.clone());
         let before = existing.map(|o| content_of(&o));
         let mut obj = obj.clone();
         fill_port_protocols(&mut obj);
-        let after = target
-            .patch(&id.name, &params, &Patch::Apply(&obj))
-            .await
-            .map_err(|e| api_error(resource, id, e))?;
+        let after = if is_apiservice(id) && !apply_apiservices {
+            create_or_replace(&target, id, &obj, existing_version).await
+        } else {
+            target.patch(&id.name, &params, &Patch::Apply(&obj)).await
+        }
+        .map_err(|e| api_error(resource, id, e))?;
         if before.is_none_or(|b| b != content_of(&after)) {
             change.changed.push(id.clone());
         }
@@ -365,6 +387,33 @@ pub async fn apply_addon(
 
     store_manifest(api, resource, plan.manifest.as_deref()).await?;
     Ok(change)
+}
+
+fn is_apiservice(id: &ObjectId) -> bool {
+    id.kind == "APIService" && id.api_version.starts_with("apiregistration.k8s.io/")
+}
+
+/// Create, or replace the whole object, with field manager `rkers`: for kinds the server
+/// cannot apply server-side. Fields other clients set on the object are overwritten.
+async fn create_or_replace(
+    target: &Api<DynamicObject>,
+    id: &ObjectId,
+    obj: &Value,
+    resource_version: Option<String>,
+) -> Result<DynamicObject, kube::Error> {
+    let mut desired: DynamicObject =
+        serde_json::from_value(obj.clone()).map_err(kube::Error::SerdeError)?;
+    let params = PostParams {
+        field_manager: Some(FIELD_MANAGER.to_string()),
+        ..Default::default()
+    };
+    match resource_version {
+        None => target.create(&params, &desired).await,
+        Some(version) => {
+            desired.metadata.resource_version = Some(version);
+            target.replace(&id.name, &params, &desired).await
+        }
+    }
 }
 
 /// Writes (or, for a removed addon, deletes) RKE1's ConfigMap for `resource`; a removed addon's

@@ -235,13 +235,7 @@ impl KubeApi {
 
     /// policy/v1 Eviction exists from Kubernetes 1.22; older servers only take v1beta1.
     async fn eviction_api_version(&self) -> Result<&'static str, KubeApiError> {
-        let version = self.server_version().await?;
-        let minor = version
-            .trim_start_matches('v')
-            .split('.')
-            .nth(1)
-            .and_then(|m| m.parse::<u32>().ok())
-            .unwrap_or(0);
+        let minor = self.server_minor().await?;
         Ok(if minor >= 22 {
             "policy/v1"
         } else {

@@ -74,6 +74,17 @@ impl KubeApi {
         Ok(info.git_version)
     }
 
+    /// The server's minor version, e.g. 20 for "v1.20.2" (0 when it cannot be read from it).
+    pub async fn server_minor(&self) -> Result<u32, KubeApiError> {
+        let version = self.server_version().await?;
+        Ok(version
+            .trim_start_matches('v')
+            .split('.')
+            .nth(1)
+            .and_then(|m| m.trim_end_matches('+').parse::<u32>().ok())
+            .unwrap_or(0))
+    }
+
     /// Creates or updates the RBAC objects RKE1 creates right after the control plane (§20).
     pub async fn apply_authz(&self, rbac: bool) -> Result<(), KubeApiError> {
         let mut docs = vec![JOB_DEPLOYER_SERVICE_ACCOUNT, JOB_DEPLOYER_BINDING];

@@ -618,7 +618,18 @@ pub async fn restore(
     let initial = initial_cluster(&members);
     if s3.is_none() && members.len() > 1 {
         let step = reporter.host_action("etcd restore", "all etcd hosts", "share snapshot");
-        match share_local_snapshot(&pool, &members, name, &image).await {
+        let shared = async {
+            for m in &members {
+                if let Some(host) = pool.get(&m.address) {
+                    host.docker()
+                        .ensure_image(&image, &registries, &mut |_| {})
+                        .await
+                        .map_err(|e| e.to_string())?;
+                }
+            }
+            share_local_snapshot(&pool, &members, name, &image).await
+        };
+        match shared.await {
             Ok(source) => {
                 reporter.info(format!(
                     "using the snapshot [{name}] of host {source} on every etcd host"
@@ -875,8 +886,10 @@ mod tests {
 
     #[test]
     fn snapshot_once_is_rke1s_command_line() {
-        let mut etcd = EtcdService::default();
-        etcd.extra_env = vec!["A=1".into()];
+        let mut etcd = EtcdService {
+            extra_env: vec!["A=1".into()],
+            ..Default::default()
+        };
         let spec = snapshot_once_spec("tools:1", "snap", &member(1), "/", &etcd, None);
         assert_eq!(
             spec.cmd,

@@ -1211,8 +1211,18 @@ fn upgrade_hosts(
             hostname: h.hostname.clone(),
             changed: plane_changes(run, &h.address, names),
             new: !old.nodes.iter().any(|n| n.address == h.address),
+            serving: kubelet_runs(run, &h.address),
         })
         .collect()
+}
+
+/// Whether the host's kubelet runs now: one that is missing or stopped serves no pods, so
+/// the host is already out of service and its upgrade costs nothing of the budget, whatever the
+/// node's (possibly stale) Ready condition says.
+fn kubelet_runs(run: &Run, address: &str) -> bool {
+    !run.actions[address].iter().any(|a| {
+        matches!(a, Action::CreateContainer { name, .. } | Action::StartContainer { name } if name == plan::KUBELET)
+    })
 }
 
 fn upgrade_strategy(
@@ -1606,6 +1616,16 @@ async fn remove_etcd_members(run: &Arc<Run>, runner: &Runner) -> Result<(), UpEr
             for c in ETCD_PLANE {
                 host.docker().remove_container(c).await.map_err(other)?;
             }
+            // A host that stays in the cluster without the etcd role keeps no member data: were
+            // it made an etcd host again, its etcd would restart as the removed member and be
+            // refused ("the member has been permanently removed"). Hosts that leave the cluster
+            // are cleaned with the rest of their directories.
+            if let Some(h) = run.plan.hosts.iter().find(|h| h.address == gone.address) {
+                let data = plan::join_path(&[&h.prefix_path, "/var/lib/etcd"]);
+                reconcile::clean_directories(&host, &run.helper_image, &[data])
+                    .await
+                    .map_err(other)?;
+            }
         }
     }
     match result {
@@ -1652,7 +1672,16 @@ async fn join_etcd_members(
             .host_action("etcd join", address, &format!("add member {name}"));
         let result = async {
             let via = member_host(run, &BTreeSet::new()).ok_or("no etcd member to join through")?;
-            reconcile::add_member(via, &name, &reconcile::peer_url(&h.internal_address)).await?;
+            let peer = reconcile::peer_url(&h.internal_address);
+            // A member that has never started (new, or left unstarted by an interrupted run)
+            // starts from an empty data directory: data of an earlier membership would make
+            // etcd restart as that removed member, which the cluster refuses ("the member has
+            // been permanently removed from the cluster").
+            let started = reconcile::member_list(via)
+                .await?
+                .iter()
+                .any(|(_, n, urls)| !n.is_empty() && urls.split(',').any(|u| u == peer));
+            reconcile::add_member(via, &name, &peer).await?;
             let pending: BTreeSet<String> = run.recon.etcd_added[i + 1..].iter().cloned().collect();
             let ctx = plan::EtcdContext::while_adding(&order, &pending);
             let joining = plan::build(&plan::PlanInput {
@@ -1672,6 +1701,14 @@ async fn join_etcd_members(
                 .expect("planned host");
             let host = run.pool.get(address).expect("connected host");
             let spec = &hp.containers[plan::ETCD];
+            if !started {
+                host.docker()
+                    .remove_container(plan::ETCD)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let data = plan::join_path(&[&hp.prefix_path, "/var/lib/etcd"]);
+                reconcile::clean_directories(host, &run.helper_image, &[data]).await?;
+            }
             fix_etcd_permissions(run, host, hp).await?;
             host.docker()
                 .remove_container(plan::ETCD)

@@ -7,9 +7,10 @@
 //! are ever uncordoned. Once as many hosts failed as the budget allows, the remaining ones are
 //! not touched.
 //!
-//! New hosts, hosts whose node is missing or NotReady, and every host when the API server cannot
-//! be reached are upgraded straight away without cordon: there is nothing to protect on them
-//! (RKE1 does the same for NotReady nodes, §17.2 step 2).
+//! New hosts, hosts whose kubelet is not running, hosts whose node is missing or NotReady, and
+//! every host when the API server cannot be reached are upgraded straight away, in parallel and
+//! without cordon: there is nothing to protect on them (RKE1 does the same for NotReady nodes,
+//! §17.2 step 2; a node whose kubelet was just removed still reads Ready for up to 40 s).
 
 use crate::kubeapi::KubeApi;
 use crate::kubeapi::drain::{Cordon, DrainOptions};
@@ -58,6 +59,8 @@ pub struct UpgradeHost {
     pub changed: bool,
     /// The host was not part of the cluster before this run.
     pub new: bool,
+    /// Its kubelet runs now (so its pods are served and worth protecting).
+    pub serving: bool,
 }
 
 impl crate::phases::HostName for UpgradeHost {
@@ -95,7 +98,7 @@ where
     let mut guarded = Vec::new();
     for h in hosts {
         let protect = match api {
-            Some(api) if h.changed && !h.new => node_ready(api, &h.hostname).await,
+            Some(api) if h.changed && !h.new && h.serving => node_ready(api, &h.hostname).await,
             _ => false,
         };
         if protect {

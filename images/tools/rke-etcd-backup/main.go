@@ -560,6 +560,11 @@ func writeStateFromCluster(name string) error {
 			break
 		}
 		err = fmt.Errorf("kubectl get secret full-cluster-state: %v: %s", err, strings.TrimSpace(stderr.String()))
+		// A refusal or a missing Secret does not change within a minute: no retry, so a rolling
+		// snapshot is not held up by one.
+		if msg := stderr.String(); strings.Contains(msg, "Forbidden") || strings.Contains(msg, "NotFound") {
+			break
+		}
 	}
 	if err != nil {
 		return err
