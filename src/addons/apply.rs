@@ -316,14 +316,11 @@ pub async fn apply_addon(
     // server-side apply (kubernetes/kubernetes#89264, fixed by #98576): those are created or
     // replaced instead. Asked only when the manifest has one.
     let apply_apiservices = if new_ids.iter().any(is_apiservice) {
-        api.server_minor()
-            .await
-            .map_err(|e| AddonError::Api {
-                resource: resource.to_string(),
-                object: "server version".into(),
-                message: e.to_string(),
-            })?
-            >= 21
+        api.server_minor().await.map_err(|e| AddonError::Api {
+            resource: resource.to_string(),
+            object: "server version".into(),
+            message: e.to_string(),
+        })? >= 21
     } else {
         true
     };

@@ -43,6 +43,14 @@ pub struct PortCheckPlan {
 }
 
 impl PortCheckPlan {
+    /// Leaves `names` out of every role: they neither listen nor probe (Windows workers, whose
+    /// Docker cannot run the Linux listener and probe containers).
+    pub fn without_hosts(&mut self, names: &[String]) {
+        for list in [&mut self.etcd, &mut self.controlplane, &mut self.worker] {
+            list.retain(|h| !names.contains(&h.name));
+        }
+    }
+
     pub fn new(tools_image: impl Into<String>) -> Self {
         PortCheckPlan {
             tools_image: tools_image.into(),
@@ -278,6 +286,23 @@ async fn run_checker(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn hosts_left_out_neither_listen_nor_probe() {
+        let host = |n: &str| PortHost {
+            name: n.into(),
+            internal_address: String::new(),
+        };
+        let mut plan = PortCheckPlan::new("tools");
+        plan.etcd = vec![host("l1")];
+        plan.controlplane = vec![host("l1")];
+        plan.worker = vec![host("l1"), host("w1"), host("w2")];
+        plan.without_hosts(&["w1".to_string()]);
+        let names = |v: &[PortHost]| v.iter().map(|h| h.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&plan.worker), ["l1", "w2"]);
+        assert_eq!(names(&plan.etcd), ["l1"]);
+        assert_eq!(names(&plan.controlplane), ["l1"]);
+    }
+
     use super::*;
 
     fn ph(n: &str) -> PortHost {

@@ -1817,7 +1817,20 @@ async fn port_checks(
     pool: &HostPool,
     reporter: &Reporter,
 ) -> Result<(), UpError> {
-    let plan = cluster.port_check_plan();
+    let mut plan = cluster.port_check_plan();
+    // The listeners and probes are Linux containers: Windows workers are left out (and said so).
+    let windows: Vec<String> = pool
+        .hosts()
+        .filter(|h| h.facts().os_type == "windows")
+        .map(|h| h.name().to_string())
+        .collect();
+    if !windows.is_empty() {
+        plan.without_hosts(&windows);
+        reporter.warn(format!(
+            "port checks skip the Windows hosts {}: their probes are Linux containers",
+            windows.join(", ")
+        ));
+    }
     let step = reporter.host_action("connect", "all hosts", "port checks between roles");
     let failures = crate::hosts::ports::check_cluster_ports(pool, &plan)
         .await
