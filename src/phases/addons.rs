@@ -251,3 +251,86 @@ fn offline_change(plan: &AddonPlan) -> Result<apply::AddonChange, AddonError> {
         pruned: Vec::new(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::{OutputFormat, Reporter};
+
+    /// An HTTP server on loopback that answers every request with `body` (or 404), once per
+    /// connection, for as many connections as asked.
+    async fn serve(body: Option<&'static str>, connections: usize) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            for _ in 0..connections {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                let mut request = [0u8; 2048];
+                let _ = stream.read(&mut request).await;
+                let response = match body {
+                    Some(b) => format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{b}",
+                        b.len()
+                    ),
+                    None => {
+                        "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                            .to_string()
+                    }
+                };
+                let _ = stream.write_all(response.as_bytes()).await;
+            }
+        });
+        format!("http://{address}")
+    }
+
+    fn cluster_with_includes(dir: &Path, includes: &[String]) -> Cluster {
+        let list: String = includes.iter().map(|i| format!("  - {i}\n")).collect();
+        let yml = format!(
+            "nodes:\n  - address: 10.0.0.1\n    user: rancher\n    role: [controlplane, etcd, worker]\n\
+             addons_include:\n{list}"
+        );
+        let path = dir.join("cluster.yml");
+        std::fs::write(&path, yml).unwrap();
+        Cluster::load(&path, &Reporter::new(OutputFormat::Text, true)).unwrap()
+    }
+
+    const MANIFEST: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-include\n";
+
+    #[tokio::test]
+    async fn includes_are_read_next_to_cluster_yml_and_over_http() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("extra")).unwrap();
+        std::fs::write(dir.path().join("extra/local.yaml"), MANIFEST).unwrap();
+        let url = serve(Some(MANIFEST), 1).await;
+        let cluster = cluster_with_includes(
+            dir.path(),
+            &["extra/local.yaml".into(), format!("{url}/a.yaml")],
+        );
+        // Run from elsewhere: the relative path still resolves against cluster.yml's directory.
+        let texts = read_includes(&cluster).await.unwrap();
+        assert_eq!(texts, [MANIFEST, MANIFEST]);
+    }
+
+    #[tokio::test]
+    async fn a_bad_include_names_itself_and_the_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = serve(None, 1).await;
+        let missing = cluster_with_includes(dir.path(), &["nope.yaml".into()]);
+        let e = read_includes(&missing).await.unwrap_err().to_string();
+        assert!(
+            e.contains("addons_include nope.yaml") && e.contains("nope.yaml:"),
+            "{e}"
+        );
+        let not_found = cluster_with_includes(dir.path(), &[format!("{url}/x.yaml")]);
+        let e = read_includes(&not_found).await.unwrap_err().to_string();
+        assert!(e.contains("x.yaml") && e.contains("404"), "{e}");
+        let https = cluster_with_includes(dir.path(), &["https://example.invalid/a.yaml".into()]);
+        let e = read_includes(&https).await.unwrap_err().to_string();
+        assert!(e.contains("only http:// URLs"), "{e}");
+        std::fs::write(dir.path().join("bad.yaml"), "kind: [unclosed").unwrap();
+        let bad = cluster_with_includes(dir.path(), &["bad.yaml".into()]);
+        let e = read_includes(&bad).await.unwrap_err().to_string();
+        assert!(e.contains("addons_include bad.yaml"), "{e}");
+    }
+}
