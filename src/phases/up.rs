@@ -1681,7 +1681,13 @@ async fn join_etcd_members(
                 .await?
                 .iter()
                 .any(|(_, n, urls)| !n.is_empty() && urls.split(',').any(|u| u == peer));
-            reconcile::add_member(via, &name, &peer).await?;
+            // Learners (etcd 3.4+) do not count towards quorum until promoted: RKE1 adds voting
+            // members, and a join that fails then leaves the cluster without quorum (1 of 2
+            // members up). The member is promoted once it has caught up, and removed again when
+            // its join fails.
+            let learner = !started && reconcile::supports_learners(via).await;
+            reconcile::add_member(via, &name, &peer, learner).await?;
+            let joined = async {
             let pending: BTreeSet<String> = run.recon.etcd_added[i + 1..].iter().cloned().collect();
             let ctx = plan::EtcdContext::while_adding(&order, &pending);
             let joining = plan::build(&plan::PlanInput {
@@ -1722,6 +1728,9 @@ async fn join_etcd_members(
                 .start_container(plan::ETCD)
                 .await
                 .map_err(|e| e.to_string())?;
+            if learner {
+                reconcile::promote_member(via, &peer, 45).await?;
+            }
             if let Some(check) = &spec.health_check {
                 let tls = check_tls(run, check);
                 health::wait_healthy(
@@ -1733,6 +1742,27 @@ async fn join_etcd_members(
                 )
                 .await
                 .map_err(|e| format!("{name} did not become healthy after joining: {e}"))?;
+            }
+            Ok::<(), String>(())
+            }
+            .await;
+            if let Err(e) = joined {
+                if !learner {
+                    return Err(e);
+                }
+                let host = run.pool.get(address).expect("connected host");
+                let undone = async {
+                    host.docker()
+                        .remove_container(plan::ETCD)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    reconcile::remove_member_by_peer(via, &peer).await
+                }
+                .await;
+                return Err(match undone {
+                    Ok(()) => format!("{e}\n(the learner was removed again: the cluster keeps its members and quorum)"),
+                    Err(u) => format!("{e}\n(removing the learner again failed too: {u})"),
+                });
             }
             run.joined
                 .lock()
