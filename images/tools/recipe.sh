@@ -38,9 +38,10 @@ recipe_populate() {
     dpkg-deb -x "$deb" "$tmp"
     install -m 0755 "$tmp/usr/bin/docker" "$root/opt/rke-tools/bin/docker"
     rm -rf "$tmp"
-    (cd "$RECIPE_DIR/rke-etcd-backup" && CGO_ENABLED=0 GOFLAGS= GOPROXY=off GOTOOLCHAIN=local \
-        GOCACHE="$RKERS_CACHE/go-build-cache" "$GO" build -trimpath -ldflags '-s -w -buildid=' \
-        -o "$root/opt/rke-tools/rke-etcd-backup" .)
+    # Its unit tests (the S3 signing among them) run first: a failing one stops the image.
+    (cd "$RECIPE_DIR/rke-etcd-backup" && export CGO_ENABLED=0 GOFLAGS= GOPROXY=off GOTOOLCHAIN=local \
+        GOCACHE="$RKERS_CACHE/go-build-cache" && "$GO" vet . && "$GO" test -count=1 . >&2 &&
+        "$GO" build -trimpath -ldflags '-s -w -buildid=' -o "$root/opt/rke-tools/rke-etcd-backup" .)
     # RKE's helper scripts are written for bash but run as `sh -c`.
     ln -sf bash "$root/bin/sh"
     # The stock site configuration would listen on port 80; nginx-proxy renders its own.

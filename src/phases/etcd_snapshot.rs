@@ -212,6 +212,20 @@ fn kubernetes_bind(prefix: &str) -> String {
     )
 }
 
+/// A one-shot rke-tools helper as RKE1 runs them: host network, the snapshot directory as
+/// `/backup` and the host's `/etc/kubernetes`.
+fn backup_helper(image: &str, cmd: Vec<String>, env: Vec<String>, prefix: &str) -> ContainerSpec {
+    ContainerSpec {
+        image: image.to_string(),
+        cmd,
+        env,
+        binds: vec![format!("{SNAPSHOT_DIR}/:/backup"), kubernetes_bind(prefix)],
+        network_mode: Some("host".into()),
+        restart_policy: Some(hosts::RestartPolicy::No),
+        ..Default::default()
+    }
+}
+
 /// `etcd-snapshot-once` (§26.1 step 3): one snapshot of the local member, zipped with the state
 /// file deployed beside it, uploaded when S3 is configured.
 pub fn snapshot_once_spec(
@@ -251,15 +265,7 @@ pub fn snapshot_once_spec(
         cmd.extend(flags);
         env.extend(s3_env);
     }
-    ContainerSpec {
-        image: image.to_string(),
-        cmd,
-        env,
-        binds: vec![format!("{SNAPSHOT_DIR}/:/backup"), kubernetes_bind(prefix)],
-        network_mode: Some("host".into()),
-        restart_policy: Some(hosts::RestartPolicy::No),
-        ..Default::default()
-    }
+    backup_helper(image, cmd, env, prefix)
 }
 
 /// `etcd-download-backup` from S3 (§26.3 step 6): fetches `<folder>/<name>[.zip]` into the
@@ -282,15 +288,7 @@ pub fn s3_download_spec(
     cmd.extend(flags);
     let mut env = etcd.extra_env.clone();
     env.extend(s3_env);
-    ContainerSpec {
-        image: image.to_string(),
-        cmd,
-        env,
-        binds: vec![format!("{SNAPSHOT_DIR}/:/backup"), kubernetes_bind(prefix)],
-        network_mode: Some("host".into()),
-        restart_policy: Some(hosts::RestartPolicy::No),
-        ..Default::default()
-    }
+    backup_helper(image, cmd, env, prefix)
 }
 
 /// `etcd-restore`, first half: unpacks the snapshot, prints its SHA-256 (compared across hosts

@@ -799,24 +799,31 @@ func download(o options) error {
 		return fmt.Errorf("downloading %s: HTTP %s", url, resp.Status)
 	}
 	dest := path.Join(backupDir, name)
-	tmp := dest + ".tmp"
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	n, err := writeFileAtomically(dest, resp.Body)
 	if err != nil {
 		return err
 	}
-	n, err := io.Copy(out, resp.Body)
+	log.Printf("downloaded %s from %s (%d bytes)", name, endpoint, n)
+	return nil
+}
+
+// writeFileAtomically copies r into dest (mode 0600) through a temporary file renamed into
+// place, so an interrupted transfer never leaves a partial snapshot under the real name.
+func writeFileAtomically(dest string, r io.Reader) (int64, error) {
+	tmp := dest + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(out, r)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %v", dest, err)
+		return n, fmt.Errorf("writing %s: %v", dest, err)
 	}
-	if err := os.Rename(tmp, dest); err != nil {
-		return err
-	}
-	log.Printf("downloaded %s from %s (%d bytes)", name, endpoint, n)
-	return nil
+	return n, os.Rename(tmp, dest)
 }
 
 func extractStateFile(o options) error {

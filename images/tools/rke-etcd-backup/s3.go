@@ -369,21 +369,9 @@ func (c *s3Client) get(key, dest string) error {
 		return s3Error(resp, "downloading "+key+" from "+c.describe())
 	}
 	defer resp.Body.Close()
-	tmp := dest + ".tmp"
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	n, err := writeFileAtomically(dest, resp.Body)
 	if err != nil {
-		return err
-	}
-	n, err := io.Copy(out, resp.Body)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
 		return fmt.Errorf("downloading %s: %v", key, err)
-	}
-	if err := os.Rename(tmp, dest); err != nil {
-		return err
 	}
 	log.Printf("downloaded %s (%d bytes) from %s to %s", key, n, c.describe(), dest)
 	return nil
