@@ -236,3 +236,72 @@ async fn addons_apply_prune_and_fail_clearly() {
     );
     eprintln!("addon steps took {:.0}s", started.elapsed().as_secs_f64());
 }
+
+/// The CNI readiness wait on the real API server: it returns at once while every node is Ready,
+/// and when a node's kubelet stops it fails naming that node, its Ready condition and the
+/// state of the network plugin's pods on it (here a stand-in pod labelled like a CNI agent).
+#[tokio::test(flavor = "multi_thread")]
+async fn cni_readiness_names_the_node_without_a_network() {
+    use rkers::addons::wait::wait_nodes_network;
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+    let Some(cluster) = E2e::new() else { return };
+    let api = cluster.standard().await;
+    let base = std::fs::read_to_string(&cluster.config).unwrap();
+    let pause = pause_image(&base);
+    let selector: BTreeMap<String, String> =
+        [("app".to_string(), "rkers-e2e-fake-cni".to_string())].into();
+    let cni = vec![("default".to_string(), selector)];
+    let pod = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: rkers-e2e-fake-cni\n  labels: {{app: rkers-e2e-fake-cni}}\n\
+         spec:\n  nodeName: host3\n  containers:\n  - name: pause\n    image: {pause}\n    imagePullPolicy: IfNotPresent\n"
+    );
+    let file = cluster.dir.join("fake-cni-pod.yaml");
+    std::fs::write(&file, pod).unwrap();
+    let (ok, out) = cluster.kubectl(&["apply", "-f", file.to_str().unwrap()]);
+    assert!(ok, "{out}");
+
+    wait_nodes_network(&api, &cni, Duration::from_secs(30))
+        .await
+        .expect("every node is Ready");
+
+    // The node turns NotReady only once its status is 40 s stale; the wait is then given 10 s.
+    cluster.env.on_host("host3", "docker stop kubelet");
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(api.client.clone());
+    let started = Instant::now();
+    loop {
+        let node = nodes.get("host3").await.unwrap();
+        let ready = node
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .into_iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        if !ready {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(150),
+            "host3 stays Ready"
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    let err = wait_nodes_network(&api, &cni, Duration::from_secs(10))
+        .await
+        .expect_err("host3's kubelet is stopped")
+        .to_string();
+    cluster.env.on_host("host3", "docker start kubelet");
+    assert!(err.contains("node host3:"), "{err}");
+    assert!(
+        !err.contains("node host1:") && !err.contains("node host2:"),
+        "{err}"
+    );
+    assert!(
+        err.contains("rkers-e2e-fake-cni"),
+        "the plugin's pod on host3 is described: {err}"
+    );
+
+    support::e2e::wait_nodes_ready(&api, &support::e2e::HOSTS, Duration::from_secs(180)).await;
+    let (ok, out) = cluster.kubectl(&["delete", "pod", "rkers-e2e-fake-cni", "--wait=false"]);
+    assert!(ok, "{out}");
+}
