@@ -56,6 +56,40 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// The tag of the default Kubernetes version's `alpine` (rke-tools) image, which RKE1 gives
+    /// to every `rancher/rke-tools` backup helper (§14.2, §33.9).
+    pub fn default_rke_tools_tag(&self) -> Option<String> {
+        self.catalog
+            .system_images(&self.catalog.default_version())
+            .and_then(|i| i.get("alpine").and_then(|a| crate::metadata::image_tag(a)))
+    }
+
+    /// Writes `kube_config_<name>.yml` for `bundle`'s admin certificate, pointing at the first
+    /// controlplane host as RKE1 does (§6.1), atomically and mode 0600, and says so.
+    pub fn write_admin_kubeconfig(
+        &self,
+        bundle: &pki::Bundle,
+        reporter: &Reporter,
+    ) -> Result<(), String> {
+        let server = self
+            .config
+            .nodes
+            .iter()
+            .find(|n| n.role.iter().any(|r| r == "controlplane"))
+            .map(|n| format!("https://{}:6443", n.address))
+            .ok_or("the cluster has no controlplane host")?;
+        let text = pki::admin_kubeconfig(bundle, &self.config.cluster_name, &server)
+            .map_err(|e| e.to_string())?;
+        let path = &self.files.kubeconfig_path;
+        crate::state::write_atomic(path, text.as_bytes(), 0o600)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        reporter.info(format!(
+            "Successfully Deployed local admin kubeconfig at [{}]",
+            path.display()
+        ));
+        Ok(())
+    }
+
     /// Reads, defaults and validates the config; every problem is reported at once.
     pub fn load(path: &Path, reporter: &Reporter) -> Result<Cluster, ClusterError> {
         let catalog = Catalog::load()?;

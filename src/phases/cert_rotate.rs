@@ -272,7 +272,9 @@ pub async fn cert_rotate(
     for (title, names) in RESTART_PLANES {
         restart_plane(&run, &runner, title, names).await?;
     }
-    write_admin_kubeconfig(cluster, &run.bundle, reporter)?;
+    cluster
+        .write_admin_kubeconfig(&run.bundle, reporter)
+        .map_err(other)?;
 
     let phase = reporter.phase("current state");
     state.promote_desired_to_current();
@@ -361,10 +363,7 @@ fn build_plan(
     } else {
         None
     };
-    let default_tools_tag = cluster
-        .catalog
-        .system_images(&cluster.catalog.default_version())
-        .and_then(|i| i.get("alpine").and_then(|a| crate::metadata::image_tag(a)));
+    let default_tools_tag = cluster.default_rke_tools_tag();
     plan::build(&plan::PlanInput {
         config: &cluster.config,
         service_options: &service_options,
@@ -500,29 +499,6 @@ async fn restart_container(
             "{name}: Failed to verify healthcheck: {e}, log: {last}"
         ));
     }
-    Ok(())
-}
-
-fn write_admin_kubeconfig(
-    cluster: &Cluster,
-    bundle: &Bundle,
-    reporter: &Reporter,
-) -> Result<(), RotateError> {
-    let server = cluster
-        .config
-        .nodes
-        .iter()
-        .find(|n| n.role.iter().any(|r| r == "controlplane"))
-        .map(|n| format!("https://{}:6443", n.address))
-        .ok_or_else(|| other("the cluster has no controlplane host"))?;
-    let text =
-        pki::admin_kubeconfig(bundle, &cluster.config.cluster_name, &server).map_err(other)?;
-    crate::state::write_atomic(&cluster.files.kubeconfig_path, text.as_bytes(), 0o600)
-        .map_err(other)?;
-    reporter.info(format!(
-        "Successfully Deployed local admin kubeconfig at [{}]",
-        cluster.files.kubeconfig_path.display()
-    ));
     Ok(())
 }
 

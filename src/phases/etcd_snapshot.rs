@@ -379,17 +379,10 @@ fn restore_clean_spec(image: &str) -> ContainerSpec {
 /// The image RKE1 runs its backup helpers with: the alpine (rke-tools) image, with the default
 /// Kubernetes version's tag when it is `rancher/rke-tools` (§14.2, §33.9).
 pub fn backup_image(cluster: &Cluster) -> String {
-    let alpine = cluster.config.system_images.alpine.clone();
-    let default_tag = cluster
-        .catalog
-        .system_images(&cluster.catalog.default_version())
-        .and_then(|i| i.get("alpine").and_then(|a| crate::metadata::image_tag(a)));
-    match (crate::metadata::image_tag(&alpine), default_tag) {
-        (Some(tag), Some(default_tag)) if alpine.contains("rancher/rke-tools") => {
-            alpine.replacen(&tag, &default_tag, 1)
-        }
-        _ => alpine,
-    }
+    plan::default_rke_tools(
+        &cluster.config.system_images.alpine,
+        cluster.default_rke_tools_tag().as_deref(),
+    )
 }
 
 fn timeout_of(etcd: &EtcdService) -> Duration {

@@ -224,10 +224,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     } else {
         None
     };
-    let default_tools_tag = cluster
-        .catalog
-        .system_images(&cluster.catalog.default_version())
-        .and_then(|i| i.get("alpine").and_then(|a| crate::metadata::image_tag(a)));
+    let default_tools_tag = cluster.default_rke_tools_tag();
     let etcd = plan::EtcdContext::fresh();
     let cluster_plan = plan::build(&plan::PlanInput {
         config: &cluster.config,
@@ -377,7 +374,9 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
 
     // 4. apply
     apply_files(&run, &runner).await?;
-    write_admin_kubeconfig(cluster, &run.bundle, reporter)?;
+    cluster
+        .write_admin_kubeconfig(&run.bundle, reporter)
+        .map_err(other)?;
     pull_images(&run, &runner).await?;
     if let Some(old) = old.as_ref().filter(|o| {
         !o.current_state.encryption_config.is_empty()
@@ -814,29 +813,6 @@ fn finish(phase: crate::output::PhaseGuard, result: Result<(), PhaseError>) -> R
             Err(e.into())
         }
     }
-}
-
-fn write_admin_kubeconfig(
-    cluster: &Cluster,
-    bundle: &Bundle,
-    reporter: &Reporter,
-) -> Result<(), UpError> {
-    let server = cluster
-        .config
-        .nodes
-        .iter()
-        .find(|n| n.role.iter().any(|r| r == "controlplane"))
-        .map(|n| format!("https://{}:6443", n.address))
-        .ok_or_else(|| other("the cluster has no controlplane host"))?;
-    let text =
-        pki::admin_kubeconfig(bundle, &cluster.config.cluster_name, &server).map_err(other)?;
-    crate::state::write_atomic(&cluster.files.kubeconfig_path, text.as_bytes(), 0o600)
-        .map_err(other)?;
-    reporter.info(format!(
-        "Successfully Deployed local admin kubeconfig at [{}]",
-        cluster.files.kubeconfig_path.display()
-    ));
-    Ok(())
 }
 
 async fn pull_images(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {

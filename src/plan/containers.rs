@@ -623,13 +623,10 @@ impl<'a> ClusterView<'a> {
 
     /// RKE1's `GetDefaultRKETools`: a `rancher/rke-tools` image gets the default version's tag.
     fn rolling_snapshot_image(&self) -> String {
-        let alpine = &self.cfg.system_images.alpine;
-        match (image_tag(alpine), self.input.default_rke_tools_tag) {
-            (Some(tag), Some(default_tag)) if alpine.contains("rancher/rke-tools") => {
-                alpine.replacen(tag, default_tag, 1)
-            }
-            _ => alpine.clone(),
-        }
+        default_rke_tools(
+            &self.cfg.system_images.alpine,
+            self.input.default_rke_tools_tag,
+        )
     }
 
     fn kube_apiserver(&self, host: &Host, facts: &HostFacts, prefix: &str) -> ContainerSpec {
@@ -1225,4 +1222,14 @@ pub fn s3_backup_flags(s3: &crate::config::S3BackupConfig) -> (Vec<String>, Vec<
         flags.push(format!("--s3-folder={}", s3.folder));
     }
     (flags, env)
+}
+
+/// RKE1's `GetDefaultRKETools`: a `rancher/rke-tools` `alpine` image gets `default_tag`.
+pub fn default_rke_tools(alpine: &str, default_tag: Option<&str>) -> String {
+    match (image_tag(alpine), default_tag) {
+        (Some(tag), Some(default_tag)) if alpine.contains("rancher/rke-tools") => {
+            alpine.replacen(tag, default_tag, 1)
+        }
+        _ => alpine.to_string(),
+    }
 }

@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::types::RkeConfig;
 
-pub use containers::{optional_files, s3_backup_flags};
+pub use containers::{default_rke_tools, optional_files, s3_backup_flags};
 pub use files::{
     admission_configuration_yaml, audit_policy_yaml, cloud_config_file, kubelet_docker_config,
     md5_hex,

@@ -742,14 +742,7 @@ func serve(o options) error {
 		return err
 	}
 	plain := path.Join(backupDir, name)
-	compressed := plain + "." + zipExtension
-	if _, err := os.Stat(compressed); err == nil {
-		if err := extractFromZip(compressed, plain, plain); err != nil {
-			return err
-		}
-		log.Printf("extracted %s from %s", plain, compressed)
-	}
-	if _, err := os.Stat(plain); err != nil {
+	if err := extractSnapshot(o); err != nil {
 		return err
 	}
 	ca, cert, key, err := tlsFiles(o)

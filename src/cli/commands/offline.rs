@@ -3,7 +3,6 @@
 use crate::cli::CliError;
 use crate::cluster::Cluster;
 use crate::output::Reporter;
-use crate::state::write_atomic;
 use std::path::Path;
 
 /// RKE1's `up --init`: generate or refresh the state file (certificates + desired config), then
@@ -72,31 +71,10 @@ pub fn get_kubeconfig(cluster: &Cluster, reporter: &Reporter) -> Result<(), CliE
     } else {
         &state.current_state
     };
-    let server = first_controlplane_url(cluster)?;
-    let text = crate::pki::admin_kubeconfig(
-        &side.certificates_bundle,
-        &cluster.config.cluster_name,
-        &server,
-    )
-    .map_err(|e| CliError::Failed(e.to_string()))?;
-    let path = &cluster.files.kubeconfig_path;
-    write_atomic(path, text.as_bytes(), 0o600)
-        .map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?;
-    reporter.info(format!(
-        "Successfully Deployed local admin kubeconfig at [{}]",
-        path.display()
-    ));
-    Ok(())
-}
-
-pub fn first_controlplane_url(cluster: &Cluster) -> Result<String, CliError> {
     cluster
-        .config
-        .nodes
-        .iter()
-        .find(|n| n.role.iter().any(|r| r == "controlplane"))
-        .map(|n| format!("https://{}:6443", n.address))
-        .ok_or_else(|| CliError::Failed("the cluster has no controlplane host".into()))
+        .write_admin_kubeconfig(&side.certificates_bundle, reporter)
+        .map_err(CliError::Failed)?;
+    Ok(())
 }
 
 fn fail(e: crate::cluster::ClusterError) -> CliError {
