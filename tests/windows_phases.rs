@@ -329,7 +329,8 @@ async fn linux_hosts_are_refused_and_untouched() {
 /// anywhere.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mixed_cluster_dry_run_lists_windows_and_linux_actions() {
-    if let Err(r) = support::require_root_and(&["/usr/sbin/sshd", "ssh-keygen"]) {
+    if let Err(r) = support::require_root_and(&["/usr/sbin/sshd", "ssh-keygen", "/usr/bin/python3"])
+    {
         return support::skip(&r);
     }
     let linux_socket = match support::local_dockerd() {
@@ -338,7 +339,18 @@ async fn mixed_cluster_dry_run_lists_windows_and_linux_actions() {
     };
     let dir = tempfile::tempdir().unwrap();
     let key = support::keygen(dir.path(), "id_ed25519", "ed25519", "");
-    let sshd = LocalSshd::start(SshdOptions::default());
+    // The Windows worker's shell is a double (tests/windows_host) that answers the host agent;
+    // the Linux host's commands pass through it unchanged.
+    let windows_state = dir.path().join("windows");
+    std::fs::create_dir_all(&windows_state).unwrap();
+    let sshd = LocalSshd::start(SshdOptions {
+        force_command: Some(format!(
+            "/usr/bin/python3 {}/tests/windows_host/fake_windows_shell.py {}",
+            env!("CARGO_MANIFEST_DIR"),
+            windows_state.display()
+        )),
+        ..Default::default()
+    });
     sshd.authorize(&key);
     let windows = FakeWindowsDocker::start().await;
     let yml = dir.path().join("cluster.yml");
@@ -401,6 +413,16 @@ async fn mixed_cluster_dry_run_lists_windows_and_linux_actions() {
         "{win}"
     );
     assert!(!win.contains("etcd"), "{win}");
+    // The host-level steps: directories, the wins config, wins itself.
+    for step in [
+        "create directories c:/etc/kubernetes/bin, c:/etc/kubernetes/ssl,",
+        "upload c:/etc/rancher/wins/config (new)",
+        "upload c:/etc/cni/net.d/10-flannel.conflist (new)",
+        "install wins at c:/etc/rancher/wins/wins.exe (copied from rancher/",
+        "register and start the rancher-wins service (not registered yet)",
+    ] {
+        assert!(win.contains(step), "{step} missing:\n{win}");
+    }
     let linux = section("127.0.0.1");
     for container in ["etcd", "kube-apiserver", plan::KUBELET] {
         assert!(linux.contains(container), "{container} missing:\n{linux}");
@@ -414,5 +436,14 @@ async fn mixed_cluster_dry_run_lists_windows_and_linux_actions() {
         .map(|c| c.short())
         .collect();
     assert!(writes.is_empty(), "{writes:?}");
+    // ... and the Windows host was only observed.
+    assert!(!windows_state.join("drive").exists());
+    let agent_runs = std::fs::read_to_string(windows_state.join("invocations.jsonl")).unwrap();
+    assert!(
+        agent_runs
+            .lines()
+            .all(|l| l.contains("\"mode\": \"observe\"")),
+        "{agent_runs}"
+    );
     assert!(!dir.path().join("cluster.rkestate").exists());
 }

@@ -51,6 +51,22 @@ pub enum Action {
     DeleteNode {
         node: String,
     },
+    /// Windows: host directories a bind or a wins-managed process needs (Windows cannot bind a
+    /// missing source).
+    CreateDirectories {
+        paths: Vec<String>,
+    },
+    /// Windows: copy `wins.exe` out of `image` onto the host.
+    InstallWins {
+        image: String,
+        path: String,
+    },
+    /// Windows: register the rancher-wins service (when missing) and start or restart it.
+    StartWins {
+        register: bool,
+        restart: bool,
+        reason: String,
+    },
 }
 
 fn changes_as_strings<S: serde::Serializer>(c: &[FieldChange], s: S) -> Result<S::Ok, S::Error> {
@@ -85,6 +101,24 @@ impl std::fmt::Display for Action {
             Action::RemoveEtcdMember { member } => write!(f, "remove etcd member {member}"),
             Action::CleanDirectories { paths } => write!(f, "clean {}", paths.join(", ")),
             Action::DeleteNode { node } => write!(f, "delete node {node}"),
+            Action::CreateDirectories { paths } => {
+                write!(f, "create directories {}", paths.join(", "))
+            }
+            Action::InstallWins { image, path } => {
+                write!(f, "install wins at {path} (copied from {image})")
+            }
+            Action::StartWins {
+                register,
+                restart,
+                reason,
+            } => {
+                let verb = match (register, restart) {
+                    (true, _) => "register and start",
+                    (false, true) => "restart",
+                    (false, false) => "start",
+                };
+                write!(f, "{verb} the rancher-wins service ({reason})")
+            }
         }
     }
 }

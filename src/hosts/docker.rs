@@ -723,6 +723,71 @@ impl DockerClient {
         Ok(result)
     }
 
+    /// Reads one file out of `image` (already on the host): the first of `candidates` that
+    /// exists, with the path it was found at, or `None` when none does. The container is
+    /// created, never started (Windows serves the archive API only for stopped containers),
+    /// and removed again.
+    pub async fn read_image_file(
+        &self,
+        name: &str,
+        image: &str,
+        candidates: &[&str],
+    ) -> Result<Option<(String, Vec<u8>)>, HostError> {
+        self.remove_container(name).await?;
+        let spec = ContainerSpec {
+            image: image.to_string(),
+            ..Default::default()
+        };
+        self.create_container(name, &spec).await?;
+        let found = async {
+            for path in candidates {
+                let mut stream = self.docker.download_from_container(
+                    name,
+                    Some(DownloadFromContainerOptions {
+                        path: (*path).to_string(),
+                    }),
+                );
+                let mut tar_bytes = Vec::new();
+                let mut missing = false;
+                while let Some(chunk) = stream.next().await {
+                    match chunk {
+                        Ok(b) => tar_bytes.extend_from_slice(&b),
+                        Err(BollardError::DockerResponseServerError {
+                            status_code: 404, ..
+                        }) => {
+                            missing = true;
+                            break;
+                        }
+                        Err(e) => return Err(self.cerr(name, &format!("read {path}"), e)),
+                    }
+                }
+                if missing {
+                    continue;
+                }
+                let bad = |e: std::io::Error| HostError::Container {
+                    host: self.host.clone(),
+                    container: name.to_owned(),
+                    detail: format!("read {path}: bad archive: {e}"),
+                };
+                let mut archive = tar::Archive::new(tar_bytes.as_slice());
+                for entry in archive.entries().map_err(bad)? {
+                    let mut entry = entry.map_err(bad)?;
+                    if entry.header().entry_type() == tar::EntryType::Regular {
+                        let mut contents = Vec::new();
+                        std::io::Read::read_to_end(&mut entry, &mut contents).map_err(bad)?;
+                        return Ok(Some(((*path).to_string(), contents)));
+                    }
+                }
+            }
+            Ok(None)
+        }
+        .await;
+        let removed = self.remove_container(name).await;
+        let found = found?;
+        removed?;
+        Ok(found)
+    }
+
     /// Writes `bytes` to `path_on_host` byte for byte: a helper container bind-mounts the
     /// parent directory and the file goes in through the archive API, so no shell ever sees
     /// the content (RKE1's `echo -e` file deployer altered backslashes, spec §13, §33.4).

@@ -441,6 +441,60 @@ impl SshSession {
         Ok(out)
     }
 
+    /// Runs `command`, feeding it `input` on stdin (then end of file), and collects its output.
+    /// Errors name the command as `shown`: the input may hold keys, and the command line may be
+    /// a long encoded script nobody can read.
+    pub async fn exec_with_input(
+        &self,
+        command: &str,
+        shown: &str,
+        input: &[u8],
+    ) -> Result<ExecOutput, HostError> {
+        use tokio::io::AsyncWriteExt;
+        let exec_err = |detail: String| HostError::Exec {
+            host: self.host.clone(),
+            command: shown.to_owned(),
+            detail,
+        };
+        let mut ch = self
+            .handle
+            .channel_open_session()
+            .await
+            .map_err(|e| exec_err(format!("cannot open a session channel: {e}")))?;
+        ch.exec(true, command)
+            .await
+            .map_err(|e| exec_err(e.to_string()))?;
+        // Written while the output is read, so a command that answers before it has read all
+        // of its input cannot stall on a full window.
+        let mut writer = ch.make_writer();
+        let input = input.to_vec();
+        let feed = tokio::spawn(async move {
+            writer.write_all(&input).await?;
+            writer.shutdown().await
+        });
+        let mut out = ExecOutput::default();
+        while let Some(msg) = ch.wait().await {
+            match msg {
+                ChannelMsg::Data { data } => out.stdout.extend_from_slice(&data),
+                ChannelMsg::ExtendedData { data, .. } => out.stderr.extend_from_slice(&data),
+                ChannelMsg::ExitStatus { exit_status } => out.exit_status = Some(exit_status),
+                ChannelMsg::Failure => return Err(exec_err("the server refused to run it".into())),
+                _ => {}
+            }
+        }
+        match feed.await {
+            Ok(Ok(())) => {}
+            // A command that exits without reading everything closes its stdin; its exit
+            // status and output say why, so only a command that also succeeded is an error.
+            Ok(Err(e)) if out.success() => {
+                return Err(exec_err(format!("writing its input failed: {e}")));
+            }
+            Ok(Err(_)) => {}
+            Err(e) => return Err(exec_err(format!("writing its input failed: {e}"))),
+        }
+        Ok(out)
+    }
+
     /// Starts `command` and returns its stdin/stdout as one stream (stderr is dropped).
     pub async fn exec_stream(&self, command: &str) -> Result<BoxedStream, HostError> {
         let exec_err = |detail: String| HostError::Exec {

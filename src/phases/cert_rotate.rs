@@ -22,7 +22,9 @@ use crate::output::Reporter;
 use crate::phases::certs::containers_to_restart;
 use crate::phases::files::{self, DesiredFile};
 use crate::phases::health::{self, TlsMaterial};
-use crate::phases::up::{etc_kubernetes, host_files};
+use crate::phases::up::{
+    etc_kubernetes, files_root, host_files, kubernetes_view, kubernetes_view_map,
+};
 use crate::phases::{PhaseError, Runner};
 use crate::pki::{self, Bundle, RotateService};
 use crate::plan::{self, ClusterPlan, HostPlan};
@@ -181,23 +183,42 @@ pub async fn cert_rotate(
             .get(&h.address)
             .ok_or_else(|| other(format!("host {} not connected", h.address)))?;
         let docker = host.docker();
-        docker
-            .ensure_image(&helper_image, &registries, &mut |_| {})
-            .await
-            .map_err(other)?;
-        let on_disk = files::read_dir(docker, &etc_kubernetes(h), &helper_image)
-            .await
-            .map_err(other)?;
-        let desired = host_files(h, &bundle, &spec);
-        let loaded = host_files(h, &loaded_bundle, &spec);
+        let windows = cluster_plan.windows.contains_key(&h.address);
+        let desired = host_files(h, &bundle, &spec, windows);
+        let loaded = host_files(h, &loaded_bundle, &spec, windows);
+        let on_disk = if windows {
+            // The file helper is a Linux image: a Windows worker is read by the host agent.
+            let paths: Vec<String> = desired.iter().map(|f| f.relative_path.clone()).collect();
+            super::windows::observe_host(host, &h.prefix_path, &[], &paths)
+                .await
+                .map_err(other)?
+                .files
+        } else {
+            docker
+                .ensure_image(&helper_image, &registries, &mut |_| {})
+                .await
+                .map_err(other)?;
+            files::read_dir(docker, &etc_kubernetes(h), &helper_image)
+                .await
+                .map_err(other)?
+        };
         let changed: Vec<DesiredFile> = files::changed(&desired, &on_disk)
             .into_iter()
             .cloned()
             .collect();
+        let readers = if windows {
+            containers_to_restart(
+                &kubernetes_view(&desired),
+                &kubernetes_view(&loaded),
+                &kubernetes_view_map(&on_disk),
+            )
+        } else {
+            containers_to_restart(&desired, &loaded, &on_disk)
+        };
         // A reader that exists but is stopped (a previous run interrupted between its stop and
         // its start) is started the same way.
         let mut running = BTreeSet::new();
-        for name in containers_to_restart(&desired, &loaded, &on_disk) {
+        for name in readers {
             if h.containers.get(name).is_some_and(|c| c.start)
                 && docker
                     .inspect_container(name)
@@ -211,7 +232,7 @@ pub async fn cert_rotate(
         let mut actions: Vec<Action> = changed
             .iter()
             .map(|f| Action::UploadFile {
-                path: format!("{}/{}", etc_kubernetes(h), f.relative_path),
+                path: plan::join_path(&[&files_root(h, windows), &f.relative_path]),
                 reason: if on_disk.contains_key(&f.relative_path) {
                     "changed".into()
                 } else {
@@ -410,8 +431,21 @@ async fn write_certificates(run: &Arc<Rotation>, runner: &Runner) -> Result<(), 
                 let run = r.clone();
                 async move {
                     let h = run.host_plan(&address);
+                    let host = run.host(&address);
+                    if run.plan.windows.contains_key(&address) {
+                        return super::windows::write_host_files(
+                            host,
+                            &h.prefix_path,
+                            &[],
+                            &run.uploads[&address],
+                            &[],
+                        )
+                        .await
+                        .map(drop)
+                        .map_err(|e| e.to_string());
+                    }
                     files::write_files(
-                        run.host(&address).docker(),
+                        host.docker(),
                         &etc_kubernetes(h),
                         &run.helper_image,
                         &run.uploads[&address],

@@ -262,9 +262,10 @@ async fn remove_host(host: &Host, roles: Roles, context: &CleanContext) -> Resul
     };
     if plan::is_windows(&facts) {
         // Containers, wins-managed processes, wins' firewall rules, HNS networks and the
-        // directories the plan wrote. rkers never installs wins, so it leaves it registered.
-        let prefix = plan::host_prefix_path(&context.prefix, &host.facts().operating_system);
-        let steps = plan::remove_plan_windows(&prefix, false);
+        // directories the plan wrote; `up` installs and registers wins, so it is unregistered
+        // and deleted too.
+        // The plan refuses every Windows prefix but c:/ (the Linux prefix rule would give `/`).
+        let steps = plan::remove_plan_windows(plan::WINDOWS_PREFIX_PATH, true);
         return crate::phases::windows::remove_windows_host(host, &steps, &context.windows_image)
             .await
             .map_err(|e| e.to_string());

@@ -88,6 +88,8 @@ struct Observed {
     files: BTreeMap<String, Vec<u8>>,
     /// Image → its default environment when the host has it.
     images: BTreeMap<String, Option<Vec<String>>>,
+    /// Windows workers: directories and wins as found (`files` holds their files).
+    windows: Option<super::windows::WindowsObserved>,
 }
 
 /// Everything the apply phases need, shared by the host tasks.
@@ -242,15 +244,33 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     let desired_files: BTreeMap<String, Vec<DesiredFile>> = cluster_plan
         .hosts
         .iter()
-        .map(|h| (h.address.clone(), host_files(h, &bundle, &spec)))
+        .map(|h| {
+            let windows = cluster_plan.windows.contains_key(&h.address);
+            (h.address.clone(), host_files(h, &bundle, &spec, windows))
+        })
         .collect();
     let helper_image = cluster.config.system_images.cert_downloader.clone();
     let registries = cluster.registry_credentials();
-    let observed = observe(&pool, &cluster_plan, &helper_image, &registries).await?;
-    crate::phases::certs::warn_expiring(
-        reporter,
-        observed.iter().map(|(a, o)| (a.as_str(), &o.files)),
-    );
+    let observed = observe(
+        &pool,
+        &cluster_plan,
+        &desired_files,
+        &helper_image,
+        &registries,
+    )
+    .await?;
+    let expiry_view: Vec<(&str, BTreeMap<String, Vec<u8>>)> = observed
+        .iter()
+        .map(|(a, o)| {
+            let files = if o.windows.is_some() {
+                kubernetes_view_map(&o.files)
+            } else {
+                o.files.clone()
+            };
+            (a.as_str(), files)
+        })
+        .collect();
+    crate::phases::certs::warn_expiring(reporter, expiry_view.iter().map(|(a, f)| (*a, f)));
     guard_existing_cluster(
         old.as_ref(),
         &observed,
@@ -263,8 +283,14 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         let obs = &observed[&host_plan.address];
         // What the containers were started with: a run stopped after writing files but before
         // restarting their readers (e.g. `cert rotate`) still restarts them now.
+        let windows = cluster_plan.windows.contains_key(&host_plan.address);
         let loaded = old.as_ref().map_or_else(Vec::new, |s| {
-            host_files(host_plan, &s.current_state.certificates_bundle, &spec)
+            host_files(
+                host_plan,
+                &s.current_state.certificates_bundle,
+                &spec,
+                windows,
+            )
         });
         let list = host_actions(host_plan, obs, &desired_files[&host_plan.address], &loaded);
         all_actions.push(HostActions {
@@ -378,6 +404,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         .write_admin_kubeconfig(&run.bundle, reporter)
         .map_err(other)?;
     pull_images(&run, &runner).await?;
+    prepare_windows(&run, &runner).await?;
     if let Some(old) = old.as_ref().filter(|o| {
         !o.current_state.encryption_config.is_empty()
             && state.desired_state.encryption_config.is_empty()
@@ -500,10 +527,31 @@ fn check_docker_versions(
 }
 
 /// The certificates, keys and kubeconfigs a host gets (§11.1, §12), plus the plan's files,
-/// by path relative to `/etc/kubernetes`.
-pub(crate) fn host_files(h: &HostPlan, bundle: &Bundle, spec: &pki::PkiSpec) -> Vec<DesiredFile> {
-    let mut out = Vec::new();
-    let rel = |p: &str| p.strip_prefix("/etc/kubernetes/").map(str::to_string);
+/// by path relative to [`files_root`]. On a Windows worker the plan's own kubeconfigs (Windows
+/// certificate paths) replace the ones the PKI renders for Linux.
+pub(crate) fn host_files(
+    h: &HostPlan,
+    bundle: &Bundle,
+    spec: &pki::PkiSpec,
+    windows: bool,
+) -> Vec<DesiredFile> {
+    let mut out: Vec<DesiredFile> = Vec::new();
+    let rel = |p: &str| {
+        if windows {
+            p.strip_prefix(h.prefix_path.as_str())
+                .or_else(|| p.strip_prefix('/'))
+                .map(str::to_string)
+        } else {
+            p.strip_prefix("/etc/kubernetes/").map(str::to_string)
+        }
+    };
+    let mut add = |file: DesiredFile| match out
+        .iter_mut()
+        .find(|f| f.relative_path == file.relative_path)
+    {
+        Some(existing) => *existing = file,
+        None => out.push(file),
+    };
     if let Some(pki_host) = spec.hosts.iter().find(|p| p.address == h.address) {
         for cert in pki::certs_for_host(bundle, spec, pki_host) {
             for (path, contents) in [
@@ -512,7 +560,7 @@ pub(crate) fn host_files(h: &HostPlan, bundle: &Bundle, spec: &pki::PkiSpec) -> 
                 (&cert.config_path, &cert.config),
             ] {
                 if let (Some(rel), false) = (rel(path), contents.is_empty()) {
-                    out.push(DesiredFile {
+                    add(DesiredFile {
                         relative_path: rel,
                         contents: contents.as_bytes().to_vec(),
                         mode: 0o600,
@@ -526,7 +574,7 @@ pub(crate) fn host_files(h: &HostPlan, bundle: &Bundle, spec: &pki::PkiSpec) -> 
             continue;
         }
         if let Some(rel) = rel(&f.container_path) {
-            out.push(DesiredFile {
+            add(DesiredFile {
                 relative_path: rel,
                 contents: f.contents.as_bytes().to_vec(),
                 mode: f.mode,
@@ -536,6 +584,37 @@ pub(crate) fn host_files(h: &HostPlan, bundle: &Bundle, spec: &pki::PkiSpec) -> 
     out
 }
 
+/// The directory a host's files are kept relative to: `<prefix>/etc/kubernetes` on Linux; the
+/// drive root on a Windows worker, whose plan also writes CNI, flannel, nginx and wins files.
+pub(crate) fn files_root(h: &HostPlan, windows: bool) -> String {
+    if windows {
+        h.prefix_path.clone()
+    } else {
+        etc_kubernetes(h)
+    }
+}
+
+/// A Windows worker's files seen as Linux keeps them (relative to `etc/kubernetes`), for the
+/// rules keyed on those paths: which containers read a file, certificate expiry.
+pub(crate) fn kubernetes_view(files: &[DesiredFile]) -> Vec<DesiredFile> {
+    files
+        .iter()
+        .filter_map(|f| {
+            Some(DesiredFile {
+                relative_path: f.relative_path.strip_prefix("etc/kubernetes/")?.to_string(),
+                ..f.clone()
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn kubernetes_view_map(files: &BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Vec<u8>> {
+    files
+        .iter()
+        .filter_map(|(rel, c)| Some((rel.strip_prefix("etc/kubernetes/")?.to_string(), c.clone())))
+        .collect()
+}
+
 pub(crate) fn etc_kubernetes(h: &HostPlan) -> String {
     plan::join_path(&[&h.prefix_path, "/etc/kubernetes"])
 }
@@ -543,6 +622,7 @@ pub(crate) fn etc_kubernetes(h: &HostPlan) -> String {
 async fn observe(
     pool: &HostPool,
     cluster_plan: &ClusterPlan,
+    desired_files: &BTreeMap<String, Vec<DesiredFile>>,
     helper_image: &str,
     registries: &[hosts::target::RegistryCredential],
 ) -> Result<BTreeMap<String, Observed>, UpError> {
@@ -566,9 +646,24 @@ async fn observe(
             };
             obs.images.insert(image.to_string(), env);
         }
-        if host.facts().os_type == "windows" {
-            // The file helper is a Linux image; Windows files are not read back (yet), so a
-            // Windows host's files always show as to be written.
+        if let Some(setup) = cluster_plan.windows.get(&h.address) {
+            // The file helper is a Linux image: a Windows worker is read by the host agent.
+            let mut paths: Vec<String> = desired_files[&h.address]
+                .iter()
+                .map(|f| f.relative_path.clone())
+                .collect();
+            paths.extend(
+                plan::optional_files(h.roles.controlplane)
+                    .iter()
+                    .filter_map(|p| p.strip_prefix('/'))
+                    .map(str::to_string),
+            );
+            let found =
+                super::windows::observe_host(host, &h.prefix_path, &setup.directories, &paths)
+                    .await
+                    .map_err(other)?;
+            obs.files = found.files.clone();
+            obs.windows = Some(found);
             return Ok((h.address.clone(), obs));
         }
         // Reading the files needs the helper image on the host.
@@ -652,6 +747,15 @@ fn host_actions(
     loaded: &[DesiredFile],
 ) -> Vec<Action> {
     let mut actions = Vec::new();
+    let windows = obs.windows.as_ref();
+    let root = files_root(h, windows.is_some());
+    if let Some(w) = windows
+        && !w.missing_directories.is_empty()
+    {
+        actions.push(Action::CreateDirectories {
+            paths: w.missing_directories.clone(),
+        });
+    }
     for f in files::changed(desired_files, &obs.files) {
         let reason = if obs.files.contains_key(&f.relative_path) {
             "changed"
@@ -659,7 +763,7 @@ fn host_actions(
             "new"
         };
         actions.push(Action::UploadFile {
-            path: format!("{}/{}", etc_kubernetes(h), f.relative_path),
+            path: plan::join_path(&[&root, &f.relative_path]),
             reason: reason.into(),
         });
     }
@@ -676,15 +780,23 @@ fn host_actions(
             .iter()
             .find(|f| f.container_path == *path)
             .is_some_and(|f| !f.contents.is_empty());
-        if let Some(rel) = path.strip_prefix("/etc/kubernetes/")
+        let rel = if windows.is_some() {
+            path.strip_prefix('/')
+        } else {
+            path.strip_prefix("/etc/kubernetes/")
+        };
+        if let Some(rel) = rel
             && !planned
             && obs.files.contains_key(rel)
             && !flags_name(path)
         {
             actions.push(Action::RemoveFile {
-                path: format!("{}/{rel}", etc_kubernetes(h)),
+                path: plan::join_path(&[&root, rel]),
             });
         }
+    }
+    if let Some(w) = windows {
+        actions.extend(wins_actions(h, w, desired_files, &obs.files));
     }
     let mut pulls = BTreeSet::new();
     for spec in h.containers.values() {
@@ -723,7 +835,15 @@ fn host_actions(
             _ => None,
         })
         .collect();
-    let restarts = containers_to_restart(desired_files, loaded, &obs.files);
+    let restarts: BTreeSet<&str> = if windows.is_some() {
+        containers_to_restart(
+            &kubernetes_view(desired_files),
+            &kubernetes_view(loaded),
+            &kubernetes_view_map(&obs.files),
+        )
+    } else {
+        containers_to_restart(desired_files, loaded, &obs.files)
+    };
     for name in restarts {
         let running = obs.containers.get(name).is_some_and(|c| c.running);
         if running && h.containers.contains_key(name) && !touched.contains(name) {
@@ -743,6 +863,48 @@ fn host_actions(
     actions
 }
 
+/// What a Windows worker needs of wins: the binary, the service registered and running, and a
+/// restart when its config (the process whitelist) changes.
+fn wins_actions(
+    h: &HostPlan,
+    w: &super::windows::WindowsObserved,
+    desired_files: &[DesiredFile],
+    on_disk: &BTreeMap<String, Vec<u8>>,
+) -> Vec<Action> {
+    let mut actions = Vec::new();
+    if !w.wins.exe_present
+        && let Some(sidekick) = h.containers.get(plan::SERVICE_SIDEKICK)
+    {
+        actions.push(Action::InstallWins {
+            image: sidekick.image.clone(),
+            path: super::windows::wins_exe_path(),
+        });
+    }
+    let config = plan::WINS_CONFIG_PATH
+        .strip_prefix(h.prefix_path.as_str())
+        .unwrap_or(plan::WINS_CONFIG_PATH);
+    let config_changes = desired_files
+        .iter()
+        .any(|f| f.relative_path == config && on_disk.get(config) != Some(&f.contents));
+    let start = if !w.wins.registered() {
+        Some((true, false, "not registered yet".to_string()))
+    } else if config_changes && w.wins.running() {
+        Some((false, true, "its config changes".to_string()))
+    } else if !w.wins.running() {
+        Some((false, false, format!("it is {}", w.wins.service)))
+    } else {
+        None
+    };
+    if let Some((register, restart, reason)) = start {
+        actions.push(Action::StartWins {
+            register,
+            restart,
+            reason,
+        });
+    }
+    actions
+}
+
 async fn apply_files(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
     let phase = runner.reporter.phase("certificates and files");
     let hosts: Vec<String> = run
@@ -750,9 +912,14 @@ async fn apply_files(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
         .hosts
         .iter()
         .filter(|h| {
-            run.actions[&h.address]
-                .iter()
-                .any(|a| matches!(a, Action::UploadFile { .. } | Action::RemoveFile { .. }))
+            run.actions[&h.address].iter().any(|a| {
+                matches!(
+                    a,
+                    Action::UploadFile { .. }
+                        | Action::RemoveFile { .. }
+                        | Action::CreateDirectories { .. }
+                )
+            })
         })
         .map(|h| h.address.clone())
         .collect();
@@ -774,24 +941,45 @@ async fn apply_files(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
                             _ => None,
                         })
                         .collect();
-                    let base = etc_kubernetes(h);
+                    let windows = run.plan.windows.contains_key(&address);
+                    let base = files_root(h, windows);
                     let files: Vec<DesiredFile> = run.files[&address]
                         .iter()
-                        .filter(|f| wanted.contains(&format!("{base}/{}", f.relative_path)))
+                        .filter(|f| wanted.contains(&plan::join_path(&[&base, &f.relative_path])))
                         .cloned()
                         .collect();
-                    files::write_files(host.docker(), &base, &run.helper_image, &files)
-                        .await
-                        .map_err(|e| e.to_string())?;
                     let stale: Vec<String> = run.actions[&address]
                         .iter()
                         .filter_map(|a| match a {
-                            Action::RemoveFile { path } => {
-                                path.strip_prefix(&format!("{base}/")).map(str::to_string)
-                            }
+                            Action::RemoveFile { path } => path
+                                .strip_prefix(base.as_str())
+                                .map(|r| r.trim_start_matches('/').to_string()),
                             _ => None,
                         })
                         .collect();
+                    if windows {
+                        let directories: Vec<String> = run.actions[&address]
+                            .iter()
+                            .filter_map(|a| match a {
+                                Action::CreateDirectories { paths } => Some(paths.clone()),
+                                _ => None,
+                            })
+                            .flatten()
+                            .collect();
+                        return super::windows::write_host_files(
+                            host,
+                            &base,
+                            &directories,
+                            &files,
+                            &stale,
+                        )
+                        .await
+                        .map(drop)
+                        .map_err(|e| e.to_string());
+                    }
+                    files::write_files(host.docker(), &base, &run.helper_image, &files)
+                        .await
+                        .map_err(|e| e.to_string())?;
                     files::remove_files(host.docker(), &base, &run.helper_image, &stale)
                         .await
                         .map_err(|e| e.to_string())
@@ -1133,6 +1321,95 @@ async fn apply_plane_on(run: &Run, address: &str, names: &[&str]) -> Result<(), 
     for name in names {
         if h.containers.contains_key(*name) {
             apply_container(run, host, h, name).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Installs, registers and (re)starts wins on the Windows workers that need it, after their
+/// files (the wins config among them) are written and their images pulled (`wins.exe` comes
+/// out of the sidekick's image). A restart first stops the wins-managed containers and waits
+/// for wins to stop their processes, then sweeps what outlived it and starts them again:
+/// restarting wins under running processes is what leaves a node in the "Access is denied"
+/// loop (windows-wins.md §5.1).
+async fn prepare_windows(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
+    let hosts: Vec<String> = run
+        .plan
+        .windows
+        .keys()
+        .filter(|a| {
+            run.actions[*a]
+                .iter()
+                .any(|x| matches!(x, Action::InstallWins { .. } | Action::StartWins { .. }))
+        })
+        .cloned()
+        .collect();
+    if hosts.is_empty() {
+        return Ok(());
+    }
+    let phase = runner.reporter.phase("wins");
+    let r = run.clone();
+    let result = runner
+        .for_each_host("wins", "install and start wins", hosts, move |address| {
+            let run = r.clone();
+            async move { prepare_windows_host(&run, &address).await }
+        })
+        .await;
+    finish(phase, result)
+}
+
+async fn prepare_windows_host(run: &Run, address: &str) -> Result<(), String> {
+    let h = run.host_plan(address);
+    let host = run.host(address);
+    let actions = &run.actions[address];
+    for action in actions {
+        if let Action::InstallWins { image, .. } = action {
+            let found = super::windows::install_wins(host, image)
+                .await
+                .map_err(|e| e.to_string())?;
+            tracing::info!(host = host.name(), image, source = found, "installed wins");
+        }
+    }
+    let Some(restart) = actions.iter().find_map(|a| match a {
+        Action::StartWins { restart, .. } => Some(*restart),
+        _ => None,
+    }) else {
+        return Ok(());
+    };
+    let docker = host.docker();
+    let err = |e: hosts::HostError| e.to_string();
+    let mut stopped = Vec::new();
+    if restart {
+        for name in h.containers.keys() {
+            if docker
+                .inspect_container(name)
+                .await
+                .map_err(err)?
+                .is_some_and(|c| c.running)
+            {
+                docker.stop_container(name).await.map_err(err)?;
+                stopped.push(name.clone());
+            }
+        }
+        if !stopped.is_empty() {
+            tokio::time::sleep(super::windows::WINS_SETTLE).await;
+        }
+    }
+    let (_, changes) = super::windows::start_wins(host, restart)
+        .await
+        .map_err(|e| e.to_string())?;
+    tracing::info!(host = host.name(), ?changes, "rancher-wins is running");
+    if !stopped.is_empty() {
+        sweep_windows_orphans(host, h).await?;
+        // The worker plane creates or recreates the containers it changes; the others are
+        // started again here.
+        for name in &stopped {
+            let replaced = actions.iter().any(|a| {
+                matches!(a, Action::CreateContainer { name: n, .. } | Action::RecreateContainer { name: n, .. } if n == name)
+            });
+            if !replaced {
+                docker.start_container(name).await.map_err(err)?;
+            }
         }
     }
     Ok(())
@@ -1854,4 +2131,189 @@ async fn port_checks(
     Err(UpError::Other(format!(
         "{text}\n(skip with --disable-port-check)"
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phases::windows::WindowsObserved;
+    use crate::plan::WinsStatus;
+
+    fn windows_worker() -> HostPlan {
+        let sidekick = plan::ContainerSpec {
+            name: plan::SERVICE_SIDEKICK.into(),
+            image: "rancher/rke-tools:v0.1.89-windows".into(),
+            start: true,
+            ..Default::default()
+        };
+        HostPlan {
+            address: "10.0.0.9".into(),
+            internal_address: "10.0.0.9".into(),
+            hostname: "win1".into(),
+            roles: plan::Roles {
+                worker: true,
+                ..Default::default()
+            },
+            prefix_path: "c:/".into(),
+            containers: [(plan::SERVICE_SIDEKICK.to_string(), sidekick)]
+                .into_iter()
+                .collect(),
+            files: Vec::new(),
+            certificate_names: Vec::new(),
+            port_checks: Vec::new(),
+        }
+    }
+
+    fn file(rel: &str, contents: &str) -> DesiredFile {
+        DesiredFile {
+            relative_path: rel.into(),
+            contents: contents.as_bytes().to_vec(),
+            mode: 0o600,
+        }
+    }
+
+    fn running_wins() -> WinsStatus {
+        WinsStatus {
+            exe_present: true,
+            service: "running".into(),
+            pipe: true,
+        }
+    }
+
+    fn observed(files: &[DesiredFile], missing: &[&str], wins: WinsStatus) -> Observed {
+        let on_disk: BTreeMap<String, Vec<u8>> = files
+            .iter()
+            .map(|f| (f.relative_path.clone(), f.contents.clone()))
+            .collect();
+        Observed {
+            files: on_disk.clone(),
+            windows: Some(WindowsObserved {
+                files: on_disk,
+                missing_directories: missing.iter().map(|d| d.to_string()).collect(),
+                wins,
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn desired() -> Vec<DesiredFile> {
+        vec![
+            file("etc/kubernetes/ssl/kube-node.pem", "cert"),
+            file("etc/rancher/wins/config", "white_list: {}\n"),
+        ]
+    }
+
+    #[test]
+    fn a_fresh_windows_worker_gets_directories_files_and_wins() {
+        let h = windows_worker();
+        let obs = observed(
+            &[],
+            &["c:/etc/kubernetes/ssl", "c:/run"],
+            WinsStatus::default(),
+        );
+        let actions = host_actions(&h, &obs, &desired(), &[]);
+        let shown: Vec<String> = actions.iter().map(|a| a.to_string()).collect();
+        assert_eq!(
+            shown[..5],
+            [
+                "create directories c:/etc/kubernetes/ssl, c:/run",
+                "upload c:/etc/kubernetes/ssl/kube-node.pem (new)",
+                "upload c:/etc/rancher/wins/config (new)",
+                "install wins at c:/etc/rancher/wins/wins.exe (copied from rancher/rke-tools:v0.1.89-windows)",
+                "register and start the rancher-wins service (not registered yet)",
+            ],
+            "{shown:#?}"
+        );
+    }
+
+    #[test]
+    fn a_windows_worker_in_its_planned_state_needs_no_host_step() {
+        let h = windows_worker();
+        let obs = observed(&desired(), &[], running_wins());
+        let actions = host_actions(&h, &obs, &desired(), &desired());
+        assert!(
+            !actions.iter().any(|a| matches!(
+                a,
+                Action::CreateDirectories { .. }
+                    | Action::UploadFile { .. }
+                    | Action::InstallWins { .. }
+                    | Action::StartWins { .. }
+            )),
+            "{actions:?}"
+        );
+    }
+
+    #[test]
+    fn wins_restarts_only_for_a_config_change_and_starts_when_stopped() {
+        let h = windows_worker();
+        let mut old = desired();
+        old[1].contents = b"white_list: {old}\n".to_vec();
+        let obs = observed(&old, &[], running_wins());
+        let actions = wins_actions(&h, obs.windows.as_ref().unwrap(), &desired(), &obs.files);
+        assert_eq!(
+            actions,
+            [Action::StartWins {
+                register: false,
+                restart: true,
+                reason: "its config changes".into()
+            }]
+        );
+        // A changed certificate alone does not touch wins.
+        let mut old = desired();
+        old[0].contents = b"old cert".to_vec();
+        let obs = observed(&old, &[], running_wins());
+        assert!(wins_actions(&h, obs.windows.as_ref().unwrap(), &desired(), &obs.files).is_empty());
+
+        let stopped = WinsStatus {
+            service: "stopped".into(),
+            pipe: false,
+            ..running_wins()
+        };
+        let obs = observed(&desired(), &[], stopped);
+        assert_eq!(
+            wins_actions(&h, obs.windows.as_ref().unwrap(), &desired(), &obs.files),
+            [Action::StartWins {
+                register: false,
+                restart: false,
+                reason: "it is stopped".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn windows_files_are_kept_from_the_drive_root_and_linux_files_under_etc_kubernetes() {
+        let mut h = windows_worker();
+        h.files.push(plan::FileSpec {
+            path: "c:/etc/kubernetes/ssl/kubecfg-kube-node.yaml".into(),
+            container_path: "c:/etc/kubernetes/ssl/kubecfg-kube-node.yaml".into(),
+            contents: "windows kubeconfig".into(),
+            mode: 0o600,
+            checksum_env: None,
+            remove_when_empty: true,
+        });
+        h.files.push(plan::FileSpec {
+            path: "c:/etc/rancher/wins/config".into(),
+            container_path: "c:/etc/rancher/wins/config".into(),
+            contents: "wins".into(),
+            mode: 0o600,
+            checksum_env: None,
+            remove_when_empty: true,
+        });
+        let files = host_files(&h, &Bundle::default(), &pki::PkiSpec::default(), true);
+        let rels: Vec<&str> = files.iter().map(|f| f.relative_path.as_str()).collect();
+        assert_eq!(
+            rels,
+            [
+                "etc/kubernetes/ssl/kubecfg-kube-node.yaml",
+                "etc/rancher/wins/config"
+            ]
+        );
+        assert_eq!(files_root(&h, true), "c:/");
+        // Restart rules and expiry read the Linux-relative view.
+        let view = kubernetes_view(&files);
+        assert_eq!(view.len(), 1);
+        assert_eq!(view[0].relative_path, "ssl/kubecfg-kube-node.yaml");
+        // The same plan read as Linux keeps nothing outside /etc/kubernetes.
+        assert!(host_files(&h, &Bundle::default(), &pki::PkiSpec::default(), false).is_empty());
+    }
 }

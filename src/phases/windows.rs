@@ -2,15 +2,23 @@
 //! must run before wins starts any process on a Windows worker, and tearing a Windows worker
 //! down. Host-level work runs as a privileged step ([`run_privileged_step`]): a one-shot
 //! container that mounts the wins pipe and has wins start the host's PowerShell, rendered by
-//! [`plan::windows_privileged_step`]. Linux hosts never reach this module.
+//! [`plan::windows_privileged_step`]. Work that must happen before wins exists (directories,
+//! files, installing and starting wins) runs through the host agent over SSH instead
+//! ([`run_host_agent`], rendered by `plan::host_agent_script`). Linux hosts never reach this
+//! module.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::files::DesiredFile;
 use super::manager::PhaseError;
 use crate::hosts::{ContainerSpec, Host};
-use crate::plan::{self, WindowsRemovePlan};
+use crate::plan::{
+    self, AgentMode, HostReport, HostRequest, WindowsRemovePlan, WinsRequest, WinsStatus,
+    windows_path,
+};
 
 /// The one-shot container of the orphan sweep.
 pub const SWEEP_CONTAINER: &str = "rkers-wins-orphan-sweep";
@@ -19,6 +27,200 @@ pub const REMOVE_CONTAINER: &str = "rkers-wins-remove";
 /// A privileged step that has not reported back by then is failed (a wins server that does not
 /// answer makes the client wait up to five minutes for the pipe).
 const STEP_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// The container `up` copies `wins.exe` out of an image with (created, never started).
+pub const WINS_SOURCE_CONTAINER: &str = "rkers-wins-source";
+/// How long wins gets to stop the processes of removed containers (windows-wins.md §5.2).
+pub const WINS_SETTLE: Duration = Duration::from_secs(10);
+
+/// Where rkers installs `wins.exe` on a host (plan form).
+pub fn wins_exe_path() -> String {
+    format!("{}/wins.exe", plan::WINS_HOST_DIR)
+}
+
+/// A Windows worker as `up` found it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WindowsObserved {
+    /// The files asked for that exist, by their path relative to the host's root
+    /// (`etc/kubernetes/ssl/kube-ca.pem`).
+    pub files: BTreeMap<String, Vec<u8>>,
+    /// Planned directories that do not exist, in plan form (`c:/etc/kubernetes/ssl`).
+    pub missing_directories: Vec<String>,
+    pub wins: WinsStatus,
+}
+
+/// Runs the host agent (PowerShell over SSH) with `request` and returns its report. Fails with
+/// the agent's own message when it reports an error, and names the host and phase.
+pub async fn run_host_agent(
+    host: &Host,
+    phase: &str,
+    request: &HostRequest,
+) -> Result<HostReport, PhaseError> {
+    require_windows(host, phase)?;
+    let out = host
+        .ssh()
+        .exec_with_input(
+            &plan::host_agent_command(),
+            plan::HOST_AGENT_NAME,
+            &request.encode(),
+        )
+        .await
+        .map_err(|e| host_error(host, phase, e.to_string()))?;
+    let stderr = String::from_utf8_lossy(&out.stderr).replace('\r', "");
+    let stderr_note = if stderr.trim().is_empty() {
+        String::new()
+    } else {
+        format!("; stderr: {}", last_lines(&stderr, 3))
+    };
+    match HostReport::parse(&out.stdout_str()) {
+        Ok(report) if out.success() => Ok(report),
+        Ok(_) => Err(host_error(
+            host,
+            phase,
+            format!(
+                "{} reported success but exited with {:?}{stderr_note}",
+                plan::HOST_AGENT_NAME,
+                out.exit_status
+            ),
+        )),
+        Err(message) => Err(host_error(
+            host,
+            phase,
+            format!("{}: {message}{stderr_note}", plan::HOST_AGENT_NAME),
+        )),
+    }
+}
+
+fn absolute(root: &str, relative: &str) -> String {
+    windows_path(&plan::join_path(&[root, relative]))
+}
+
+/// Reads what `up` needs to decide about a Windows worker in one round trip: which of
+/// `directories` are missing, the contents of the files at `relative_paths` (under `root`),
+/// and the state of wins.
+pub async fn observe_host(
+    host: &Host,
+    root: &str,
+    directories: &[String],
+    relative_paths: &[String],
+) -> Result<WindowsObserved, PhaseError> {
+    let by_windows_path: BTreeMap<String, &String> = relative_paths
+        .iter()
+        .map(|rel| (absolute(root, rel), rel))
+        .collect();
+    let request = HostRequest {
+        mode: Some(AgentMode::Observe),
+        directories: directories.iter().map(|d| windows_path(d)).collect(),
+        read: by_windows_path.keys().cloned().collect(),
+        wins: Some((WinsRequest::Status, windows_path(&wins_exe_path()))),
+        ..Default::default()
+    };
+    let report = run_host_agent(host, "observe windows host", &request).await?;
+    Ok(WindowsObserved {
+        files: report
+            .files
+            .into_iter()
+            .filter_map(|(path, contents)| {
+                by_windows_path
+                    .get(&path)
+                    .map(|rel| ((*rel).clone(), contents))
+            })
+            .collect(),
+        // In the plan's order, which is the order to create them in.
+        missing_directories: directories
+            .iter()
+            .filter(|d| report.missing_directories.contains(&windows_path(d)))
+            .cloned()
+            .collect(),
+        wins: report.wins.unwrap_or_default(),
+    })
+}
+
+/// Creates `directories`, writes `files` (relative to `root`, each atomically) and deletes
+/// `remove` (relative to `root`), in one round trip.
+pub async fn write_host_files(
+    host: &Host,
+    root: &str,
+    directories: &[String],
+    files: &[DesiredFile],
+    remove: &[String],
+) -> Result<HostReport, PhaseError> {
+    let request = HostRequest {
+        mode: Some(AgentMode::Apply),
+        directories: directories.iter().map(|d| windows_path(d)).collect(),
+        write: files
+            .iter()
+            .map(|f| (absolute(root, &f.relative_path), f.contents.clone()))
+            .collect(),
+        remove: remove.iter().map(|rel| absolute(root, rel)).collect(),
+        ..Default::default()
+    };
+    run_host_agent(host, "write windows files", &request).await
+}
+
+/// Copies `wins.exe` out of `image` (which must be on the host) to where the plan runs it.
+/// Returns the path it was found at in the image.
+pub async fn install_wins(host: &Host, image: &str) -> Result<String, PhaseError> {
+    const PHASE: &str = "install wins";
+    require_windows(host, PHASE)?;
+    let found = host
+        .docker()
+        .read_image_file(WINS_SOURCE_CONTAINER, image, plan::IMAGE_WINS_PATHS)
+        .await
+        .map_err(|e| host_error(host, PHASE, e.to_string()))?;
+    let Some((source, bytes)) = found else {
+        return Err(host_error(
+            host,
+            PHASE,
+            format!(
+                "{image} has no wins.exe at {}; set system_images.kubernetes_services_sidecar to a \
+                 Windows rke-tools image that carries wins",
+                plan::IMAGE_WINS_PATHS.join(", ")
+            ),
+        ));
+    };
+    let exe = DesiredFile {
+        relative_path: wins_exe_path(),
+        contents: bytes,
+        mode: 0o755,
+    };
+    write_host_files(host, "", &[plan::WINS_HOST_DIR.to_string()], &[exe], &[]).await?;
+    Ok(source)
+}
+
+/// Registers the rancher-wins service when missing and starts it, or restarts it when
+/// `restart` (its config changed), then waits for its pipe.
+pub async fn start_wins(
+    host: &Host,
+    restart: bool,
+) -> Result<(WinsStatus, Vec<String>), PhaseError> {
+    let request = HostRequest {
+        mode: Some(AgentMode::Apply),
+        wins: Some((
+            if restart {
+                WinsRequest::Restart
+            } else {
+                WinsRequest::Ensure
+            },
+            windows_path(&wins_exe_path()),
+        )),
+        ..Default::default()
+    };
+    let report = run_host_agent(host, "start wins", &request).await?;
+    let status = report.wins.unwrap_or_default();
+    if !status.running() || !status.pipe {
+        return Err(host_error(
+            host,
+            "start wins",
+            format!(
+                "rancher-wins is {} and its pipe is {}",
+                status.service,
+                if status.pipe { "there" } else { "missing" }
+            ),
+        ));
+    }
+    Ok((status, report.wins_changes))
+}
 
 /// What the orphan sweep found and did on one host.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

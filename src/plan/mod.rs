@@ -23,6 +23,7 @@ mod flags;
 pub mod goyaml;
 mod util;
 mod windows;
+mod windows_host;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -46,6 +47,10 @@ pub use windows::{
     check_wins_list_value, encode_powershell, is_windows, orphan_cleanup_command,
     remove_plan_windows, validate_windows, windows_prefix_path, windows_privileged_step,
     wins_process_name,
+};
+pub use windows_host::{
+    AgentMode, HOST_AGENT_NAME, HOST_AGENT_TAG, HostReport, HostRequest, IMAGE_WINS_PATHS,
+    WinsRequest, WinsStatus, host_agent_command, host_agent_script, windows_path,
 };
 
 /// Container names (RKE1's, unchanged).

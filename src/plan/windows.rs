@@ -1269,11 +1269,16 @@ pub fn remove_plan_windows(prefix: &str, unregister_wins: bool) -> WindowsRemove
         // would cut its output stream before it reports success, so the unregistering is
         // handed to a detached PowerShell that waits a little first.
         let wins_exe = win(&join_path(&[prefix, "/etc/rancher/wins/wins.exe"]));
+        // `up` installed wins, so its directory goes too once the service is gone.
+        let wins_dir = win(&join_path(&[prefix, "/etc/rancher/wins"]));
         let later = format!(
             "Start-Sleep -Seconds 5\n\
              Stop-Service -Name '{WINS_SERVICE_NAME}' -ErrorAction SilentlyContinue\n\
-             & {} srv app run --unregister\n",
-            ps_quote(&wins_exe)
+             & {} srv app run --unregister\n\
+             Start-Sleep -Seconds 2\n\
+             Remove-Item -Recurse -Force {} -ErrorAction SilentlyContinue\n",
+            ps_quote(&wins_exe),
+            ps_quote(&wins_dir)
         );
         script.push_str(&format!(
             "Start-Process -WindowStyle Hidden -FilePath 'powershell.exe' -ArgumentList \
@@ -1388,7 +1393,9 @@ mod tests {
         // Unregistering runs detached, after the step has reported back.
         let later = encode_powershell(
             "Start-Sleep -Seconds 5\nStop-Service -Name 'rancher-wins' -ErrorAction SilentlyContinue\n\
-             & 'c:\\etc\\rancher\\wins\\wins.exe' srv app run --unregister\n",
+             & 'c:\\etc\\rancher\\wins\\wins.exe' srv app run --unregister\n\
+             Start-Sleep -Seconds 2\n\
+             Remove-Item -Recurse -Force 'c:\\etc\\rancher\\wins' -ErrorAction SilentlyContinue\n",
         );
         assert!(s.contains(&later), "{s}");
         assert!(

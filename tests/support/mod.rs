@@ -101,6 +101,9 @@ pub struct SshdOptions {
     pub tcp_forwarding: bool,
     pub disable_forwarding: bool,
     pub trusted_user_ca: Option<PathBuf>,
+    /// sshd's `ForceCommand`: every exec runs this instead, the asked command in
+    /// `SSH_ORIGINAL_COMMAND` (forwarded sockets are unaffected).
+    pub force_command: Option<String>,
 }
 
 impl Default for SshdOptions {
@@ -110,6 +113,7 @@ impl Default for SshdOptions {
             tcp_forwarding: true,
             disable_forwarding: false,
             trusted_user_ca: None,
+            force_command: None,
         }
     }
 }
@@ -159,6 +163,9 @@ impl LocalSshd {
         );
         if let Some(ca) = &opts.trusted_user_ca {
             cfg.push_str(&format!("TrustedUserCAKeys {}\n", ca.display()));
+        }
+        if let Some(command) = &opts.force_command {
+            cfg.push_str(&format!("ForceCommand {command}\n"));
         }
         let cfg_path = dir.path().join("sshd_config");
         std::fs::write(&cfg_path, cfg).unwrap();

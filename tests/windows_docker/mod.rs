@@ -62,6 +62,8 @@ struct State {
     outcomes: BTreeMap<String, StepOutcome>,
     /// Containers removed, with what they were when removed (inspect history for assertions).
     removed: Vec<(String, FakeContainer)>,
+    /// Files images carry, by (image, path as the archive API names it).
+    image_files: BTreeMap<(String, String), Vec<u8>>,
 }
 
 pub struct FakeWindowsDocker {
@@ -133,6 +135,15 @@ impl FakeWindowsDocker {
                 wins_command: None,
             },
         );
+    }
+
+    /// Puts a file into `image`, served by the archive API of containers created from it.
+    pub fn add_image_file(&self, image: &str, path: &str, contents: &[u8]) {
+        self.state
+            .lock()
+            .unwrap()
+            .image_files
+            .insert((image.into(), path.into()), contents.to_vec());
     }
 
     pub fn calls(&self) -> Vec<Call> {
@@ -214,8 +225,48 @@ fn strip_version(path: &str) -> String {
 fn query_value(query: &str, key: &str) -> Option<String> {
     query.split('&').find_map(|kv| {
         let (k, v) = kv.split_once('=')?;
-        (k == key).then(|| v.to_string())
+        (k == key).then(|| percent_decode(v))
     })
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+                match u8::from_str_radix(hex, 16) {
+                    Ok(b) => {
+                        out.push(b);
+                        i += 3;
+                        continue;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A tar archive holding one file, as the archive API answers for a file path.
+fn tar_of(name: &str, contents: &[u8]) -> Response<Full<Bytes>> {
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut header = tar::Header::new_gnu();
+    header.set_size(contents.len() as u64);
+    header.set_mode(0o755);
+    header.set_cksum();
+    builder.append_data(&mut header, name, contents).unwrap();
+    let body = builder.into_inner().unwrap();
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    r.headers_mut()
+        .insert("content-type", "application/x-tar".parse().unwrap());
+    r
 }
 
 /// Decodes `pwsh ... -EncodedCommand <base64 UTF-16LE>`.
@@ -410,6 +461,32 @@ async fn handle(
                 }),
             ),
         },
+        ("GET", ["containers", name, "archive"]) => {
+            let wanted = query_value(&query, "path").unwrap_or_default();
+            match st.containers.get(*name) {
+                None => message(StatusCode::NOT_FOUND, &format!("No such container: {name}")),
+                Some(c) if c.running => message(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "filesystem operations against a running Hyper-V container are not supported",
+                ),
+                Some(c) => {
+                    let image = c.create_body["Image"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string();
+                    match st.image_files.get(&(image, wanted.clone())) {
+                        Some(contents) => {
+                            let file = wanted.rsplit(['\\', '/']).next().unwrap_or("file");
+                            tar_of(file, contents)
+                        }
+                        None => message(
+                            StatusCode::NOT_FOUND,
+                            &format!("Could not find the file {wanted} in container {name}"),
+                        ),
+                    }
+                }
+            }
+        }
         ("GET", ["containers", name, "logs"]) => match st.containers.get(*name) {
             None => message(StatusCode::NOT_FOUND, &format!("No such container: {name}")),
             Some(c) => multiplexed(&c.logs),
