@@ -15,11 +15,12 @@ use std::time::Duration;
 use rkers::hosts::{HostPool, SshAuth, SshOptions, SshTarget};
 use rkers::phases::files::DesiredFile;
 use rkers::phases::windows::{
-    WINS_SOURCE_CONTAINER, install_wins, observe_host, start_wins, write_host_files,
+    SWEEP_CONTAINER, WINS_SOURCE_CONTAINER, WinsStep, install_wins, observe_host, prepare_host,
+    start_wins, write_host_files,
 };
 use rkers::plan::{self, IMAGE_WINS_PATHS};
 use support::{LocalSshd, SshdOptions};
-use windows_docker::FakeWindowsDocker;
+use windows_docker::{FakeWindowsDocker, StepOutcome};
 
 const IMAGE: &str = "rancher/rke-tools:v0.1.89-windows";
 
@@ -275,4 +276,89 @@ async fn an_agent_failure_names_host_and_cause_and_never_the_contents() {
     assert!(err.contains("Access to the path is denied."), "{err}");
     assert!(!err.contains("SECRET"), "{err}");
     assert!(!err.contains("EncodedCommand"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wins_restart_stops_its_containers_first_and_starts_them_after_the_sweep() {
+    let Some(env) = env().await else { return };
+    let host = env.pool.get("win1").unwrap();
+    env.docker
+        .add_image_file(IMAGE, IMAGE_WINS_PATHS[0], b"MZ wins");
+    let containers: Vec<String> = [
+        plan::SERVICE_SIDEKICK,
+        plan::NGINX_PROXY,
+        plan::KUBELET,
+        plan::KUBE_PROXY,
+    ]
+    .map(String::from)
+    .to_vec();
+
+    // A fresh host: installed and started, no container touched.
+    let fresh = WinsStep {
+        install_from: Some(IMAGE.into()),
+        start: Some(false),
+        containers: containers.clone(),
+        sweep_image: IMAGE.into(),
+        ..Default::default()
+    };
+    let done = prepare_host(host, &fresh).await.unwrap();
+    assert_eq!(done.installed_from.as_deref(), Some(IMAGE_WINS_PATHS[0]));
+    assert_eq!(done.service_changes, ["registered", "started"]);
+    assert!(done.restarted_containers.is_empty());
+
+    // Its config changed while everything runs.
+    for name in &containers {
+        env.docker.add_running(name);
+    }
+    env.docker.on_step(
+        SWEEP_CONTAINER,
+        StepOutcome::Runs {
+            output: r#"{"stopped":["rancher-wins-kubelet"]}"#.into(),
+        },
+    );
+    let calls_before = env.docker.container_calls().len();
+    let restart = WinsStep {
+        install_from: None,
+        start: Some(true),
+        containers: containers.clone(),
+        replaced: vec![plan::KUBE_PROXY.into()],
+        sweep_image: IMAGE.into(),
+        settle: Duration::ZERO,
+    };
+    let done = prepare_host(host, &restart).await.unwrap();
+    assert_eq!(done.service_changes, ["restarted"]);
+    assert_eq!(done.sweep.stopped, ["rancher-wins-kubelet"]);
+    // kube-proxy is left stopped: the worker plane recreates it.
+    assert_eq!(
+        done.restarted_containers,
+        [plan::SERVICE_SIDEKICK, plan::NGINX_PROXY, plan::KUBELET]
+    );
+    assert_eq!(env.service()["restarts"], 1);
+
+    let calls: Vec<String> = env.docker.container_calls()[calls_before..].to_vec();
+    let position = |wanted: &str| {
+        calls
+            .iter()
+            .position(|c| c == wanted)
+            .unwrap_or_else(|| panic!("{wanted} missing: {calls:#?}"))
+    };
+    let last_stop = containers
+        .iter()
+        .map(|n| position(&format!("POST /containers/{n}/stop")))
+        .max()
+        .unwrap();
+    let sweep = position(&format!("POST /containers/{SWEEP_CONTAINER}/start"));
+    let first_start = position(&format!(
+        "POST /containers/{}/start",
+        plan::SERVICE_SIDEKICK
+    ));
+    assert!(last_stop < sweep && sweep < first_start, "{calls:#?}");
+    assert!(!calls.contains(&format!("POST /containers/{}/start", plan::KUBE_PROXY)));
+    let kube_proxy = host
+        .docker()
+        .inspect_container(plan::KUBE_PROXY)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!kube_proxy.running);
 }

@@ -1360,58 +1360,45 @@ async fn prepare_windows(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError>
 
 async fn prepare_windows_host(run: &Run, address: &str) -> Result<(), String> {
     let h = run.host_plan(address);
-    let host = run.host(address);
     let actions = &run.actions[address];
-    for action in actions {
-        if let Action::InstallWins { image, .. } = action {
-            let found = super::windows::install_wins(host, image)
-                .await
-                .map_err(|e| e.to_string())?;
-            tracing::info!(host = host.name(), image, source = found, "installed wins");
-        }
-    }
-    let Some(restart) = actions.iter().find_map(|a| match a {
-        Action::StartWins { restart, .. } => Some(*restart),
-        _ => None,
-    }) else {
-        return Ok(());
+    let step = super::windows::WinsStep {
+        install_from: actions.iter().find_map(|a| match a {
+            Action::InstallWins { image, .. } => Some(image.clone()),
+            _ => None,
+        }),
+        start: actions.iter().find_map(|a| match a {
+            Action::StartWins { restart, .. } => Some(*restart),
+            _ => None,
+        }),
+        containers: h.containers.keys().cloned().collect(),
+        // The worker plane creates or recreates these itself.
+        replaced: actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::CreateContainer { name, .. } | Action::RecreateContainer { name, .. } => {
+                    Some(name.clone())
+                }
+                _ => None,
+            })
+            .collect(),
+        sweep_image: h
+            .containers
+            .get(plan::SERVICE_SIDEKICK)
+            .map(|c| c.image.clone())
+            .unwrap_or_default(),
+        settle: super::windows::WINS_SETTLE,
     };
-    let docker = host.docker();
-    let err = |e: hosts::HostError| e.to_string();
-    let mut stopped = Vec::new();
-    if restart {
-        for name in h.containers.keys() {
-            if docker
-                .inspect_container(name)
-                .await
-                .map_err(err)?
-                .is_some_and(|c| c.running)
-            {
-                docker.stop_container(name).await.map_err(err)?;
-                stopped.push(name.clone());
-            }
-        }
-        if !stopped.is_empty() {
-            tokio::time::sleep(super::windows::WINS_SETTLE).await;
-        }
-    }
-    let (_, changes) = super::windows::start_wins(host, restart)
+    let done = super::windows::prepare_host(run.host(address), &step)
         .await
         .map_err(|e| e.to_string())?;
-    tracing::info!(host = host.name(), ?changes, "rancher-wins is running");
-    if !stopped.is_empty() {
-        sweep_windows_orphans(host, h).await?;
-        // The worker plane creates or recreates the containers it changes; the others are
-        // started again here.
-        for name in &stopped {
-            let replaced = actions.iter().any(|a| {
-                matches!(a, Action::CreateContainer { name: n, .. } | Action::RecreateContainer { name: n, .. } if n == name)
-            });
-            if !replaced {
-                docker.start_container(name).await.map_err(err)?;
-            }
-        }
-    }
+    tracing::info!(
+        host = address,
+        installed_from = ?done.installed_from,
+        service = ?done.service_changes,
+        restarted = ?done.restarted_containers,
+        swept = ?done.sweep.stopped,
+        "wins is ready"
+    );
     Ok(())
 }
 

@@ -222,6 +222,80 @@ pub async fn start_wins(
     Ok((status, report.wins_changes))
 }
 
+/// What `up` asks of wins on one Windows worker, after its files are written.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WinsStep {
+    /// Copy `wins.exe` out of this image first.
+    pub install_from: Option<String>,
+    /// Register and start wins (`false`), or restart it (`true`: its config changed).
+    pub start: Option<bool>,
+    /// The host's wins-managed containers, in plan order.
+    pub containers: Vec<String>,
+    /// Containers the worker plane creates or recreates anyway (not started here).
+    pub replaced: Vec<String>,
+    /// The image privileged steps (the orphan sweep) run in.
+    pub sweep_image: String,
+    /// How long wins gets to stop the processes of the stopped containers ([`WINS_SETTLE`]).
+    pub settle: Duration,
+}
+
+/// What [`prepare_host`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WinsPrepared {
+    /// Where `wins.exe` was found in the image, when it was installed.
+    pub installed_from: Option<String>,
+    /// `registered`, `started`, `restarted`, as the host agent reported them.
+    pub service_changes: Vec<String>,
+    /// Containers stopped for a restart of wins and started again afterwards.
+    pub restarted_containers: Vec<String>,
+    pub sweep: SweepReport,
+}
+
+/// Installs, registers and (re)starts wins on one Windows worker. A restart first stops the
+/// wins-managed containers and gives wins [`WINS_SETTLE`] to stop their processes, then
+/// restarts the service, sweeps what outlived it and starts the containers again: restarting
+/// wins under running processes is what leaves a node in the "Access is denied" loop
+/// (windows-wins.md §5.1, §5.3 step 5).
+pub async fn prepare_host(host: &Host, step: &WinsStep) -> Result<WinsPrepared, PhaseError> {
+    const PHASE: &str = "wins";
+    let mut done = WinsPrepared::default();
+    if let Some(image) = &step.install_from {
+        done.installed_from = Some(install_wins(host, image).await?);
+    }
+    let Some(restart) = step.start else {
+        return Ok(done);
+    };
+    let docker = host.docker();
+    let err = |e: crate::hosts::HostError| host_error(host, PHASE, e.to_string());
+    let mut stopped = Vec::new();
+    if restart {
+        for name in &step.containers {
+            if docker
+                .inspect_container(name)
+                .await
+                .map_err(err)?
+                .is_some_and(|c| c.running)
+            {
+                docker.stop_container(name).await.map_err(err)?;
+                stopped.push(name.clone());
+            }
+        }
+        if !stopped.is_empty() {
+            tokio::time::sleep(step.settle).await;
+        }
+    }
+    let (_, changes) = start_wins(host, restart).await?;
+    done.service_changes = changes;
+    if !stopped.is_empty() {
+        done.sweep = sweep_orphans(host, &step.sweep_image).await?;
+        for name in stopped.iter().filter(|n| !step.replaced.contains(n)) {
+            docker.start_container(name).await.map_err(err)?;
+            done.restarted_containers.push(name.clone());
+        }
+    }
+    Ok(done)
+}
+
 /// What the orphan sweep found and did on one host.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SweepReport {

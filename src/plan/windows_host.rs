@@ -222,7 +222,9 @@ impl HostReport {
                             Some(("service", v)) => status.service = v.to_string(),
                             Some(("pipe", v)) => status.pipe = v == "1",
                             _ => {
-                                return Err(format!("report line {n}: unknown wins field {pair:?}"));
+                                return Err(format!(
+                                    "report line {n}: unknown wins field {pair:?}"
+                                ));
                             }
                         }
                     }

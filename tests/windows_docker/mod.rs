@@ -176,7 +176,7 @@ impl FakeWindowsDocker {
 }
 
 fn respond(status: StatusCode, body: Value) -> Response<Full<Bytes>> {
-    let text = if status == StatusCode::NO_CONTENT {
+    let text = if status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED {
         String::new()
     } else {
         body.to_string()
@@ -439,6 +439,14 @@ async fn handle(
                 }
             }
         }
+        ("POST", ["containers", name, "stop"]) => match st.containers.get_mut(*name) {
+            None => message(StatusCode::NOT_FOUND, &format!("No such container: {name}")),
+            Some(c) if !c.running => respond(StatusCode::NOT_MODIFIED, Value::Null),
+            Some(c) => {
+                c.running = false;
+                respond(StatusCode::NO_CONTENT, Value::Null)
+            }
+        },
         ("GET", ["containers", name, "json"]) => match st.containers.get(*name) {
             None => message(StatusCode::NOT_FOUND, &format!("No such container: {name}")),
             Some(c) => respond(
