@@ -414,3 +414,19 @@ fn a_windows_host_without_windows_options_or_as_controlplane_is_an_error() {
     let err = build(&cp, &facts(&cp, &[WINDOWS_HOST]), Some(&win)).unwrap_err();
     assert!(err.to_string().contains("can only be workers"), "{err}");
 }
+
+/// The host agent `up` runs over SSH on every Windows worker, as a reviewable snapshot: a change
+/// to what runs on customers' hosts shows in review.
+#[test]
+fn host_agent_script_golden() {
+    let script = rkers::plan::host_agent_script();
+    snapshot(
+        "windows_host_agent",
+        &Value::Array(
+            script
+                .lines()
+                .map(|l| Value::String(l.to_string()))
+                .collect(),
+        ),
+    );
+}
