@@ -446,4 +446,52 @@ async fn mixed_cluster_dry_run_lists_windows_and_linux_actions() {
         "{agent_runs}"
     );
     assert!(!dir.path().join("cluster.rkestate").exists());
+
+    // `remove --dry-run` shows the Windows teardown for the Windows worker, RKE1's directory
+    // cleaning for the Linux host, and changes nothing either.
+    let dir_path = dir.path().to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rkers"))
+            .args(["remove", "--dry-run", "--config"])
+            .arg(&yml)
+            .arg("--known-hosts")
+            .arg(dir_path.join("known_hosts"))
+            .env("HOME", &dir_path)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let section = |host: &str| -> String {
+        stdout
+            .lines()
+            .skip_while(|l| *l != format!("host {host}:"))
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let win = section("localhost");
+    assert!(
+        win.contains("through wins: stop the rancher-wins-* processes")
+            && win.contains(r"c:\etc\kubernetes")
+            && win.contains("unregister the rancher-wins service"),
+        "{stdout}"
+    );
+    assert!(!win.contains("/etc/cni"), "{stdout}");
+    let linux = section("127.0.0.1");
+    assert!(!linux.contains("wins"), "{stdout}");
+    let writes: Vec<String> = windows
+        .calls()
+        .iter()
+        .filter(|c| c.method != "GET")
+        .map(|c| c.short())
+        .collect();
+    assert!(writes.is_empty(), "{writes:?}");
 }

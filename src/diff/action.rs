@@ -67,6 +67,13 @@ pub enum Action {
         restart: bool,
         reason: String,
     },
+    /// Windows: tear the host down through wins (windows-wins.md §5.3): stop the wins-managed
+    /// processes, remove their firewall rules and the flannel HNS network, delete `directories`,
+    /// and unregister wins when asked.
+    CleanWindowsHost {
+        directories: Vec<String>,
+        unregister_wins: bool,
+    },
 }
 
 fn changes_as_strings<S: serde::Serializer>(c: &[FieldChange], s: S) -> Result<S::Ok, S::Error> {
@@ -118,6 +125,21 @@ impl std::fmt::Display for Action {
                     (false, false) => "start",
                 };
                 write!(f, "{verb} the rancher-wins service ({reason})")
+            }
+            Action::CleanWindowsHost {
+                directories,
+                unregister_wins,
+            } => {
+                write!(
+                    f,
+                    "through wins: stop the rancher-wins-* processes, remove their firewall \
+                     rules and the flannel HNS network, delete {}",
+                    directories.join(", ")
+                )?;
+                if *unregister_wins {
+                    write!(f, ", unregister the rancher-wins service")?;
+                }
+                Ok(())
             }
         }
     }

@@ -330,12 +330,58 @@ pub fn removed_host_directories(prefix: &str, etcd: bool) -> Vec<String> {
     dirs
 }
 
-/// The actions shown for a host that left the cluster.
+/// How a reachable host that left the cluster is cleaned once its containers are gone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostCleanup {
+    /// RKE1's `kube-cleaner` over these directories (a Linux image).
+    Linux { directories: Vec<String> },
+    /// A Windows worker is torn down through wins instead: a Linux cleaner cannot run there,
+    /// and its wins-managed processes, firewall rules and HNS network would outlive it.
+    Windows(crate::plan::WindowsRemovePlan),
+}
+
+impl HostCleanup {
+    /// The cleanup for a host of `os_type` that had `prefix` and the etcd role.
+    pub fn for_host(os_type: &str, prefix: &str, etcd: bool) -> HostCleanup {
+        if os_type.eq_ignore_ascii_case("windows") {
+            HostCleanup::Windows(crate::plan::remove_plan_windows(
+                crate::plan::WINDOWS_PREFIX_PATH,
+                true,
+            ))
+        } else {
+            HostCleanup::Linux {
+                directories: removed_host_directories(prefix, etcd),
+            }
+        }
+    }
+
+    /// The containers to look for on the host: every container `up` may have left on it.
+    pub fn containers<'a>(&'a self, linux: &'a [&'a str]) -> Vec<&'a str> {
+        match self {
+            HostCleanup::Linux { .. } => linux.to_vec(),
+            HostCleanup::Windows(plan) => plan.containers.iter().map(String::as_str).collect(),
+        }
+    }
+
+    pub fn action(&self) -> Action {
+        match self {
+            HostCleanup::Linux { directories } => Action::CleanDirectories {
+                paths: directories.clone(),
+            },
+            HostCleanup::Windows(plan) => Action::CleanWindowsHost {
+                directories: plan.directories.clone(),
+                unregister_wins: plan.unregister_wins,
+            },
+        }
+    }
+}
+
+/// The actions shown for a host that left the cluster; `cleanup` is `None` when the host
+/// cannot be reached.
 pub fn removed_host_actions(
     host: &OldHost,
     present: &[String],
-    dirs: &[String],
-    reachable: bool,
+    cleanup: Option<&HostCleanup>,
 ) -> Vec<Action> {
     let mut actions = Vec::new();
     if host.etcd {
@@ -349,10 +395,8 @@ pub fn removed_host_actions(
             reason: "host removed from the cluster".into(),
         });
     }
-    if reachable {
-        actions.push(Action::CleanDirectories {
-            paths: dirs.to_vec(),
-        });
+    if let Some(cleanup) = cleanup {
+        actions.push(cleanup.action());
     }
     actions.push(Action::DeleteNode {
         node: host.hostname.clone(),
@@ -474,10 +518,68 @@ mod tests {
             hostname: "h4".into(),
             etcd: false,
         };
-        let actions = removed_host_actions(&host, &["kubelet".into()], &dirs, true);
+        let cleanup = HostCleanup::for_host("linux", "/opt/rke", true);
         assert_eq!(
-            actions.last(),
-            Some(&Action::DeleteNode { node: "h4".into() })
+            cleanup,
+            HostCleanup::Linux {
+                directories: dirs.clone()
+            }
         );
+        let actions = removed_host_actions(&host, &["kubelet".into()], Some(&cleanup));
+        assert_eq!(
+            actions,
+            [
+                Action::RemoveContainer {
+                    name: "kubelet".into(),
+                    reason: "host removed from the cluster".into()
+                },
+                Action::CleanDirectories { paths: dirs },
+                Action::DeleteNode { node: "h4".into() }
+            ]
+        );
+        // Unreachable: nothing to clean, the node is deleted all the same.
+        assert_eq!(
+            removed_host_actions(&host, &[], None),
+            [Action::DeleteNode { node: "h4".into() }]
+        );
+    }
+
+    #[test]
+    fn a_windows_worker_that_left_is_torn_down_through_wins() {
+        let cleanup = HostCleanup::for_host("windows", "/", false);
+        let HostCleanup::Windows(plan) = &cleanup else {
+            panic!("{cleanup:?}")
+        };
+        assert!(plan.unregister_wins);
+        // Only the Windows worker's containers are looked for.
+        assert_eq!(
+            cleanup.containers(&["etcd", "kubelet"]),
+            ["kube-proxy", "kubelet", "nginx-proxy", "service-sidekick"]
+        );
+        let host = OldHost {
+            address: "w".into(),
+            internal_address: "w".into(),
+            hostname: "win1".into(),
+            etcd: false,
+        };
+        let shown: Vec<String> = removed_host_actions(&host, &["kubelet".into()], Some(&cleanup))
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        assert_eq!(
+            shown[0],
+            "remove container kubelet (host removed from the cluster)"
+        );
+        assert!(
+            shown[1].starts_with("through wins: stop the rancher-wins-* processes"),
+            "{shown:?}"
+        );
+        assert!(shown[1].contains(r"c:\etc\kubernetes, "), "{shown:?}");
+        assert!(
+            shown[1].ends_with("unregister the rancher-wins service"),
+            "{shown:?}"
+        );
+        assert!(!shown[1].contains("/var/run/calico"), "{shown:?}");
+        assert_eq!(shown[2], "delete node win1");
     }
 }

@@ -345,6 +345,23 @@ fn remove_local_files(cluster: &Cluster, reporter: &Reporter) {
     }
 }
 
+/// What `remove` would do on a Windows worker: the same steps [`remove_host`] takes there.
+async fn windows_dry_run(host: &Host) -> Vec<String> {
+    let steps = plan::remove_plan_windows(plan::WINDOWS_PREFIX_PATH, true);
+    let mut lines = Vec::new();
+    for c in &steps.containers {
+        if let Ok(Some(_)) = host.docker().inspect_container(c).await {
+            lines.push(format!("  - remove container {c}"));
+        }
+    }
+    let clean = crate::diff::Action::CleanWindowsHost {
+        directories: steps.directories.clone(),
+        unregister_wins: steps.unregister_wins,
+    };
+    lines.push(format!("  - {clean}"));
+    lines
+}
+
 async fn print_dry_run(
     cluster: &Cluster,
     pool: &HostPool,
@@ -356,6 +373,11 @@ async fn print_dry_run(
     let mut lines = Vec::new();
     for w in work {
         let host = pool.get(&w.address).expect("connected host");
+        if host.facts().os_type.eq_ignore_ascii_case("windows") {
+            lines.push(format!("host {}:", w.address));
+            lines.extend(windows_dry_run(host).await);
+            continue;
+        }
         let mut present = Vec::new();
         for name in containers_to_remove(w.roles, external_etcd) {
             if let Ok(Some(_)) = host.docker().inspect_container(name).await {

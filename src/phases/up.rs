@@ -92,6 +92,18 @@ struct Observed {
     windows: Option<super::windows::WindowsObserved>,
 }
 
+/// A host that left the cluster, as `up` found it.
+struct RemovedHost {
+    gone: OldHost,
+    /// `None` when it cannot be reached: only its node is deleted.
+    host: Option<Arc<Host>>,
+    /// The containers it still runs.
+    present: Vec<String>,
+    cleanup: Option<reconcile::HostCleanup>,
+    /// The image a Windows worker's teardown runs in (the sidekick's, which the host has).
+    windows_image: String,
+}
+
 /// Everything the apply phases need, shared by the host tasks.
 struct Run {
     pool: HostPool,
@@ -102,8 +114,8 @@ struct Run {
     registries: Vec<hosts::target::RegistryCredential>,
     helper_image: String,
     recon: reconcile::Changes,
-    /// Reachable hosts that left the cluster, with the containers they still run.
-    removed: Vec<(OldHost, Option<Arc<Host>>, Vec<String>)>,
+    /// Hosts that left the cluster.
+    removed: Vec<RemovedHost>,
     /// New etcd members started by the join step; the etcd plane leaves their etcd alone.
     joined: std::sync::Mutex<BTreeSet<String>>,
     /// `address/container` of every container brought to its planned state in this run: a
@@ -326,14 +338,33 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         }
     }
     let mut removed = Vec::new();
+    let old_sidekick = old_current
+        .as_ref()
+        .map(|c| c.system_images.kubernetes_services_sidecar.clone())
+        .filter(|i| !i.is_empty())
+        .unwrap_or_else(|| {
+            cluster
+                .config
+                .system_images
+                .kubernetes_services_sidecar
+                .clone()
+        });
     for gone in &recon.removed_hosts {
         let host = removed_pool
             .as_ref()
             .and_then(|p| p.get(&gone.address))
             .cloned();
+        let cleanup = host.as_ref().map(|h| {
+            let prefix = old_current
+                .as_ref()
+                .map(|c| c.prefix_path.as_str())
+                .unwrap_or_default();
+            let prefix = plan::host_prefix_path(prefix, &h.facts().operating_system);
+            reconcile::HostCleanup::for_host(&h.facts().os_type, &prefix, gone.etcd)
+        });
         let mut present = Vec::new();
-        if let Some(host) = &host {
-            for name in KNOWN_CONTAINERS {
+        if let (Some(host), Some(cleanup)) = (&host, &cleanup) {
+            for name in cleanup.containers(KNOWN_CONTAINERS) {
                 if host
                     .docker()
                     .inspect_container(name)
@@ -345,16 +376,17 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
                 }
             }
         }
-        let prefix = old_current
-            .as_ref()
-            .map(|c| c.prefix_path.clone())
-            .unwrap_or_default();
-        let dirs = reconcile::removed_host_directories(&prefix, gone.etcd);
         all_actions.push(HostActions {
             host: gone.address.clone(),
-            actions: reconcile::removed_host_actions(gone, &present, &dirs, host.is_some()),
+            actions: reconcile::removed_host_actions(gone, &present, cleanup.as_ref()),
         });
-        removed.push((gone.clone(), host, present));
+        removed.push(RemovedHost {
+            gone: gone.clone(),
+            host,
+            present,
+            cleanup,
+            windows_image: old_sidekick.clone(),
+        });
     }
     phase.done();
 
@@ -1315,7 +1347,12 @@ async fn apply_plane_on(run: &Run, address: &str, names: &[&str]) -> Result<(), 
     let h = run.host_plan(address);
     let host = run.host(address);
     remove_unplanned(run, host, h, names).await?;
-    if names == WORKER_PLANE && run.plan.windows.contains_key(address) {
+    // Only when wins is about to start something: a run that changes nothing on the host
+    // touches none of its containers, the sweep's one-shot included.
+    if names == WORKER_PLANE
+        && run.plan.windows.contains_key(address)
+        && plane_changes(run, address, WORKER_PLANE)
+    {
         sweep_windows_orphans(host, h).await?;
     }
     for name in names {
@@ -1849,8 +1886,8 @@ async fn remove_etcd_members(run: &Arc<Run>, runner: &Runner) -> Result<(), UpEr
         let host = run.pool.get(&gone.address).cloned().or_else(|| {
             run.removed
                 .iter()
-                .find(|(h, _, _)| h.address == gone.address)
-                .and_then(|(_, h, _)| h.clone())
+                .find(|r| r.gone.address == gone.address)
+                .and_then(|r| r.host.clone())
         });
         if let Some(host) = host {
             for c in ETCD_PLANE {
@@ -2044,11 +2081,7 @@ async fn remove_hosts(run: &Arc<Run>, api: &KubeApi, runner: &Runner) -> Result<
         return Ok(());
     }
     let phase = runner.reporter.phase("removed hosts");
-    let addresses: Vec<String> = run
-        .removed
-        .iter()
-        .map(|(h, _, _)| h.address.clone())
-        .collect();
+    let addresses: Vec<String> = run.removed.iter().map(|r| r.gone.address.clone()).collect();
     let r = run.clone();
     let api = api.clone();
     let result = runner
@@ -2056,21 +2089,15 @@ async fn remove_hosts(run: &Arc<Run>, api: &KubeApi, runner: &Runner) -> Result<
             let run = r.clone();
             let api = api.clone();
             async move {
-                let (gone, host, present) = run
+                let removed = run
                     .removed
                     .iter()
-                    .find(|(h, _, _)| h.address == address)
+                    .find(|r| r.gone.address == address)
                     .expect("removed host");
-                if let Some(host) = host {
-                    for name in present {
-                        host.docker()
-                            .remove_container(name)
-                            .await
-                            .map_err(|e| e.to_string())?;
-                    }
-                    let dirs = reconcile::removed_host_directories("/", gone.etcd);
-                    reconcile::clean_directories(host, &run.helper_image, &dirs).await?;
+                if let (Some(host), Some(cleanup)) = (&removed.host, &removed.cleanup) {
+                    clean_removed_host(&run, host, removed, cleanup).await?;
                 }
+                let gone = &removed.gone;
                 api.delete_node(&gone.hostname)
                     .await
                     .map_err(|e| e.to_string())
@@ -2078,6 +2105,32 @@ async fn remove_hosts(run: &Arc<Run>, api: &KubeApi, runner: &Runner) -> Result<
         })
         .await;
     finish(phase, result)
+}
+
+/// Takes the containers off a host that left the cluster and cleans it: RKE1's directory
+/// cleaner on Linux; on a Windows worker the teardown of `rkers remove`, through wins.
+async fn clean_removed_host(
+    run: &Run,
+    host: &Host,
+    removed: &RemovedHost,
+    cleanup: &reconcile::HostCleanup,
+) -> Result<(), String> {
+    match cleanup {
+        reconcile::HostCleanup::Windows(plan) => {
+            super::windows::remove_windows_host(host, plan, &removed.windows_image)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        reconcile::HostCleanup::Linux { directories } => {
+            for name in &removed.present {
+                host.docker()
+                    .remove_container(name)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            reconcile::clean_directories(host, &run.helper_image, directories).await
+        }
+    }
 }
 
 /// RKE1's port checks between roles (§10), through listener and checker containers on the

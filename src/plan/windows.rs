@@ -1230,6 +1230,10 @@ pub struct WindowsRemovePlan {
     /// ActiveStore firewall rules, delete the HNS network, the directories the plan wrote, and
     /// optionally unregister the wins service.
     pub host_script: String,
+    /// The directories the script deletes (Windows form, `c:\etc\kubernetes`).
+    pub directories: Vec<String>,
+    /// Whether the script also unregisters the rancher-wins service and deletes its directory.
+    pub unregister_wins: bool,
 }
 
 /// The `remove` steps of a Windows worker. `unregister_wins` also stops and deletes the wins
@@ -1249,7 +1253,7 @@ pub fn remove_plan_windows(prefix: &str, unregister_wins: bool) -> WindowsRemove
         "/run",
     ]
     .iter()
-    .map(|d| ps_quote(&win(&join_path(&[prefix, d]))))
+    .map(|d| win(&join_path(&[prefix, d])))
     .collect();
     let mut script = format!(
         "$ErrorActionPreference = 'Continue'\n\
@@ -1262,7 +1266,10 @@ pub fn remove_plan_windows(prefix: &str, unregister_wins: bool) -> WindowsRemove
          if (Test-Path $dir) {{ Start-Sleep -Seconds 2 }}\n    \
          }}\n\
          }}\n",
-        dirs.join(", ")
+        dirs.iter()
+            .map(|d| ps_quote(d))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     if unregister_wins {
         // This script itself runs under wins (a privileged step): stopping the service here
@@ -1295,6 +1302,8 @@ pub fn remove_plan_windows(prefix: &str, unregister_wins: bool) -> WindowsRemove
         ],
         settle_seconds: 10,
         host_script: script,
+        directories: dirs,
+        unregister_wins,
     }
 }
 
