@@ -827,9 +827,6 @@ fn host_actions(
             });
         }
     }
-    if let Some(w) = windows {
-        actions.extend(wins_actions(h, w, desired_files, &obs.files));
-    }
     let mut pulls = BTreeSet::new();
     for spec in h.containers.values() {
         if obs.images.get(&spec.image).is_none_or(|e| e.is_none()) {
@@ -837,6 +834,10 @@ fn host_actions(
         }
     }
     actions.extend(pulls.into_iter().map(|image| Action::PullImage { image }));
+    // In the order `up` takes them: wins comes out of an image pulled just before.
+    if let Some(w) = windows {
+        actions.extend(wins_actions(h, w, desired_files, &obs.files));
+    }
     for (name, spec) in &h.containers {
         let observed = obs.containers.get(name).map(observed_view);
         let image_env = obs.images.get(&spec.image).cloned().flatten();
@@ -2254,11 +2255,13 @@ mod tests {
         let actions = host_actions(&h, &obs, &desired(), &[]);
         let shown: Vec<String> = actions.iter().map(|a| a.to_string()).collect();
         assert_eq!(
-            shown[..5],
+            shown[..6],
             [
                 "create directories c:/etc/kubernetes/ssl, c:/run",
                 "upload c:/etc/kubernetes/ssl/kube-node.pem (new)",
                 "upload c:/etc/rancher/wins/config (new)",
+                // wins comes out of the sidekick's image, pulled first.
+                "pull image rancher/rke-tools:v0.1.89-windows",
                 "install wins at c:/etc/rancher/wins/wins.exe (copied from rancher/rke-tools:v0.1.89-windows)",
                 "register and start the rancher-wins service (not registered yet)",
             ],

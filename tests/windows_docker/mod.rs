@@ -64,6 +64,8 @@ struct State {
     removed: Vec<(String, FakeContainer)>,
     /// Files images carry, by (image, path as the archive API names it).
     image_files: BTreeMap<(String, String), Vec<u8>>,
+    /// Images the daemon holds (pulled, or put there by the test).
+    images: std::collections::BTreeSet<String>,
 }
 
 pub struct FakeWindowsDocker {
@@ -144,6 +146,21 @@ impl FakeWindowsDocker {
             .unwrap()
             .image_files
             .insert((image.into(), path.into()), contents.to_vec());
+    }
+
+    /// Puts `image` on the daemon, as if pulled earlier.
+    pub fn add_image(&self, image: &str) {
+        self.state.lock().unwrap().images.insert(image.into());
+    }
+
+    /// The images the daemon holds.
+    pub fn images(&self) -> Vec<String> {
+        self.state.lock().unwrap().images.iter().cloned().collect()
+    }
+
+    /// The container `name` as the daemon holds it now.
+    pub fn container(&self, name: &str) -> Option<FakeContainer> {
+        self.state.lock().unwrap().containers.get(name).cloned()
     }
 
     pub fn calls(&self) -> Vec<Call> {
@@ -297,6 +314,16 @@ fn decode_step(entrypoint: &[String]) -> (Option<String>, Option<String>) {
         .map(|rest| rest.trim_end_matches('\''))
         .and_then(decode_encoded_command);
     (Some(line), script)
+}
+
+/// The container config part of a create request, as inspect returns it.
+fn container_config(create_body: &Value) -> Value {
+    let mut config = create_body.clone();
+    if let Some(map) = config.as_object_mut() {
+        map.remove("HostConfig");
+        map.remove("NetworkingConfig");
+    }
+    config
 }
 
 /// What a Windows daemon refuses at create time.
@@ -460,15 +487,40 @@ async fn handle(
                         "Status": if c.running { "running" } else { "exited" },
                         "ExitCode": c.exit_code
                     },
-                    "Config": {
-                        "Image": c.create_body["Image"],
-                        "Entrypoint": c.create_body["Entrypoint"],
-                        "User": c.create_body["User"]
-                    },
+                    // dockerd answers with the create request's container config.
+                    "Config": container_config(&c.create_body),
                     "HostConfig": c.create_body["HostConfig"]
                 }),
             ),
         },
+        ("GET", ["images", image @ .., "json"]) if !image.is_empty() => {
+            let image = image.join("/");
+            if st.images.contains(&image) {
+                respond(
+                    StatusCode::OK,
+                    json!({"Id": format!("sha256:{}", image.len()), "RepoTags": [image], "Os": "windows", "Config": {"Env": []}}),
+                )
+            } else {
+                message(StatusCode::NOT_FOUND, &format!("No such image: {image}"))
+            }
+        }
+        ("POST", ["images", "create"]) => {
+            let repo = query_value(&query, "fromImage").unwrap_or_default();
+            let image = match query_value(&query, "tag") {
+                Some(tag) if !tag.is_empty() => format!("{repo}:{tag}"),
+                _ => repo,
+            };
+            st.images.insert(image.clone());
+            let lines = [
+                json!({"status": format!("Pulling from {image}")}),
+                json!({"status": format!("Status: Downloaded newer image for {image}")}),
+            ];
+            let body: String = lines.iter().map(|l| format!("{l}\r\n")).collect();
+            let mut r = Response::new(Full::new(Bytes::from(body)));
+            r.headers_mut()
+                .insert("content-type", "application/json".parse().unwrap());
+            r
+        }
         ("GET", ["containers", name, "archive"]) => {
             let wanted = query_value(&query, "path").unwrap_or_default();
             match st.containers.get(*name) {
