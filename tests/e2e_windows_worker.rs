@@ -26,8 +26,8 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, PostParams};
 use rkers::phases::windows::{REMOVE_CONTAINER, SWEEP_CONTAINER};
 use rkers::plan::{self, IMAGE_WINS_PATHS};
+use support::LocalSshd;
 use support::e2e::{E2e, HOSTS};
-use support::{LocalSshd, SshdOptions};
 use windows_docker::{FakeWindowsDocker, StepOutcome};
 
 const WINDOWS_NODE: &str = "win1";
@@ -51,16 +51,8 @@ impl WindowsHost {
     async fn start(sidekick_image: &str) -> WindowsHost {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("windows");
-        std::fs::create_dir_all(&state).unwrap();
         let key = support::keygen(dir.path(), "id_ed25519", "ed25519", "");
-        let sshd = LocalSshd::start(SshdOptions {
-            force_command: Some(format!(
-                "/usr/bin/python3 {}/tests/windows_host/fake_windows_shell.py {}",
-                env!("CARGO_MANIFEST_DIR"),
-                state.display()
-            )),
-            ..Default::default()
-        });
+        let sshd = support::windows_shell_sshd(&state);
         sshd.authorize(&key);
         let docker = FakeWindowsDocker::start().await;
         docker.add_image_file(
@@ -164,6 +156,17 @@ fn rkers(e2e: &E2e, known_hosts: &Path, args: &[&str]) -> Command {
         .arg("--known-hosts")
         .arg(known_hosts);
     cmd
+}
+
+/// `rkers up --dry-run`'s output (printed, for a failing run's log), which must succeed.
+fn dry_run(e2e: &E2e, known_hosts: &Path, title: &str) -> String {
+    let out = rkers(e2e, known_hosts, &["up", "--dry-run"])
+        .output()
+        .unwrap();
+    let plan_text = text(&out);
+    eprintln!("--- up --dry-run {title} ---\n{plan_text}");
+    assert!(out.status.success(), "{plan_text}");
+    plan_text
 }
 
 fn text(out: &Output) -> String {
@@ -306,12 +309,7 @@ async fn a_windows_worker_joins_stays_and_leaves() {
 
     // 1. The plan: the Windows worker's host steps and containers; no Linux container changes.
     e2e.edit(|t| with_windows_worker(t, &windows));
-    let out = rkers(&e2e, &known_hosts, &["up", "--dry-run"])
-        .output()
-        .unwrap();
-    let plan_text = text(&out);
-    eprintln!("--- up --dry-run with the Windows worker added ---\n{plan_text}");
-    assert!(out.status.success(), "{plan_text}");
+    let plan_text = dry_run(&e2e, &known_hosts, "with the Windows worker added");
     for step in [
         "create directories c:/etc/kubernetes/bin",
         "upload c:/etc/rancher/wins/config (new)",
@@ -444,11 +442,7 @@ async fn a_windows_worker_joins_stays_and_leaves() {
     let docker_calls = windows.docker.calls().len();
     let (out, _) = up_with_windows_kubelet(&e2e, &known_hosts, &windows, false).await;
     assert_only_the_network_plugin_failed(&out);
-    let changes: Vec<String> = windows.docker.calls()[docker_calls..]
-        .iter()
-        .filter(|c| c.method != "GET")
-        .map(|c| c.short())
-        .collect();
+    let changes = windows.docker.writes_since(docker_calls);
     assert!(
         changes.is_empty(),
         "second up changed the Windows worker: {changes:?}"
@@ -460,15 +454,73 @@ async fn a_windows_worker_joins_stays_and_leaves() {
     assert_eq!(windows.service()["starts"], 1);
     assert_eq!(e2e.env.container_ids(&HOSTS), linux_before);
 
-    // 4. The Windows worker leaves cluster.yml (and flannel goes with it): `up` tears it down
+    // 4. A Windows-only kubelet flag: the Windows kubelet alone is recreated (after a sweep),
+    //    wins keeps running, and no Linux container changes.
+    let kubeproxy_block = "  kubeproxy:\n";
+    e2e.edit(|t| {
+        assert!(t.contains(kubeproxy_block), "{t}");
+        t.replacen(
+            kubeproxy_block,
+            &format!("    win_extra_args:\n      v: \"3\"\n{kubeproxy_block}"),
+            1,
+        )
+    });
+    let docker_calls = windows.docker.calls().len();
+    let (out, _) = up_with_windows_kubelet(&e2e, &known_hosts, &windows, false).await;
+    assert_only_the_network_plugin_failed(&out);
+    // RKE1's rolling replace (§22.1), the sweep's one-shot left out.
+    let changes: Vec<String> = windows
+        .docker
+        .writes_since(docker_calls)
+        .iter()
+        .filter(|c| !c.path.contains(SWEEP_CONTAINER) && !c.query.contains(SWEEP_CONTAINER))
+        .map(|c| {
+            // Create and rename name their container in the query.
+            let name = c.query.split('&').find(|kv| kv.starts_with("name="));
+            format!("{} {}", c.short(), name.unwrap_or_default())
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            "DELETE /containers/old-kubelet ",
+            "POST /containers/kubelet/stop ",
+            "POST /containers/kubelet/rename name=old-kubelet",
+            "POST /containers/create name=kubelet",
+            "POST /containers/kubelet/start ",
+            "DELETE /containers/old-kubelet ",
+        ],
+        "{}",
+        text(&out)
+    );
+    let calls = windows.docker.calls()[docker_calls..].to_vec();
+    let swept = calls
+        .iter()
+        .position(|c| c.short() == format!("POST /containers/{SWEEP_CONTAINER}/start"))
+        .expect("a sweep before wins starts the new kubelet");
+    let started = calls
+        .iter()
+        .position(|c| c.short() == "POST /containers/kubelet/start")
+        .unwrap();
+    assert!(swept < started);
+    let kubelet = windows.docker.container(plan::KUBELET).unwrap();
+    assert!(kubelet.running);
+    assert!(
+        kubelet.wins_command.as_deref().unwrap().contains("--v=3"),
+        "{:?}",
+        kubelet.wins_command
+    );
+    assert_eq!(
+        windows.service()["restarts"],
+        0,
+        "wins restarted for a kubelet flag"
+    );
+    assert_eq!(e2e.env.container_ids(&HOSTS), linux_before);
+
+    // 5. The Windows worker leaves cluster.yml (and flannel goes with it): `up` tears it down
     //    through wins and deletes its node; the Linux hosts keep every container.
     std::fs::write(&e2e.config, &standard_yml).unwrap();
-    let out = rkers(&e2e, &known_hosts, &["up", "--dry-run"])
-        .output()
-        .unwrap();
-    let plan_text = text(&out);
-    eprintln!("--- up --dry-run with the Windows worker gone ---\n{plan_text}");
-    assert!(out.status.success(), "{plan_text}");
+    let plan_text = dry_run(&e2e, &known_hosts, "with the Windows worker gone");
     assert!(
         plan_text.contains("through wins: stop the rancher-wins-* processes"),
         "{plan_text}"

@@ -9,7 +9,7 @@
 mod support;
 mod windows_docker;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use rkers::hosts::{HostPool, SshAuth, SshOptions, SshTarget};
@@ -19,7 +19,7 @@ use rkers::phases::windows::{
     start_wins, write_host_files,
 };
 use rkers::plan::{self, IMAGE_WINS_PATHS};
-use support::{LocalSshd, SshdOptions};
+use support::LocalSshd;
 use windows_docker::{FakeWindowsDocker, StepOutcome};
 
 const IMAGE: &str = "rancher/rke-tools:v0.1.89-windows";
@@ -48,19 +48,6 @@ impl Env {
     }
 }
 
-/// A Windows shell double behind sshd's ForceCommand, keeping its state in `state`.
-pub fn windows_shell_sshd(state: &Path) -> LocalSshd {
-    std::fs::create_dir_all(state).unwrap();
-    let shell = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/windows_host/fake_windows_shell.py"
-    );
-    LocalSshd::start(SshdOptions {
-        force_command: Some(format!("/usr/bin/python3 {shell} {}", state.display())),
-        ..Default::default()
-    })
-}
-
 async fn env() -> Option<Env> {
     if let Err(r) = support::require_root_and(&["/usr/sbin/sshd", "ssh-keygen", "/usr/bin/python3"])
     {
@@ -70,7 +57,7 @@ async fn env() -> Option<Env> {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("windows");
     let key = support::keygen(dir.path(), "id_ed25519", "ed25519", "");
-    let sshd = windows_shell_sshd(&state);
+    let sshd = support::windows_shell_sshd(&state);
     sshd.authorize(&key);
     let docker = FakeWindowsDocker::start().await;
     let target = SshTarget {

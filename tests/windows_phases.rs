@@ -323,6 +323,43 @@ async fn linux_hosts_are_refused_and_untouched() {
     pool.close().await;
 }
 
+/// `rkers <command> --dry-run --config <yml>` in `dir`; its stdout and stderr, and whether it
+/// succeeded.
+async fn rkers_dry_run(command: &'static str, yml: &Path, dir: &Path) -> (String, bool) {
+    let (yml, dir) = (yml.to_owned(), dir.to_owned());
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rkers"))
+            .args([command, "--dry-run", "--config"])
+            .arg(&yml)
+            .arg("--known-hosts")
+            .arg(dir.join("known_hosts"))
+            .env("HOME", &dir)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    (
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        out.status.success(),
+    )
+}
+
+/// The indented lines under `header` in a dry run's output.
+fn section_of(output: &str, header: &str) -> String {
+    output
+        .lines()
+        .skip_while(|l| *l != header)
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// `rkers up --dry-run` on a mixed cluster: a Linux host (our local dockerd) and a Windows worker
 /// (the double), both through a real sshd. The Windows host shows its wins-launched containers
 /// and `c:/` certificate files; the Linux host shows no Windows trace; nothing is created
@@ -342,15 +379,7 @@ async fn mixed_cluster_dry_run_lists_windows_and_linux_actions() {
     // The Windows worker's shell is a double (tests/windows_host) that answers the host agent;
     // the Linux host's commands pass through it unchanged.
     let windows_state = dir.path().join("windows");
-    std::fs::create_dir_all(&windows_state).unwrap();
-    let sshd = LocalSshd::start(SshdOptions {
-        force_command: Some(format!(
-            "/usr/bin/python3 {}/tests/windows_host/fake_windows_shell.py {}",
-            env!("CARGO_MANIFEST_DIR"),
-            windows_state.display()
-        )),
-        ..Default::default()
-    });
+    let sshd = support::windows_shell_sshd(&windows_state);
     sshd.authorize(&key);
     let windows = FakeWindowsDocker::start().await;
     let yml = dir.path().join("cluster.yml");
@@ -372,32 +401,9 @@ async fn mixed_cluster_dry_run_lists_windows_and_linux_actions() {
         ),
     )
     .unwrap();
-    let dir_path = dir.path().to_owned();
-    let yml_path = yml.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_rkers"))
-            .args(["up", "--dry-run", "--config"])
-            .arg(&yml_path)
-            .arg("--known-hosts")
-            .arg(dir_path.join("known_hosts"))
-            .env("HOME", &dir_path)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    let section = |host: &str| -> String {
-        stdout
-            .lines()
-            .skip_while(|l| *l != format!("{host}:"))
-            .skip(1)
-            .take_while(|l| l.starts_with("  "))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
+    let (stdout, ok) = rkers_dry_run("up", &yml, dir.path()).await;
+    assert!(ok, "{stdout}");
+    let section = |host: &str| section_of(&stdout, &format!("{host}:"));
     let win = section("localhost");
     for container in [
         plan::SERVICE_SIDEKICK,
@@ -429,12 +435,7 @@ async fn mixed_cluster_dry_run_lists_windows_and_linux_actions() {
     }
     assert!(!linux.contains("c:/"), "{linux}");
     // A dry run changes nothing: the Windows daemon was only asked read-only questions.
-    let writes: Vec<String> = windows
-        .calls()
-        .iter()
-        .filter(|c| c.method != "GET")
-        .map(|c| c.short())
-        .collect();
+    let writes = windows.writes_since(0);
     assert!(writes.is_empty(), "{writes:?}");
     // ... and the Windows host was only observed.
     assert!(!windows_state.join("drive").exists());
@@ -449,34 +450,9 @@ async fn mixed_cluster_dry_run_lists_windows_and_linux_actions() {
 
     // `remove --dry-run` shows the Windows teardown for the Windows worker, RKE1's directory
     // cleaning for the Linux host, and changes nothing either.
-    let dir_path = dir.path().to_owned();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_rkers"))
-            .args(["remove", "--dry-run", "--config"])
-            .arg(&yml)
-            .arg("--known-hosts")
-            .arg(dir_path.join("known_hosts"))
-            .env("HOME", &dir_path)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let section = |host: &str| -> String {
-        stdout
-            .lines()
-            .skip_while(|l| *l != format!("host {host}:"))
-            .skip(1)
-            .take_while(|l| l.starts_with("  "))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
+    let (stdout, ok) = rkers_dry_run("remove", &yml, dir.path()).await;
+    assert!(ok, "{stdout}");
+    let section = |host: &str| section_of(&stdout, &format!("host {host}:"));
     let win = section("localhost");
     assert!(
         win.contains("through wins: stop the rancher-wins-* processes")
@@ -487,11 +463,6 @@ async fn mixed_cluster_dry_run_lists_windows_and_linux_actions() {
     assert!(!win.contains("/etc/cni"), "{stdout}");
     let linux = section("127.0.0.1");
     assert!(!linux.contains("wins"), "{stdout}");
-    let writes: Vec<String> = windows
-        .calls()
-        .iter()
-        .filter(|c| c.method != "GET")
-        .map(|c| c.short())
-        .collect();
+    let writes = windows.writes_since(0);
     assert!(writes.is_empty(), "{writes:?}");
 }

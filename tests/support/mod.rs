@@ -222,6 +222,22 @@ impl Drop for LocalSshd {
     }
 }
 
+/// An sshd whose every command goes to the Windows shell double
+/// (tests/windows_host/fake_windows_shell.py), which keeps its state (the C: drive, the wins
+/// service, its log of agent runs) in `state`; commands that are not the host agent's run
+/// through /bin/sh, so a mixed test's Linux host can share it.
+pub fn windows_shell_sshd(state: &Path) -> LocalSshd {
+    std::fs::create_dir_all(state).unwrap();
+    LocalSshd::start(SshdOptions {
+        force_command: Some(format!(
+            "/usr/bin/python3 {}/tests/windows_host/fake_windows_shell.py {}",
+            env!("CARGO_MANIFEST_DIR"),
+            state.display()
+        )),
+        ..Default::default()
+    })
+}
+
 pub const TEST_DOCKER_DIR: &str = "/run/rkers-test-docker";
 pub const TEST_DOCKER_SOCKET: &str = "/run/rkers-test-docker/docker.sock";
 pub const TEST_IMAGE: &str = "rkers-test/busybox:1";

@@ -167,6 +167,15 @@ impl FakeWindowsDocker {
         self.state.lock().unwrap().calls.clone()
     }
 
+    /// The calls from the `from`-th on that are not read-only (every method but GET).
+    pub fn writes_since(&self, from: usize) -> Vec<Call> {
+        self.calls()
+            .into_iter()
+            .skip(from)
+            .filter(|c| c.method != "GET")
+            .collect()
+    }
+
     /// Method and path of every call that changes or runs containers (no version probes).
     pub fn container_calls(&self) -> Vec<String> {
         self.calls()
@@ -474,6 +483,23 @@ async fn handle(
                 respond(StatusCode::NO_CONTENT, Value::Null)
             }
         },
+        ("POST", ["containers", name, "rename"]) => {
+            let new_name = query_value(&query, "name").unwrap_or_default();
+            if st.containers.contains_key(&new_name) {
+                message(
+                    StatusCode::CONFLICT,
+                    &format!("Conflict. The container name \"/{new_name}\" is already in use"),
+                )
+            } else {
+                match st.containers.remove(*name) {
+                    None => message(StatusCode::NOT_FOUND, &format!("No such container: {name}")),
+                    Some(c) => {
+                        st.containers.insert(new_name, c);
+                        respond(StatusCode::NO_CONTENT, Value::Null)
+                    }
+                }
+            }
+        }
         ("GET", ["containers", name, "json"]) => match st.containers.get(*name) {
             None => message(StatusCode::NOT_FOUND, &format!("No such container: {name}")),
             Some(c) => respond(
