@@ -377,6 +377,19 @@ async fn a_windows_worker_joins_stays_and_leaves() {
             .on_drive("c:/etc/cni/net.d/10-flannel.conflist")
             .is_file()
     );
+    // Private keys only for SYSTEM and Administrators (the double's 0600), certificates as
+    // Windows leaves files under c:\ (0644).
+    let mode = |path: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(windows.on_drive(path))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("c:/etc/kubernetes/ssl/kube-node-key.pem"), 0o600);
+    assert_eq!(mode("c:/etc/kubernetes/ssl/kube-proxy-key.pem"), 0o600);
+    assert_eq!(mode("c:/etc/kubernetes/ssl/kube-node.pem"), 0o644);
     // wins: copied out of the sidekick image, registered once, running.
     assert_eq!(
         std::fs::read(windows.on_drive("c:/etc/rancher/wins/wins.exe")).unwrap(),

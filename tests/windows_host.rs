@@ -113,6 +113,7 @@ async fn files_and_directories_round_trip_byte_for_byte() {
         file("etc/kubernetes/ssl/kube-ca.pem", &every_byte),
         file("etc/rancher/wins/config", &config),
         file("etc/kubernetes/bin/large.bin", &big),
+        file("etc/kubernetes/ssl/kube-node-key.pem", b"a private key"),
     ];
     let paths: Vec<String> = files.iter().map(|f| f.relative_path.clone()).collect();
 
@@ -128,7 +129,7 @@ async fn files_and_directories_round_trip_byte_for_byte() {
         .await
         .unwrap();
     assert_eq!(report.created_directories.len(), 3, "{report:?}");
-    assert_eq!(report.written.len(), 3, "{report:?}");
+    assert_eq!(report.written.len(), 4, "{report:?}");
     for d in &dirs {
         assert!(env.on_drive(d).is_dir(), "{d}");
     }
@@ -137,9 +138,23 @@ async fn files_and_directories_round_trip_byte_for_byte() {
         assert!(on_drive == f.contents, "{} differs", f.relative_path);
     }
 
+    // The key is readable by SYSTEM and Administrators only (the double's 0600), the rest as
+    // Windows lets files under c:\ be.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |rel: &str| {
+        std::fs::metadata(env.on_drive(&format!("c:/{rel}")))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("etc/kubernetes/ssl/kube-node-key.pem"), 0o600);
+    assert_eq!(mode("etc/kubernetes/ssl/kube-ca.pem"), 0o644);
+    assert_eq!(mode("etc/rancher/wins/config"), 0o644);
+
     let after = observe_host(host, "c:/", &dirs, &paths).await.unwrap();
     assert!(after.missing_directories.is_empty());
-    assert_eq!(after.files.len(), 3);
+    assert_eq!(after.files.len(), 4);
     for f in &files {
         assert!(
             after.files[&f.relative_path] == f.contents,

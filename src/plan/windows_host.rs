@@ -12,13 +12,19 @@
 //! Win32-OpenSSH can touch it, and file contents never appear on a command line.
 //!
 //! Request (stdin), one record per line, fields separated by one space:
-//! `observe` | `apply` (first), `dir <path>`, `read <path>`, `write <path> <content>`,
+//! `observe` | `apply` (first), `dir <path>`, `read <path>`, `write <path> <content> [private]`,
 //! `remove <path>`, `wins status|ensure|restart <wins.exe path>`, `end` (last: a request cut
 //! short is refused).
 //! Report (stdout): `missing-dir <path>` (observe) or `created-dir <path>` (apply),
 //! `file <path> <content>`, `wrote <path>`, `removed <path>`,
 //! `wins exe=<0|1> service=<missing|running|stopped|…> pipe=<0|1>`, `wins-registered`,
 //! `wins-started`, `wins-restarted`, then `done`; or `error <message>` and exit code 1.
+//!
+//! A `private` file gets a protected ACL (SYSTEM and Administrators only) before its contents
+//! are written: files created under `c:\` inherit read access for every local user, and a
+//! private key must not be readable by them. Only secrets are so marked ([`is_private_file`]):
+//! the host processes wins starts run as LocalSystem, but what else reads the configuration
+//! files (container processes among them) cannot be checked without a Windows host.
 
 use std::collections::BTreeMap;
 
@@ -65,6 +71,8 @@ pub struct HostRequest {
     pub directories: Vec<String>,
     pub read: Vec<String>,
     pub write: Vec<(String, Vec<u8>)>,
+    /// Paths among `write` that only SYSTEM and Administrators may read.
+    pub private: std::collections::BTreeSet<String>,
     pub remove: Vec<String>,
     /// The request and the `wins.exe` path on the host.
     pub wins: Option<(WinsRequest, String)>,
@@ -83,6 +91,7 @@ impl std::fmt::Debug for HostRequest {
             .field("directories", &self.directories)
             .field("read", &self.read)
             .field("write", &writes)
+            .field("private", &self.private)
             .field("remove", &self.remove)
             .field("wins", &self.wins)
             .finish()
@@ -108,7 +117,16 @@ impl HostRequest {
             out.push_str(&format!("read {}\n", b64(p.as_bytes())));
         }
         for (p, contents) in &self.write {
-            out.push_str(&format!("write {} {}\n", b64(p.as_bytes()), b64(contents)));
+            let private = if self.private.contains(p) {
+                " private"
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "write {} {}{private}\n",
+                b64(p.as_bytes()),
+                b64(contents)
+            ));
         }
         for p in &self.remove {
             out.push_str(&format!("remove {}\n", b64(p.as_bytes())));
@@ -250,6 +268,17 @@ impl HostReport {
     }
 }
 
+/// Whether a file of a Windows worker holds a secret (a private key, registry credentials, the
+/// cloud provider's config), so that only SYSTEM and Administrators may read it. `path` in plan
+/// or Windows form.
+pub fn is_private_file(path: &str) -> bool {
+    let path = path.replace('\\', "/").to_ascii_lowercase();
+    let name = path.rsplit('/').next().unwrap_or_default();
+    name.ends_with("-key.pem")
+        || name == "cloud-config"
+        || path.ends_with("var/lib/kubelet/config.json")
+}
+
 /// The agent script (Windows PowerShell 5.1 and PowerShell 7).
 pub fn host_agent_script() -> String {
     let service = WINS_SERVICE_NAME;
@@ -259,6 +288,15 @@ $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
 function Dec([string]$s) {{ [Text.Encoding]::UTF8.GetString([Convert]::FromBase64String($s)) }}
 function Enc([string]$s) {{ [Convert]::ToBase64String([Text.Encoding]::UTF8.GetBytes($s)) }}
+function Protect([string]$p) {{
+    $acl = New-Object System.Security.AccessControl.FileSecurity
+    $acl.SetAccessRuleProtection($true, $false)
+    foreach ($sid in 'S-1-5-18', 'S-1-5-32-544') {{
+        $id = New-Object System.Security.Principal.SecurityIdentifier($sid)
+        $acl.AddAccessRule((New-Object System.Security.AccessControl.FileSystemAccessRule($id, 'FullControl', 'Allow')))
+    }}
+    Set-Acl -LiteralPath $p -AclObject $acl
+}}
 $report = New-Object System.Collections.Generic.List[string]
 $mode = $null
 $wins = $null
@@ -293,6 +331,12 @@ try {{
                 New-Item -ItemType Directory -Force -Path $parent | Out-Null
             }}
             $tmp = "$p.rkers-tmp"
+            if ($f.Length -gt 3) {{
+                if ($f[3] -ne 'private') {{ throw "unknown write flag '$($f[3])'" }}
+                # Empty and protected first, so the contents are never readable by others.
+                [IO.File]::WriteAllBytes($tmp, [byte[]]@())
+                Protect $tmp
+            }}
             [IO.File]::WriteAllBytes($tmp, [Convert]::FromBase64String($f[2]))
             Move-Item -LiteralPath $tmp -Destination $p -Force
             $report.Add("wrote $($f[1])")
@@ -378,10 +422,14 @@ mod tests {
             mode: Some(AgentMode::Apply),
             directories: vec![r"c:\etc\kubernetes\ssl".into()],
             read: vec![r"c:\etc\rancher\wins\config".into()],
-            write: vec![(
-                r"c:\etc\a b.pem".into(),
-                b"line 1\nline 2 with spaces".to_vec(),
-            )],
+            write: vec![
+                (
+                    r"c:\etc\a b.pem".into(),
+                    b"line 1\nline 2 with spaces".to_vec(),
+                ),
+                (r"c:\etc\a-key.pem".into(), b"secret".to_vec()),
+            ],
+            private: [r"c:\etc\a-key.pem".to_string()].into(),
             remove: vec![r"c:\etc\kubernetes\cloud-config".into()],
             wins: Some((WinsRequest::Restart, r"c:\etc\rancher\wins\wins.exe".into())),
         };
@@ -395,6 +443,7 @@ mod tests {
             let expected = match fields[0] {
                 "apply" | "end" => 1,
                 "dir" | "read" | "remove" => 2,
+                "write" if line.ends_with(" private") => 4,
                 "write" | "wins" => 3,
                 other => panic!("unexpected record {other}"),
             };
@@ -406,9 +455,34 @@ mod tests {
             STANDARD.decode(write[2]).unwrap(),
             b"line 1\nline 2 with spaces"
         );
-        assert!(lines[5].starts_with("wins restart "));
+        // Only the key is marked private.
+        assert!(!lines[3].ends_with(" private"), "{}", lines[3]);
+        assert!(lines[4].ends_with(" private"), "{}", lines[4]);
+        assert!(lines[6].starts_with("wins restart "));
         // Debug output never shows contents.
         assert!(!format!("{request:?}").contains("line 2"));
+    }
+
+    #[test]
+    fn only_secrets_are_private() {
+        for path in [
+            "c:/etc/kubernetes/ssl/kube-node-key.pem",
+            r"c:\etc\kubernetes\ssl\kube-proxy-key.pem",
+            "c:/etc/kubernetes/cloud-config",
+            "c:/var/lib/kubelet/config.json",
+        ] {
+            assert!(is_private_file(path), "{path}");
+        }
+        for path in [
+            "c:/etc/kubernetes/ssl/kube-node.pem",
+            "c:/etc/kubernetes/ssl/kubecfg-kube-node.yaml",
+            "c:/etc/cni/net.d/10-flannel.conflist",
+            "c:/etc/rancher/wins/config",
+            "c:/etc/nginx/conf/nginx.conf",
+            "c:/etc/rancher/wins/wins.exe",
+        ] {
+            assert!(!is_private_file(path), "{path}");
+        }
     }
 
     #[test]

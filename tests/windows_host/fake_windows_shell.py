@@ -6,11 +6,14 @@ command must be the rkers host agent's exact command line (powershell.exe ... -E
 <script>); other commands run through /bin/sh (a mixed test's Linux host shares the sshd). It checks that
 the decoded script is the agent, and carries out the agent's protocol as documented in
 src/plan/windows_host.rs on a directory that stands in for the drives (c:\\x -> <root>/drive/c/x,
-case-insensitive as Windows is). The rancher-wins service is a JSON file: registering needs
+case-insensitive as Windows is); a file written `private` gets mode 0600 where Windows would get
+an ACL of SYSTEM and Administrators only, any other 0644 (what every local user may read). The
+rancher-wins service is a JSON file: registering needs
 wins.exe where the request says, and the pipe exists while the service runs.
 
 Argument: the state directory. Files in it:
-  invocations.jsonl  one line per run: mode, records, paths, wins request (never contents)
+  invocations.jsonl  one line per run: mode, records, paths, private paths, wins request (never
+                     contents)
   last-script.ps1    the decoded agent script of the last run
   wins-service.json  {"registered", "status", "registrations", "starts", "restarts"}
   fail-on            optional: a request kind ("write", "wins", ...) the agent fails on
@@ -77,7 +80,7 @@ def run_agent(host, stdin_text, fail_on):
     complete = False
     wins = None
     report = []
-    summary = {"mode": None, "records": [], "paths": [], "wins": None}
+    summary = {"mode": None, "records": [], "paths": [], "private": [], "wins": None}
     for line in stdin_text.split("\n"):
         line = line.rstrip("\r")
         if not line:
@@ -120,8 +123,16 @@ def run_agent(host, stdin_text, fail_on):
             summary["paths"].append(path)
             local = host.local(path)
             os.makedirs(os.path.dirname(local), exist_ok=True)
+            if len(f) > 4 or (len(f) == 4 and f[3] != "private"):
+                raise AgentError(f"unknown write flag '{f[3:]}'")
+            private = len(f) == 4
+            if private:
+                summary["private"].append(path)
             tmp = local + ".rkers-tmp"
-            with open(tmp, "wb") as fh:
+            # Created with its final permissions before the contents go in, as the agent does.
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
+            os.fchmod(fd, 0o600 if private else 0o644)
+            with os.fdopen(fd, "wb") as fh:
                 fh.write(base64.b64decode(f[2], validate=True))
             os.replace(tmp, local)
             report.append(f"wrote {f[1]}")
