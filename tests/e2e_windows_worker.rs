@@ -1,5 +1,6 @@
 //! A Windows worker joins the sandbox cluster through `rkers up`, stays put on a second `up`,
-//! and is torn down through wins when it leaves cluster.yml.
+//! has only its kubelet recreated for a Windows-only kubelet flag, and is torn down through wins
+//! when it leaves cluster.yml; no Linux container changes on the way.
 //!
 //! Everything Linux is real (the sandbox hosts' sshd, dockerd and Kubernetes v1.20). The Windows
 //! host is what cannot run here, so it is the repository's test doubles behind a real local
