@@ -380,14 +380,7 @@ async fn a_windows_worker_joins_stays_and_leaves() {
     );
     // Private keys only for SYSTEM and Administrators (the double's 0600), certificates as
     // Windows leaves files under c:\ (0644).
-    let mode = |path: &str| {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::metadata(windows.on_drive(path))
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o777
-    };
+    let mode = |path: &str| support::file_mode(&windows.on_drive(path));
     assert_eq!(mode("c:/etc/kubernetes/ssl/kube-node-key.pem"), 0o600);
     assert_eq!(mode("c:/etc/kubernetes/ssl/kube-proxy-key.pem"), 0o600);
     assert_eq!(mode("c:/etc/kubernetes/ssl/kube-node.pem"), 0o644);

@@ -140,14 +140,7 @@ async fn files_and_directories_round_trip_byte_for_byte() {
 
     // The key is readable by SYSTEM and Administrators only (the double's 0600), the rest as
     // Windows lets files under c:\ be.
-    use std::os::unix::fs::PermissionsExt;
-    let mode = |rel: &str| {
-        std::fs::metadata(env.on_drive(&format!("c:/{rel}")))
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o777
-    };
+    let mode = |rel: &str| support::file_mode(&env.on_drive(&format!("c:/{rel}")));
     assert_eq!(mode("etc/kubernetes/ssl/kube-node-key.pem"), 0o600);
     assert_eq!(mode("etc/kubernetes/ssl/kube-ca.pem"), 0o644);
     assert_eq!(mode("etc/rancher/wins/config"), 0o644);

@@ -238,6 +238,17 @@ pub fn windows_shell_sshd(state: &Path) -> LocalSshd {
     })
 }
 
+/// The permission bits of `path` (the Windows shell double writes a private file 0600, where
+/// Windows would give it an ACL of SYSTEM and Administrators only).
+pub fn file_mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
 pub const TEST_DOCKER_DIR: &str = "/run/rkers-test-docker";
 pub const TEST_DOCKER_SOCKET: &str = "/run/rkers-test-docker/docker.sock";
 pub const TEST_IMAGE: &str = "rkers-test/busybox:1";
