@@ -337,17 +337,19 @@ pub enum HostCleanup {
     Linux { directories: Vec<String> },
     /// A Windows worker is torn down through wins instead: a Linux cleaner cannot run there,
     /// and its wins-managed processes, firewall rules and HNS network would outlive it.
-    Windows(crate::plan::WindowsRemovePlan),
+    /// `image` is the one the teardown's privileged step runs in (the sidekick's).
+    Windows {
+        plan: crate::plan::WindowsRemovePlan,
+        image: String,
+    },
 }
 
 impl HostCleanup {
-    /// The cleanup for a host of `os_type` that had `prefix` and the etcd role.
-    pub fn for_host(os_type: &str, prefix: &str, etcd: bool) -> HostCleanup {
+    /// The cleanup for a host of `os_type` that had `prefix` and the etcd role; a Windows one
+    /// runs in `windows_image`.
+    pub fn for_host(os_type: &str, prefix: &str, etcd: bool, windows_image: &str) -> HostCleanup {
         if os_type.eq_ignore_ascii_case("windows") {
-            HostCleanup::Windows(crate::plan::remove_plan_windows(
-                crate::plan::WINDOWS_PREFIX_PATH,
-                true,
-            ))
+            HostCleanup::windows(windows_image)
         } else {
             HostCleanup::Linux {
                 directories: removed_host_directories(prefix, etcd),
@@ -355,11 +357,22 @@ impl HostCleanup {
         }
     }
 
+    /// A Windows worker's teardown (the same as `rkers remove`'s), run in `image`. `up` installed
+    /// and registered wins, so it is unregistered too.
+    pub fn windows(image: &str) -> HostCleanup {
+        HostCleanup::Windows {
+            plan: crate::plan::remove_plan_windows(crate::plan::WINDOWS_PREFIX_PATH, true),
+            image: image.to_string(),
+        }
+    }
+
     /// The containers to look for on the host: every container `up` may have left on it.
     pub fn containers<'a>(&'a self, linux: &'a [&'a str]) -> Vec<&'a str> {
         match self {
             HostCleanup::Linux { .. } => linux.to_vec(),
-            HostCleanup::Windows(plan) => plan.containers.iter().map(String::as_str).collect(),
+            HostCleanup::Windows { plan, .. } => {
+                plan.containers.iter().map(String::as_str).collect()
+            }
         }
     }
 
@@ -368,7 +381,7 @@ impl HostCleanup {
             HostCleanup::Linux { directories } => Action::CleanDirectories {
                 paths: directories.clone(),
             },
-            HostCleanup::Windows(plan) => Action::CleanWindowsHost {
+            HostCleanup::Windows { plan, .. } => Action::CleanWindowsHost {
                 directories: plan.directories.clone(),
                 unregister_wins: plan.unregister_wins,
             },
@@ -518,7 +531,7 @@ mod tests {
             hostname: "h4".into(),
             etcd: false,
         };
-        let cleanup = HostCleanup::for_host("linux", "/opt/rke", true);
+        let cleanup = HostCleanup::for_host("linux", "/opt/rke", true, "unused");
         assert_eq!(
             cleanup,
             HostCleanup::Linux {
@@ -546,11 +559,12 @@ mod tests {
 
     #[test]
     fn a_windows_worker_that_left_is_torn_down_through_wins() {
-        let cleanup = HostCleanup::for_host("windows", "/", false);
-        let HostCleanup::Windows(plan) = &cleanup else {
+        let cleanup = HostCleanup::for_host("windows", "/", false, "sidekick");
+        let HostCleanup::Windows { plan, image } = &cleanup else {
             panic!("{cleanup:?}")
         };
         assert!(plan.unregister_wins);
+        assert_eq!(image, "sidekick");
         // Only the Windows worker's containers are looked for.
         assert_eq!(
             cleanup.containers(&["etcd", "kubelet"]),

@@ -346,19 +346,15 @@ fn remove_local_files(cluster: &Cluster, reporter: &Reporter) {
 }
 
 /// What `remove` would do on a Windows worker: the same steps [`remove_host`] takes there.
-async fn windows_dry_run(host: &Host) -> Vec<String> {
-    let steps = plan::remove_plan_windows(plan::WINDOWS_PREFIX_PATH, true);
+async fn windows_dry_run(host: &Host, image: &str) -> Vec<String> {
+    let cleanup = reconcile::HostCleanup::windows(image);
     let mut lines = Vec::new();
-    for c in &steps.containers {
+    for c in cleanup.containers(&[]) {
         if let Ok(Some(_)) = host.docker().inspect_container(c).await {
             lines.push(format!("  - remove container {c}"));
         }
     }
-    let clean = crate::diff::Action::CleanWindowsHost {
-        directories: steps.directories.clone(),
-        unregister_wins: steps.unregister_wins,
-    };
-    lines.push(format!("  - {clean}"));
+    lines.push(format!("  - {}", cleanup.action()));
     lines
 }
 
@@ -375,7 +371,13 @@ async fn print_dry_run(
         let host = pool.get(&w.address).expect("connected host");
         if host.facts().os_type.eq_ignore_ascii_case("windows") {
             lines.push(format!("host {}:", w.address));
-            lines.extend(windows_dry_run(host).await);
+            lines.extend(
+                windows_dry_run(
+                    host,
+                    &cluster.config.system_images.kubernetes_services_sidecar,
+                )
+                .await,
+            );
             continue;
         }
         let mut present = Vec::new();

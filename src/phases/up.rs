@@ -95,13 +95,11 @@ struct Observed {
 /// A host that left the cluster, as `up` found it.
 struct RemovedHost {
     gone: OldHost,
-    /// `None` when it cannot be reached: only its node is deleted.
-    host: Option<Arc<Host>>,
+    /// The connection and how to clean the host; `None` when it cannot be reached: only its
+    /// node is deleted.
+    reachable: Option<(Arc<Host>, reconcile::HostCleanup)>,
     /// The containers it still runs.
     present: Vec<String>,
-    cleanup: Option<reconcile::HostCleanup>,
-    /// The image a Windows worker's teardown runs in (the sidekick's, which the host has).
-    windows_image: String,
 }
 
 /// Everything the apply phases need, shared by the host tasks.
@@ -354,16 +352,22 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
             .as_ref()
             .and_then(|p| p.get(&gone.address))
             .cloned();
-        let cleanup = host.as_ref().map(|h| {
+        let reachable = host.map(|h| {
             let prefix = old_current
                 .as_ref()
                 .map(|c| c.prefix_path.as_str())
                 .unwrap_or_default();
             let prefix = plan::host_prefix_path(prefix, &h.facts().operating_system);
-            reconcile::HostCleanup::for_host(&h.facts().os_type, &prefix, gone.etcd)
+            let cleanup = reconcile::HostCleanup::for_host(
+                &h.facts().os_type,
+                &prefix,
+                gone.etcd,
+                &old_sidekick,
+            );
+            (h, cleanup)
         });
         let mut present = Vec::new();
-        if let (Some(host), Some(cleanup)) = (&host, &cleanup) {
+        if let Some((host, cleanup)) = &reachable {
             for name in cleanup.containers(KNOWN_CONTAINERS) {
                 if host
                     .docker()
@@ -378,14 +382,16 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         }
         all_actions.push(HostActions {
             host: gone.address.clone(),
-            actions: reconcile::removed_host_actions(gone, &present, cleanup.as_ref()),
+            actions: reconcile::removed_host_actions(
+                gone,
+                &present,
+                reachable.as_ref().map(|(_, c)| c),
+            ),
         });
         removed.push(RemovedHost {
             gone: gone.clone(),
-            host,
+            reachable,
             present,
-            cleanup,
-            windows_image: old_sidekick.clone(),
         });
     }
     phase.done();
@@ -1888,7 +1894,7 @@ async fn remove_etcd_members(run: &Arc<Run>, runner: &Runner) -> Result<(), UpEr
             run.removed
                 .iter()
                 .find(|r| r.gone.address == gone.address)
-                .and_then(|r| r.host.clone())
+                .and_then(|r| r.reachable.as_ref().map(|(h, _)| h.clone()))
         });
         if let Some(host) = host {
             for c in ETCD_PLANE {
@@ -2095,8 +2101,8 @@ async fn remove_hosts(run: &Arc<Run>, api: &KubeApi, runner: &Runner) -> Result<
                     .iter()
                     .find(|r| r.gone.address == address)
                     .expect("removed host");
-                if let (Some(host), Some(cleanup)) = (&removed.host, &removed.cleanup) {
-                    clean_removed_host(&run, host, removed, cleanup).await?;
+                if let Some((host, cleanup)) = &removed.reachable {
+                    clean_removed_host(&run, host, cleanup, &removed.present).await?;
                 }
                 let gone = &removed.gone;
                 api.delete_node(&gone.hostname)
@@ -2113,17 +2119,18 @@ async fn remove_hosts(run: &Arc<Run>, api: &KubeApi, runner: &Runner) -> Result<
 async fn clean_removed_host(
     run: &Run,
     host: &Host,
-    removed: &RemovedHost,
     cleanup: &reconcile::HostCleanup,
+    present: &[String],
 ) -> Result<(), String> {
     match cleanup {
-        reconcile::HostCleanup::Windows(plan) => {
-            super::windows::remove_windows_host(host, plan, &removed.windows_image)
+        // Removes the Windows worker's containers itself, before the host script.
+        reconcile::HostCleanup::Windows { plan, image } => {
+            super::windows::remove_windows_host(host, plan, image)
                 .await
                 .map_err(|e| e.to_string())
         }
         reconcile::HostCleanup::Linux { directories } => {
-            for name in &removed.present {
+            for name in present {
                 host.docker()
                     .remove_container(name)
                     .await

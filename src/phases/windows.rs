@@ -152,11 +152,6 @@ pub async fn write_host_files(
             .iter()
             .map(|f| (absolute(root, &f.relative_path), f.contents.clone()))
             .collect(),
-        private: files
-            .iter()
-            .map(|f| absolute(root, &f.relative_path))
-            .filter(|p| plan::is_private_file(p))
-            .collect(),
         remove: remove.iter().map(|rel| absolute(root, rel)).collect(),
         ..Default::default()
     };

@@ -70,9 +70,8 @@ pub struct HostRequest {
     pub mode: Option<AgentMode>,
     pub directories: Vec<String>,
     pub read: Vec<String>,
+    /// Files to write; those [`is_private_file`] names are marked `private`.
     pub write: Vec<(String, Vec<u8>)>,
-    /// Paths among `write` that only SYSTEM and Administrators may read.
-    pub private: std::collections::BTreeSet<String>,
     pub remove: Vec<String>,
     /// The request and the `wins.exe` path on the host.
     pub wins: Option<(WinsRequest, String)>,
@@ -91,7 +90,6 @@ impl std::fmt::Debug for HostRequest {
             .field("directories", &self.directories)
             .field("read", &self.read)
             .field("write", &writes)
-            .field("private", &self.private)
             .field("remove", &self.remove)
             .field("wins", &self.wins)
             .finish()
@@ -117,11 +115,7 @@ impl HostRequest {
             out.push_str(&format!("read {}\n", b64(p.as_bytes())));
         }
         for (p, contents) in &self.write {
-            let private = if self.private.contains(p) {
-                " private"
-            } else {
-                ""
-            };
+            let private = if is_private_file(p) { " private" } else { "" };
             out.push_str(&format!(
                 "write {} {}{private}\n",
                 b64(p.as_bytes()),
@@ -429,7 +423,6 @@ mod tests {
                 ),
                 (r"c:\etc\a-key.pem".into(), b"secret".to_vec()),
             ],
-            private: [r"c:\etc\a-key.pem".to_string()].into(),
             remove: vec![r"c:\etc\kubernetes\cloud-config".into()],
             wins: Some((WinsRequest::Restart, r"c:\etc\rancher\wins\wins.exe".into())),
         };
