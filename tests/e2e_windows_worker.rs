@@ -18,7 +18,7 @@
 mod support;
 mod windows_docker;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -27,9 +27,8 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, PostParams};
 use rkers::phases::windows::{REMOVE_CONTAINER, SWEEP_CONTAINER};
 use rkers::plan::{self, IMAGE_WINS_PATHS};
-use support::LocalSshd;
 use support::e2e::{E2e, HOSTS};
-use windows_docker::{FakeWindowsDocker, StepOutcome};
+use windows_docker::{StepOutcome, WindowsHostDouble};
 
 const WINDOWS_NODE: &str = "win1";
 const WINDOWS_CONTAINERS: [&str; 4] = [
@@ -39,75 +38,38 @@ const WINDOWS_CONTAINERS: [&str; 4] = [
     plan::KUBE_PROXY,
 ];
 
-/// The Windows worker: its shell and Docker doubles, and where the shell keeps its C: drive.
-struct WindowsHost {
-    dir: tempfile::TempDir,
-    state: PathBuf,
-    sshd: LocalSshd,
-    key: PathBuf,
-    docker: FakeWindowsDocker,
+/// The Windows worker: its shell and Docker doubles behind a real sshd.
+struct WindowsHost(WindowsHostDouble);
+
+impl std::ops::Deref for WindowsHost {
+    type Target = WindowsHostDouble;
+    fn deref(&self) -> &WindowsHostDouble {
+        &self.0
+    }
 }
 
 impl WindowsHost {
     async fn start(sidekick_image: &str) -> WindowsHost {
-        let dir = tempfile::tempdir().unwrap();
-        let state = dir.path().join("windows");
-        let key = support::keygen(dir.path(), "id_ed25519", "ed25519", "");
-        let sshd = support::windows_shell_sshd(&state);
-        sshd.authorize(&key);
-        let docker = FakeWindowsDocker::start().await;
-        docker.add_image_file(
+        let host = WindowsHostDouble::start().await;
+        host.docker.add_image_file(
             sidekick_image,
             IMAGE_WINS_PATHS[0],
             b"MZ wins.exe of the test",
         );
         // What the host's PowerShell prints for the sweep and the teardown, run through wins.
-        docker.on_step(
+        host.docker.on_step(
             SWEEP_CONTAINER,
             StepOutcome::Runs {
                 output: "{\"stopped\":[]}".into(),
             },
         );
-        docker.on_step(
+        host.docker.on_step(
             REMOVE_CONTAINER,
             StepOutcome::Runs {
                 output: String::new(),
             },
         );
-        WindowsHost {
-            dir,
-            state,
-            sshd,
-            key,
-            docker,
-        }
-    }
-
-    /// Where the double keeps a Windows path (`c:/etc/x`).
-    fn on_drive(&self, windows_path: &str) -> PathBuf {
-        let rest = windows_path
-            .replace('\\', "/")
-            .to_lowercase()
-            .strip_prefix("c:/")
-            .expect("a c:/ path")
-            .to_string();
-        self.state.join("drive/c").join(rest)
-    }
-
-    fn service(&self) -> serde_json::Value {
-        serde_json::from_str(
-            &std::fs::read_to_string(self.state.join("wins-service.json")).unwrap_or_default(),
-        )
-        .unwrap_or(serde_json::Value::Null)
-    }
-
-    /// The host agent's runs so far, one JSON summary each.
-    fn agent_runs(&self) -> Vec<serde_json::Value> {
-        std::fs::read_to_string(self.state.join("invocations.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
+        WindowsHost(host)
     }
 
     /// The node entry of cluster.yml.
@@ -278,19 +240,26 @@ fn assert_only_the_network_plugin_failed(out: &Output) {
     let text = text(out);
     assert!(!out.status.success(), "flannel cannot run here:\n{text}");
     assert!(
-        text.contains("rke-network-plugin") || text.contains("flannel"),
+        text.contains("error: addon rke-network-plugin: workloads not ready"),
         "{text}"
     );
-    assert!(!text.contains("Finished building"), "{text}");
-    // Every host phase before the addons finished.
+    // The host phases before the addons finished (wins runs only when there is wins work),
+    // and the addons phase is the one that failed.
     for phase in ["worker plane", "nodes"] {
         assert!(
-            !text
-                .lines()
-                .any(|l| l.contains(&format!("[{phase}]")) && l.to_lowercase().contains("fail")),
-            "{phase} failed:\n{text}"
+            text.contains(&format!("OK    [{phase}] (")),
+            "{phase}:\n{text}"
         );
     }
+    assert!(
+        !text.contains("START [wins]") || text.contains("OK    [wins] ("),
+        "{text}"
+    );
+    let failed: Vec<&str> = text.lines().filter(|l| l.contains(" FAIL ")).collect();
+    assert!(
+        !failed.is_empty() && failed.iter().all(|l| l.contains("FAIL  [addons]")),
+        "{failed:?}\n{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,7 +9,6 @@
 mod support;
 mod windows_docker;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use rkers::hosts::{HostPool, SshAuth, SshOptions, SshTarget};
@@ -19,33 +18,13 @@ use rkers::phases::windows::{
     start_wins, write_host_files,
 };
 use rkers::plan::{self, IMAGE_WINS_PATHS};
-use support::LocalSshd;
-use windows_docker::{FakeWindowsDocker, StepOutcome};
+use windows_docker::{StepOutcome, WindowsHostDouble};
 
 const IMAGE: &str = "rancher/rke-tools:v0.1.89-windows";
 
 struct Env {
-    _dir: tempfile::TempDir,
-    /// The double's state directory (its drive, service file and logs).
-    state: PathBuf,
-    _sshd: LocalSshd,
-    docker: FakeWindowsDocker,
+    win: WindowsHostDouble,
     pool: HostPool,
-}
-
-impl Env {
-    /// Where the double keeps a Windows path (`c:/etc/x`).
-    fn on_drive(&self, windows_path: &str) -> PathBuf {
-        let rest = windows_path.strip_prefix("c:/").expect("a c:/ path");
-        self.state.join("drive/c").join(rest.to_lowercase())
-    }
-
-    fn service(&self) -> serde_json::Value {
-        serde_json::from_str(
-            &std::fs::read_to_string(self.state.join("wins-service.json")).unwrap_or_default(),
-        )
-        .unwrap_or(serde_json::Value::Null)
-    }
 }
 
 async fn env() -> Option<Env> {
@@ -54,39 +33,28 @@ async fn env() -> Option<Env> {
         support::skip(&r);
         return None;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("windows");
-    let key = support::keygen(dir.path(), "id_ed25519", "ed25519", "");
-    let sshd = support::windows_shell_sshd(&state);
-    sshd.authorize(&key);
-    let docker = FakeWindowsDocker::start().await;
+    let win = WindowsHostDouble::start().await;
     let target = SshTarget {
         name: "win1".into(),
         address: "127.0.0.1".into(),
-        port: Some(sshd.port),
+        port: Some(win.sshd.port),
         user: "root".into(),
         auth: SshAuth {
-            ssh_key_path: Some(key.clone()),
+            ssh_key_path: Some(win.key.clone()),
             ..Default::default()
         },
-        docker_socket: docker.socket_str(),
+        docker_socket: win.docker.socket_str(),
         bastion: None,
     };
     let opts = SshOptions {
-        known_hosts_path: Some(dir.path().join("known_hosts")),
+        known_hosts_path: Some(win.dir.path().join("known_hosts")),
         connect_timeout: Duration::from_secs(10),
         retries: 0,
         ssh_config_enabled: false,
         ..Default::default()
     };
     let pool = HostPool::connect(&[target], &opts).await.expect("connects");
-    Some(Env {
-        _dir: dir,
-        state,
-        _sshd: sshd,
-        docker,
-        pool,
-    })
+    Some(Env { win, pool })
 }
 
 fn file(rel: &str, contents: &[u8]) -> DesiredFile {
@@ -123,7 +91,7 @@ async fn files_and_directories_round_trip_byte_for_byte() {
     assert_eq!(before.wins.service, "missing");
     assert!(!before.wins.exe_present && !before.wins.pipe);
     // Observing changed nothing.
-    assert!(!env.state.join("drive").exists());
+    assert!(!env.win.state.join("drive").exists());
 
     let report = write_host_files(host, "c:/", &dirs, &files, &[])
         .await
@@ -131,16 +99,16 @@ async fn files_and_directories_round_trip_byte_for_byte() {
     assert_eq!(report.created_directories.len(), 3, "{report:?}");
     assert_eq!(report.written.len(), 4, "{report:?}");
     for d in &dirs {
-        assert!(env.on_drive(d).is_dir(), "{d}");
+        assert!(env.win.on_drive(d).is_dir(), "{d}");
     }
     for f in &files {
-        let on_drive = std::fs::read(env.on_drive(&format!("c:/{}", f.relative_path))).unwrap();
+        let on_drive = std::fs::read(env.win.on_drive(&format!("c:/{}", f.relative_path))).unwrap();
         assert!(on_drive == f.contents, "{} differs", f.relative_path);
     }
 
     // The key is readable by SYSTEM and Administrators only (the double's 0600), the rest as
     // Windows lets files under c:\ be.
-    let mode = |rel: &str| support::file_mode(&env.on_drive(&format!("c:/{rel}")));
+    let mode = |rel: &str| support::file_mode(&env.win.on_drive(&format!("c:/{rel}")));
     assert_eq!(mode("etc/kubernetes/ssl/kube-node-key.pem"), 0o600);
     assert_eq!(mode("etc/kubernetes/ssl/kube-ca.pem"), 0o644);
     assert_eq!(mode("etc/rancher/wins/config"), 0o644);
@@ -166,16 +134,20 @@ async fn files_and_directories_round_trip_byte_for_byte() {
     .await
     .unwrap();
     assert_eq!(report.removed, vec![r"c:\etc\kubernetes\ssl\kube-ca.pem"]);
-    assert!(!env.on_drive("c:/etc/kubernetes/ssl/kube-ca.pem").exists());
-    assert!(env.on_drive("c:/etc/rancher/wins/config").exists());
+    assert!(
+        !env.win
+            .on_drive("c:/etc/kubernetes/ssl/kube-ca.pem")
+            .exists()
+    );
+    assert!(env.win.on_drive("c:/etc/rancher/wins/config").exists());
 
     // The host ran exactly the agent rkers ships, and saw paths, never contents, on its
     // command line.
     assert_eq!(
-        std::fs::read_to_string(env.state.join("last-script.ps1")).unwrap(),
+        std::fs::read_to_string(env.win.state.join("last-script.ps1")).unwrap(),
         plan::host_agent_script()
     );
-    let log = std::fs::read_to_string(env.state.join("invocations.jsonl")).unwrap();
+    let log = std::fs::read_to_string(env.win.state.join("invocations.jsonl")).unwrap();
     let modes: Vec<String> = log
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["mode"].to_string())
@@ -185,7 +157,7 @@ async fn files_and_directories_round_trip_byte_for_byte() {
         ["\"observe\"", "\"apply\"", "\"observe\"", "\"apply\""]
     );
     // Nothing else touched the Windows daemon.
-    assert!(env.docker.container_calls().is_empty());
+    assert!(env.win.docker.container_calls().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -194,15 +166,17 @@ async fn wins_comes_out_of_the_image_then_registers_starts_and_restarts() {
     let host = env.pool.get("win1").unwrap();
     // Only the second candidate path exists: the first miss must not stop the search.
     let wins = b"MZ\x90\x00 not really wins.exe".to_vec();
-    env.docker.add_image_file(IMAGE, IMAGE_WINS_PATHS[1], &wins);
+    env.win
+        .docker
+        .add_image_file(IMAGE, IMAGE_WINS_PATHS[1], &wins);
 
     let found = install_wins(host, IMAGE).await.unwrap();
     assert_eq!(found, IMAGE_WINS_PATHS[1]);
     assert_eq!(
-        std::fs::read(env.on_drive("c:/etc/rancher/wins/wins.exe")).unwrap(),
+        std::fs::read(env.win.on_drive("c:/etc/rancher/wins/wins.exe")).unwrap(),
         wins
     );
-    let calls = env.docker.container_calls();
+    let calls = env.win.docker.container_calls();
     let archive_reads = calls
         .iter()
         .filter(|c| c.as_str() == format!("GET /containers/{WINS_SOURCE_CONTAINER}/archive"))
@@ -212,7 +186,10 @@ async fn wins_comes_out_of_the_image_then_registers_starts_and_restarts() {
         !calls.iter().any(|c| c.ends_with("/start")),
         "the source container is never started: {calls:?}"
     );
-    assert!(env.docker.container_names().is_empty(), "and removed again");
+    assert!(
+        env.win.docker.container_names().is_empty(),
+        "and removed again"
+    );
 
     let (status, changes) = start_wins(host, false).await.unwrap();
     assert_eq!(changes, ["registered", "started"]);
@@ -221,7 +198,7 @@ async fn wins_comes_out_of_the_image_then_registers_starts_and_restarts() {
     assert!(changes.is_empty(), "already running: {changes:?}");
     let (_, changes) = start_wins(host, true).await.unwrap();
     assert_eq!(changes, ["restarted"]);
-    let service = env.service();
+    let service = env.win.service();
     assert_eq!(service["registrations"], 1);
     assert_eq!(service["starts"], 1);
     assert_eq!(service["restarts"], 1);
@@ -240,22 +217,26 @@ async fn an_image_without_wins_and_a_missing_wins_exe_are_named() {
     for path in IMAGE_WINS_PATHS {
         assert!(err.contains(path), "{err}");
     }
-    assert!(!env.on_drive("c:/etc/rancher/wins/wins.exe").exists());
-    assert!(env.docker.container_names().is_empty());
+    assert!(!env.win.on_drive("c:/etc/rancher/wins/wins.exe").exists());
+    assert!(env.win.docker.container_names().is_empty());
 
     let err = start_wins(host, false).await.unwrap_err().to_string();
     assert!(
         err.contains(r"wins.exe is not at c:\etc\rancher\wins\wins.exe"),
         "{err}"
     );
-    assert_eq!(env.service(), serde_json::Value::Null, "nothing registered");
+    assert_eq!(
+        env.win.service(),
+        serde_json::Value::Null,
+        "nothing registered"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_failure_names_host_and_cause_and_never_the_contents() {
     let Some(env) = env().await else { return };
     let host = env.pool.get("win1").unwrap();
-    std::fs::write(env.state.join("fail-on"), "write").unwrap();
+    std::fs::write(env.win.state.join("fail-on"), "write").unwrap();
     let secret = b"-----BEGIN RSA PRIVATE KEY-----\nSECRET-KEY-MATERIAL\n";
     let err = write_host_files(
         host,
@@ -277,7 +258,8 @@ async fn an_agent_failure_names_host_and_cause_and_never_the_contents() {
 async fn a_wins_restart_stops_its_containers_first_and_starts_them_after_the_sweep() {
     let Some(env) = env().await else { return };
     let host = env.pool.get("win1").unwrap();
-    env.docker
+    env.win
+        .docker
         .add_image_file(IMAGE, IMAGE_WINS_PATHS[0], b"MZ wins");
     let containers: Vec<String> = [
         plan::SERVICE_SIDEKICK,
@@ -303,15 +285,15 @@ async fn a_wins_restart_stops_its_containers_first_and_starts_them_after_the_swe
 
     // Its config changed while everything runs.
     for name in &containers {
-        env.docker.add_running(name);
+        env.win.docker.add_running(name);
     }
-    env.docker.on_step(
+    env.win.docker.on_step(
         SWEEP_CONTAINER,
         StepOutcome::Runs {
             output: r#"{"stopped":["rancher-wins-kubelet"]}"#.into(),
         },
     );
-    let calls_before = env.docker.container_calls().len();
+    let calls_before = env.win.docker.container_calls().len();
     let restart = WinsStep {
         install_from: None,
         start: Some(true),
@@ -328,9 +310,9 @@ async fn a_wins_restart_stops_its_containers_first_and_starts_them_after_the_swe
         done.restarted_containers,
         [plan::SERVICE_SIDEKICK, plan::NGINX_PROXY, plan::KUBELET]
     );
-    assert_eq!(env.service()["restarts"], 1);
+    assert_eq!(env.win.service()["restarts"], 1);
 
-    let calls: Vec<String> = env.docker.container_calls()[calls_before..].to_vec();
+    let calls: Vec<String> = env.win.docker.container_calls()[calls_before..].to_vec();
     let position = |wanted: &str| {
         calls
             .iter()

@@ -64,7 +64,7 @@ struct State {
     removed: Vec<(String, FakeContainer)>,
     /// Files images carry, by (image, path as the archive API names it).
     image_files: BTreeMap<(String, String), Vec<u8>>,
-    /// Images the daemon holds (pulled, or put there by the test).
+    /// Images the daemon holds (pulled).
     images: std::collections::BTreeSet<String>,
 }
 
@@ -148,16 +148,6 @@ impl FakeWindowsDocker {
             .insert((image.into(), path.into()), contents.to_vec());
     }
 
-    /// Puts `image` on the daemon, as if pulled earlier.
-    pub fn add_image(&self, image: &str) {
-        self.state.lock().unwrap().images.insert(image.into());
-    }
-
-    /// The images the daemon holds.
-    pub fn images(&self) -> Vec<String> {
-        self.state.lock().unwrap().images.iter().cloned().collect()
-    }
-
     /// The container `name` as the daemon holds it now.
     pub fn container(&self, name: &str) -> Option<FakeContainer> {
         self.state.lock().unwrap().containers.get(name).cloned()
@@ -198,6 +188,58 @@ impl FakeWindowsDocker {
     /// The containers removed so far, last state included, in removal order.
     pub fn removed(&self) -> Vec<(String, FakeContainer)> {
         self.state.lock().unwrap().removed.clone()
+    }
+}
+
+/// A whole Windows host double: the shell double behind a real local sshd that authorizes
+/// `key`, and this Docker double. The shell keeps its C: drive, wins service and agent log in
+/// `state`.
+pub struct WindowsHostDouble {
+    pub dir: tempfile::TempDir,
+    pub state: PathBuf,
+    pub sshd: crate::support::LocalSshd,
+    pub key: PathBuf,
+    pub docker: FakeWindowsDocker,
+}
+
+impl WindowsHostDouble {
+    pub async fn start() -> WindowsHostDouble {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("windows");
+        let key = crate::support::keygen(dir.path(), "id_ed25519", "ed25519", "");
+        let sshd = crate::support::windows_shell_sshd(&state);
+        sshd.authorize(&key);
+        WindowsHostDouble {
+            docker: FakeWindowsDocker::start().await,
+            dir,
+            state,
+            sshd,
+            key,
+        }
+    }
+
+    /// Where the double keeps a Windows path (`c:/etc/x` or `c:\etc\x`, any case).
+    pub fn on_drive(&self, windows_path: &str) -> PathBuf {
+        let path = windows_path.replace('\\', "/").to_lowercase();
+        let rest = path.strip_prefix("c:/").expect("a c:/ path");
+        self.state.join("drive/c").join(rest)
+    }
+
+    /// The rancher-wins service as the shell double keeps it (`Null` before any change).
+    pub fn service(&self) -> Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(self.state.join("wins-service.json")).unwrap_or_default(),
+        )
+        .unwrap_or(Value::Null)
+    }
+
+    /// The host agent's runs so far, one JSON summary each.
+    pub fn agent_runs(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.state.join("invocations.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
     }
 }
 

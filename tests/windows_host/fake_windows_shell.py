@@ -130,7 +130,7 @@ def run_agent(host, stdin_text, fail_on):
                 summary["private"].append(path)
             tmp = local + ".rkers-tmp"
             # Created with its final permissions before the contents go in, as the agent does.
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             os.fchmod(fd, 0o600 if private else 0o644)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(base64.b64decode(f[2], validate=True))
