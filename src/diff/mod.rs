@@ -12,8 +12,12 @@
 //! restarts a running one, so adopted clusters are unaffected.
 
 mod action;
+mod content;
+mod reasons;
 
 pub use action::{Action, HostActions, render_dry_run};
+pub use content::same_file_content;
+pub use reasons::{newer_default_for_change, newer_default_for_file};
 
 use std::collections::BTreeSet;
 
@@ -45,6 +49,8 @@ pub struct FieldChange {
     pub added: Vec<String>,
     /// Values only the running container has.
     pub removed: Vec<String>,
+    /// Why, when the change comes from a default of newer RKE releases rather than cluster.yml.
+    pub why: Option<&'static str>,
 }
 
 impl std::fmt::Display for FieldChange {
@@ -55,6 +61,9 @@ impl std::fmt::Display for FieldChange {
         }
         for r in &self.removed {
             write!(f, " -{r}")?;
+        }
+        if let Some(why) = self.why {
+            write!(f, " ({why})")?;
         }
         Ok(())
     }
@@ -88,6 +97,7 @@ pub fn compare(
             } else {
                 Vec::new()
             },
+            why: None,
         });
     }
     let keep = |v: &String| !dont_care(v);
@@ -99,6 +109,7 @@ pub fn compare(
                 field,
                 added: want.difference(&have).map(|s| s.to_string()).collect(),
                 removed: have.difference(&want).map(|s| s.to_string()).collect(),
+                why: None,
             });
         }
     };
@@ -123,6 +134,7 @@ pub fn compare(
             field: "security_opt",
             added,
             removed,
+            why: None,
         });
     }
     changes
@@ -144,7 +156,10 @@ pub fn container_action(
             start,
         });
     };
-    let changes = compare(desired, &observed.config, image_env, dont_care);
+    let mut changes = compare(desired, &observed.config, image_env, dont_care);
+    for change in &mut changes {
+        change.why = newer_default_for_change(name, change);
+    }
     if !changes.is_empty() {
         return Some(Action::RecreateContainer {
             name: name.to_string(),

@@ -68,15 +68,18 @@ pub(crate) fn containers_to_restart(
         .iter()
         .map(|f| (f.relative_path.as_str(), f.contents.as_slice()))
         .collect();
+    // By meaning, not bytes: a file RKE1's deployer wrote with another trailing newline was
+    // loaded as it is meant, and restarting its readers would only interrupt them.
+    let differs = |f: &DesiredFile, other: &[u8]| {
+        !crate::diff::same_file_content(&f.relative_path, &f.contents, other)
+    };
     desired
         .iter()
         .filter(|f| {
             let differs_from_loaded = loaded
                 .get(f.relative_path.as_str())
-                .is_some_and(|c| *c != f.contents.as_slice());
-            let differs_on_disk = on_disk
-                .get(&f.relative_path)
-                .is_some_and(|c| *c != f.contents);
+                .is_some_and(|c| differs(f, c));
+            let differs_on_disk = on_disk.get(&f.relative_path).is_some_and(|c| differs(f, c));
             differs_from_loaded || differs_on_disk
         })
         .flat_map(|f| readers_of(&f.relative_path))
@@ -273,6 +276,28 @@ mod tests {
         assert_eq!(
             containers_to_restart(&desired, &desired, &on_disk),
             BTreeSet::from([plan::KUBE_SCHEDULER])
+        );
+    }
+
+    #[test]
+    fn files_rke1_rewrote_with_other_trailing_newlines_restart_nothing() {
+        // rke-tools' cert-deployer adds a newline to the kubeconfig the state keeps without one.
+        let kubeconfig = "apiVersion: v1\nkind: Config\ncurrent-context: local";
+        let desired = [file("ssl/kubecfg-kube-node.yaml", kubeconfig)];
+        let on_disk: BTreeMap<String, Vec<u8>> = [(
+            "ssl/kubecfg-kube-node.yaml".to_string(),
+            format!("{kubeconfig}\n").into_bytes(),
+        )]
+        .into();
+        assert!(containers_to_restart(&desired, &desired, &on_disk).is_empty());
+        let changed: BTreeMap<String, Vec<u8>> = [(
+            "ssl/kubecfg-kube-node.yaml".to_string(),
+            b"apiVersion: v1\nkind: Config\ncurrent-context: other\n".to_vec(),
+        )]
+        .into();
+        assert_eq!(
+            containers_to_restart(&desired, &desired, &changed),
+            BTreeSet::from([plan::KUBELET])
         );
     }
 

@@ -33,12 +33,30 @@ impl std::fmt::Debug for DesiredFile {
     }
 }
 
+/// A file's mode and owner as the host's filesystem reports them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileMeta {
+    /// Permission bits only (`0o600`).
+    pub mode: u32,
+    pub uid: u64,
+    pub gid: u64,
+}
+
 /// Reads every regular file under the host's `<prefix>/etc/kubernetes`.
 pub async fn read_dir(
     docker: &DockerClient,
     host_dir: &str,
     helper_image: &str,
 ) -> Result<BTreeMap<String, Vec<u8>>, HostError> {
+    Ok(read_dir_with_meta(docker, host_dir, helper_image).await?.0)
+}
+
+/// Every regular file under the host's `<prefix>/etc/kubernetes`, with its mode and owner.
+pub async fn read_dir_with_meta(
+    docker: &DockerClient,
+    host_dir: &str,
+    helper_image: &str,
+) -> Result<(BTreeMap<String, Vec<u8>>, BTreeMap<String, FileMeta>), HostError> {
     with_helper(docker, host_dir, helper_image, |docker| async move {
         let mut stream = docker.raw().download_from_container(
             HELPER,
@@ -104,8 +122,9 @@ pub async fn write_files(
     .await
 }
 
-/// Deletes files under the host's `<prefix>/etc/kubernetes` whose planned content became
-/// empty (RKE1's file deployer removes those too, §13).
+/// Deletes files under the host's `<prefix>/etc/kubernetes`: those whose planned content became
+/// empty (RKE1's file deployer removes those too, §13) and private keys the host's containers
+/// do not read.
 pub async fn remove_files(
     docker: &DockerClient,
     host_dir: &str,
@@ -119,25 +138,79 @@ pub async fn remove_files(
         .iter()
         .map(|p| shell_words::quote(p).into_owned())
         .collect();
+    run_in_dir(
+        docker,
+        host_dir,
+        helper_image,
+        "rkers-file-remove",
+        &format!("rm -f -- {}", quoted.join(" ")),
+    )
+    .await
+}
+
+/// A file whose mode or owner must change, its content staying as it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModeChange {
+    pub relative_path: String,
+    pub mode: u32,
+    pub uid: u64,
+    pub gid: u64,
+}
+
+/// Sets the mode and owner of files under the host's `<prefix>/etc/kubernetes`.
+pub async fn set_modes(
+    docker: &DockerClient,
+    host_dir: &str,
+    helper_image: &str,
+    changes: &[ModeChange],
+) -> Result<(), HostError> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let script: Vec<String> = changes
+        .iter()
+        .map(|c| {
+            let path = shell_words::quote(&c.relative_path).into_owned();
+            format!(
+                "chown {}:{} -- {path} && chmod {:o} -- {path}",
+                c.uid, c.gid, c.mode
+            )
+        })
+        .collect();
+    run_in_dir(
+        docker,
+        host_dir,
+        helper_image,
+        "rkers-file-mode",
+        &script.join(" && "),
+    )
+    .await
+}
+
+/// Runs a shell script in a one-shot helper container whose working directory is the host's
+/// `<prefix>/etc/kubernetes`, with no network.
+async fn run_in_dir(
+    docker: &DockerClient,
+    host_dir: &str,
+    helper_image: &str,
+    name: &str,
+    script: &str,
+) -> Result<(), HostError> {
     let spec = ContainerSpec {
         image: helper_image.to_string(),
         entrypoint: vec!["/bin/sh".into(), "-c".into()],
-        cmd: vec![format!("cd {MOUNT} && rm -f -- {}", quoted.join(" "))],
+        cmd: vec![format!("cd {MOUNT} && {script}")],
         binds: vec![format!("{host_dir}:{MOUNT}")],
         network_mode: Some("none".into()),
         ..Default::default()
     };
     let r = docker
-        .run_one_shot(
-            "rkers-file-remove",
-            &spec,
-            std::time::Duration::from_secs(60),
-        )
+        .run_one_shot(name, &spec, std::time::Duration::from_secs(60))
         .await?;
     if r.exit_code != 0 {
         return Err(HostError::Container {
             host: docker.host().to_string(),
-            container: "rkers-file-remove".into(),
+            container: name.into(),
             detail: format!("exited with {}: {}", r.exit_code, r.logs.trim()),
         });
     }
@@ -171,8 +244,11 @@ where
     Ok(value)
 }
 
-fn parse_tar(bytes: &[u8]) -> std::io::Result<BTreeMap<String, Vec<u8>>> {
+type FilesWithMeta = (BTreeMap<String, Vec<u8>>, BTreeMap<String, FileMeta>);
+
+fn parse_tar(bytes: &[u8]) -> std::io::Result<FilesWithMeta> {
     let mut files = BTreeMap::new();
+    let mut meta = BTreeMap::new();
     let mut archive = tar::Archive::new(bytes);
     for entry in archive.entries()? {
         let mut entry = entry?;
@@ -186,11 +262,19 @@ fn parse_tar(bytes: &[u8]) -> std::io::Result<BTreeMap<String, Vec<u8>>> {
             .trim_start_matches('.')
             .trim_start_matches('/')
             .to_string();
+        let header = entry.header();
+        // An unreadable field counts as wrong, so the file gets its mode and owner set again.
+        let file_meta = FileMeta {
+            mode: header.mode().unwrap_or(0) & 0o7777,
+            uid: header.uid().unwrap_or(u64::MAX),
+            gid: header.gid().unwrap_or(u64::MAX),
+        };
         let mut contents = Vec::new();
         std::io::Read::read_to_end(&mut entry, &mut contents)?;
+        meta.insert(rel.clone(), file_meta);
         files.insert(rel, contents);
     }
-    Ok(files)
+    Ok((files, meta))
 }
 
 fn build_tar(files: &[DesiredFile]) -> std::io::Result<Vec<u8>> {
@@ -211,6 +295,8 @@ fn build_tar(files: &[DesiredFile]) -> std::io::Result<Vec<u8>> {
         let mut header = tar::Header::new_gnu();
         header.set_entry_type(tar::EntryType::Directory);
         header.set_mode(0o755);
+        header.set_uid(0);
+        header.set_gid(0);
         header.set_size(0);
         header.set_mtime(now);
         builder.append_data(&mut header, format!("{d}/"), std::io::empty())?;
@@ -220,20 +306,28 @@ fn build_tar(files: &[DesiredFile]) -> std::io::Result<Vec<u8>> {
         header.set_entry_type(tar::EntryType::Regular);
         header.set_size(f.contents.len() as u64);
         header.set_mode(f.mode);
+        // Docker extracts as the archive says: every file rkers writes belongs to root.
+        header.set_uid(0);
+        header.set_gid(0);
         header.set_mtime(now);
         builder.append_data(&mut header, &f.relative_path, f.contents.as_slice())?;
     }
     builder.into_inner()
 }
 
-/// The files whose contents differ from what the host has (or that it lacks).
+/// The files whose contents differ from what the host has (or that it lacks), by what the
+/// files mean ([`crate::diff::same_file_content`]).
 pub fn changed<'a>(
     desired: &'a [DesiredFile],
     current: &BTreeMap<String, Vec<u8>>,
 ) -> Vec<&'a DesiredFile> {
     desired
         .iter()
-        .filter(|f| current.get(&f.relative_path) != Some(&f.contents))
+        .filter(|f| {
+            !current.get(&f.relative_path).is_some_and(|on_host| {
+                crate::diff::same_file_content(&f.relative_path, &f.contents, on_host)
+            })
+        })
         .collect()
 }
 
@@ -256,7 +350,9 @@ mod tests {
             },
         ];
         let tar = build_tar(&files).unwrap();
-        let back = parse_tar(&tar).unwrap();
+        let (back, meta) = parse_tar(&tar).unwrap();
+        assert_eq!(meta["ssl/kube-ca.pem"].mode, 0o600);
+        assert_eq!(meta["ssl/kube-ca.pem"].uid, 0);
         assert_eq!(back["ssl/kube-ca.pem"], b"a\\nb\0c");
         assert_eq!(back["admission.yaml"], b"x: 1\n");
     }
