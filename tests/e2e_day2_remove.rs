@@ -273,11 +273,28 @@ async fn day2_operations_on_the_sandbox() {
     assert!(text.contains("--force"), "{text}");
     assert!(rke_containers(&cluster, "host1").contains(&"etcd".to_string()));
 
-    // 7. remove --dry-run lists the work and changes nothing.
+    // 7. remove --dry-run lists the work and changes nothing; the state's backups (every
+    //    private key of the cluster) go with it unless --keep-backups.
+    let older_backup = cluster.dir.join("cluster.rkestate.20260101T000000Z.bak");
+    std::fs::copy(cluster.state_path(), &older_backup).unwrap();
+    let backups = rkers::state::backups(&cluster.state_path());
+    assert!(backups.contains(&older_backup), "{backups:?}");
     let (ok, out) = cluster.rkers(&["remove", "--dry-run"]);
     assert!(ok, "{out}");
     assert!(out.contains("remove container kube-apiserver"), "{out}");
     assert!(out.contains("/var/lib/etcd"), "{out}");
+    for b in &backups {
+        assert!(
+            out.contains(&format!("local: delete {}", b.display())),
+            "{out}"
+        );
+    }
+    let (ok, out) = cluster.rkers(&["remove", "--dry-run", "--keep-backups"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(&format!("local: keep {}", older_backup.display())),
+        "{out}"
+    );
     assert!(cluster.state_path().exists());
     assert!(rke_containers(&cluster, "host1").contains(&"etcd".to_string()));
 
@@ -320,6 +337,10 @@ async fn day2_operations_on_the_sandbox() {
     assert_eq!(dir_entries(&cluster, "host3", "/etc/kubernetes"), "");
     assert!(!cluster.state_path().exists());
     assert!(!cluster.kubeconfig_path().exists());
+    assert_eq!(
+        rkers::state::backups(&cluster.state_path()),
+        Vec::<std::path::PathBuf>::new()
+    );
 
     // 10. up brings the standard cluster back on the cleaned hosts.
     let t = Instant::now();

@@ -525,26 +525,24 @@ fn hosts_receive_their_certificates_and_workers_no_ca_key() {
 }
 
 #[test]
-fn etcd_only_host_gets_every_etcd_cert_and_all_serving_certs() {
+fn etcd_only_host_gets_only_its_own_etcd_and_serving_pairs() {
+    // Least privilege (issue 21): RKE1 gave every etcd node every member's pair and every node
+    // every node's kubelet serving pair; a host now holds only the pairs its containers read.
     let mut spec: PkiSpec = spec_all_roles();
     spec.hosts.push(host("172.26.14.219", "", "", "e"));
     let bundle = generate_bundle(&spec).unwrap();
     let etcd_only = certs_for_host(&bundle, &spec, &spec.hosts[3]);
     let got = names(&etcd_only);
-    for expected in [
-        "kube-etcd-172-26-14-216",
-        "kube-etcd-10-1-0-2",
-        "kube-etcd-172-26-14-218",
-        "kube-etcd-172-26-14-219",
-        "kube-kubelet-172-26-14-216",
-        "kube-kubelet-172-26-14-219",
-        "kube-ca",
-        "kube-node",
-        "kube-proxy",
-    ] {
-        assert!(got.contains(&expected), "missing {expected} in {got:?}");
-    }
-    assert!(!got.contains(&"kube-apiserver"));
+    assert_eq!(
+        got,
+        [
+            "kube-ca",
+            "kube-etcd-172-26-14-219",
+            "kube-kubelet-172-26-14-219",
+            "kube-node",
+            "kube-proxy",
+        ]
+    );
     assert!(
         etcd_only
             .iter()
@@ -553,4 +551,8 @@ fn etcd_only_host_gets_every_etcd_cert_and_all_serving_certs() {
             .key_pem
             .is_empty()
     );
+    // The other members' and nodes' pairs stay in the bundle (the state), for their own hosts.
+    for other in ["kube-etcd-172-26-14-216", "kube-kubelet-172-26-14-216"] {
+        assert!(bundle.contains_key(other), "{other}");
+    }
 }

@@ -138,8 +138,11 @@ fn save_is_0600_and_keeps_previous_copy() {
     assert_eq!(fs::read_to_string(&bak).unwrap(), first);
     assert_eq!(mode_of(&bak), 0o600);
     assert_eq!(mode_of(&files.state_path), 0o600);
-    let reloaded = StateFile::load(&files.state_path).unwrap().unwrap();
+    let mut reloaded = StateFile::load(&files.state_path).unwrap().unwrap();
     assert_eq!(reloaded.current_state, reloaded.desired_state);
+    // What rkers adds to RKE1's layout is its mark alone.
+    assert!(reloaded.written_by_rkers());
+    reloaded.extra.remove(rkers::state::RKERS_MARK);
     assert_eq!(reloaded, state);
 
     // Only the state and its backup: no temporary files left behind.
@@ -235,4 +238,43 @@ fn debug_output_has_no_key_material() {
         !debug.contains("c2VjcmV0"),
         "encryption key in Debug output"
     );
+}
+
+#[test]
+fn backups_are_the_state_files_bak_copies_only() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "prod.rkestate",
+        "prod.rkestate.bak",
+        "prod.rkestate.20260101T000000Z.bak",
+        "prod.rkestate.tmp",
+        "other.rkestate.bak",
+        "prod.rkestate.bak.txt",
+    ] {
+        std::fs::write(dir.path().join(name), "{}").unwrap();
+    }
+    let found: Vec<String> = rkers::state::backups(&dir.path().join("prod.rkestate"))
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        found,
+        ["prod.rkestate.20260101T000000Z.bak", "prod.rkestate.bak"]
+    );
+}
+
+#[test]
+fn a_saved_state_carries_the_rkers_mark_that_rke1_reads_past() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("prod.rkestate");
+    let state = StateFile::from_json(r#"{"desiredState":{},"currentState":{}}"#, &path).unwrap();
+    assert!(!state.written_by_rkers(), "RKE1 writes no mark");
+    state.save(&path).unwrap();
+    let saved = StateFile::load(&path).unwrap().unwrap();
+    assert!(saved.written_by_rkers());
+    // The mark is one extra top-level key; the rest is RKE1's layout.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let keys: Vec<&String> = json.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["desiredState", "currentState", "rkers"]);
 }

@@ -136,6 +136,10 @@ pub struct UpArgs {
     /// Use the certificates in the cert dir instead of generating them.
     #[arg(long)]
     pub custom_certs: bool,
+    /// Adopt a cluster whose state rkers did not write (RKE1's) without asking; without a
+    /// terminal, adoption needs this flag.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 #[derive(Args, Debug)]
@@ -156,6 +160,10 @@ pub struct RemoveArgs {
     /// Remove a docker-in-docker cluster.
     #[arg(long)]
     pub dind: bool,
+    /// Keep the state file's backups (`cluster.rkestate*.bak`); they hold every private key of
+    /// the removed cluster, so by default they are deleted with the state.
+    #[arg(long)]
+    pub keep_backups: bool,
 }
 
 #[derive(Args, Debug)]

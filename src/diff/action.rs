@@ -37,6 +37,18 @@ pub enum Action {
     },
     RemoveFile {
         path: String,
+        reason: String,
+    },
+    /// A file whose content is right but whose mode or owner is not; nothing restarts.
+    SetFileMode {
+        path: String,
+        /// Permission bits, e.g. `0o600` (`"0600"` in JSON).
+        #[serde(serialize_with = "octal")]
+        mode: u32,
+        uid: u64,
+        gid: u64,
+        /// What the host has now, e.g. `0644 0:0`.
+        was: String,
     },
     AddEtcdMember {
         member: String,
@@ -76,6 +88,10 @@ pub enum Action {
     },
 }
 
+fn octal<S: serde::Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{mode:04o}"))
+}
+
 fn changes_as_strings<S: serde::Serializer>(c: &[FieldChange], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(c.iter().map(|c| c.to_string()))
 }
@@ -101,7 +117,17 @@ impl std::fmt::Display for Action {
                 write!(f, "remove container {name} ({reason})")
             }
             Action::UploadFile { path, reason } => write!(f, "upload {path} ({reason})"),
-            Action::RemoveFile { path } => write!(f, "remove {path} (no longer configured)"),
+            Action::RemoveFile { path, reason } => write!(f, "remove {path} ({reason})"),
+            Action::SetFileMode {
+                path,
+                mode,
+                uid,
+                gid,
+                was,
+            } => write!(
+                f,
+                "set {path} to mode {mode:04o} owner {uid}:{gid} (was {was})"
+            ),
             Action::AddEtcdMember { member, peer_url } => {
                 write!(f, "add etcd member {member} ({peer_url})")
             }
@@ -193,6 +219,7 @@ mod tests {
                             field: "entrypoint",
                             added: vec!["--v=4".into()],
                             removed: vec!["--v=2".into()],
+                            why: None,
                         }],
                         start: true,
                     },

@@ -54,6 +54,9 @@ pub struct Event {
     pub message: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Structured details of the event (e.g. the adoption summary); never holds secrets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
 }
 
 impl Event {
@@ -67,6 +70,7 @@ impl Event {
             duration_ms: None,
             message: None,
             error: None,
+            data: None,
         }
     }
 

@@ -4,6 +4,7 @@ pub mod manager;
 
 pub use manager::{HostName, PhaseError, Runner};
 pub mod addons;
+pub mod adoption;
 pub mod cert_list;
 pub mod cert_rotate;
 pub mod certs;

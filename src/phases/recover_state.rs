@@ -1,9 +1,10 @@
 //! `rkers util get-state-file` (§27): the state recovered from the cluster when the local file
 //! is lost. First the in-cluster copy (Secret `kube-system/full-cluster-state`, else the older
 //! ConfigMap) through the admin kubeconfig; when the API cannot be reached, the state is rebuilt
-//! from what the controlplane and etcd hosts hold in `/etc/kubernetes/ssl`: every certificate
-//! and key deployed there (the CA key is on the controlplane hosts) and the encryption provider
-//! file. Certificates that are never deployed to hosts (kube-admin) are issued again by the CA.
+//! from what the hosts hold in `/etc/kubernetes/ssl`: every certificate and key deployed there
+//! (the CA key is on the controlplane hosts; each kubelet serving pair and each etcd member pair
+//! only on its own host, so every host is read) and the encryption provider file. Certificates
+//! that are never deployed to hosts (kube-admin) are issued again by the CA.
 //!
 //! RKE1's node-side fallback asked the API through `kubectl` on the node and read only the
 //! ConfigMap newer releases delete (§33.5); reading the files works with the API down.
@@ -75,18 +76,8 @@ async fn from_hosts(
     cluster: &Cluster,
     opts: &RecoverOptions,
 ) -> Result<(StateFile, Source), String> {
-    let wanted: Vec<&str> = cluster
-        .config
-        .nodes
-        .iter()
-        .filter(|n| n.role.iter().any(|r| r == "controlplane" || r == "etcd"))
-        .map(|n| n.address.as_str())
-        .collect();
-    let targets: Vec<_> = cluster
-        .ssh_targets(opts.agent_override)
-        .into_iter()
-        .filter(|t| wanted.contains(&t.address.as_str()))
-        .collect();
+    // Least privilege puts each host's own pairs on that host alone: every host is read.
+    let targets = cluster.ssh_targets(opts.agent_override);
     let mut problems = Vec::new();
     let mut usable = Vec::new();
     for a in HostPool::connect_each(&targets, &opts.ssh).await {
@@ -173,7 +164,7 @@ pub fn state_from_files(
     }
     let ca = bundle
         .get(pki::names::CA_CERT_NAME)
-        .ok_or("no kube-ca.pem found on any controlplane or etcd host")?;
+        .ok_or("no kube-ca.pem found on any reachable host")?;
     if !ca.has_key() {
         return Err("the CA key (kube-ca-key.pem) is on no reachable controlplane host".into());
     }

@@ -23,6 +23,8 @@ use std::time::Duration;
 
 pub struct RemoveOptions {
     pub dry_run: bool,
+    /// Keep the state file's backups (they hold every private key of the removed cluster).
+    pub keep_backups: bool,
     /// `--ssh-agent-auth`.
     pub agent_override: bool,
     pub ssh: SshOptions,
@@ -176,7 +178,16 @@ pub async fn remove(
 
     let work = host_work(config, &pool);
     if opts.dry_run {
-        print_dry_run(cluster, &pool, &work, &failures, external_etcd, reporter).await;
+        print_dry_run(
+            cluster,
+            &pool,
+            &work,
+            &failures,
+            external_etcd,
+            opts.keep_backups,
+            reporter,
+        )
+        .await;
         pool.close().await;
         return Ok(());
     }
@@ -217,7 +228,7 @@ pub async fn remove(
     if !failures.is_empty() {
         return Err(RemoveError::Hosts(failures));
     }
-    remove_local_files(cluster, reporter);
+    remove_local_files(cluster, opts.keep_backups, reporter);
     reporter.info("Cluster removed successfully");
     Ok(())
 }
@@ -335,12 +346,37 @@ async fn clean_log_links(host: &Host, image: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn remove_local_files(cluster: &Cluster, reporter: &Reporter) {
-    for path in [&cluster.files.kubeconfig_path, &cluster.files.state_path] {
-        match std::fs::remove_file(path) {
+/// The local files `remove` deletes: the kubeconfig, the state and, unless kept, the state's
+/// backups, each of which holds every private key of the removed cluster.
+fn local_files_to_delete(cluster: &Cluster, keep_backups: bool) -> Vec<std::path::PathBuf> {
+    let mut paths = vec![
+        cluster.files.kubeconfig_path.clone(),
+        cluster.files.state_path.clone(),
+    ];
+    if !keep_backups {
+        paths.extend(crate::state::backups(&cluster.files.state_path));
+    }
+    paths
+}
+
+fn remove_local_files(cluster: &Cluster, keep_backups: bool, reporter: &Reporter) {
+    for path in local_files_to_delete(cluster, keep_backups) {
+        match std::fs::remove_file(&path) {
             Ok(()) => reporter.info(format!("Removed {}", path.display())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => reporter.warn(format!("cannot remove {}: {e}", path.display())),
+        }
+    }
+    if keep_backups {
+        let kept = crate::state::backups(&cluster.files.state_path);
+        if !kept.is_empty() {
+            let list: Vec<String> = kept.iter().map(|p| p.display().to_string()).collect();
+            reporter.warn(format!(
+                "kept {} backup(s) of the state, which hold every private key of the removed \
+                 cluster: {}",
+                kept.len(),
+                list.join(", ")
+            ));
         }
     }
 }
@@ -364,6 +400,7 @@ async fn print_dry_run(
     work: &[HostWork],
     unreachable: &[(String, String)],
     external_etcd: bool,
+    keep_backups: bool,
     reporter: &Reporter,
 ) {
     let mut lines = Vec::new();
@@ -401,9 +438,14 @@ async fn print_dry_run(
     for (h, e) in unreachable {
         lines.push(format!("host {h}: cannot be reached ({e})"));
     }
-    for path in [&cluster.files.kubeconfig_path, &cluster.files.state_path] {
+    for path in local_files_to_delete(cluster, keep_backups) {
         if path.exists() {
             lines.push(format!("local: delete {}", path.display()));
+        }
+    }
+    if keep_backups {
+        for path in crate::state::backups(&cluster.files.state_path) {
+            lines.push(format!("local: keep {}", path.display()));
         }
     }
     if reporter.is_json() {

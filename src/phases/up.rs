@@ -39,6 +39,11 @@ pub struct UpOptions {
     /// `--ignore-docker-version` given on the command line; otherwise the config's value counts.
     pub ignore_docker_version_flag: bool,
     pub ssh: SshOptions,
+    /// `--yes`: adopt a cluster whose state rkers did not write without asking.
+    pub yes: bool,
+    /// Asks the operator to confirm the adoption summary it is shown; `None` when nobody can be
+    /// asked (no terminal), and then only `yes` adopts.
+    pub confirm: Option<Arc<dyn Fn(&str) -> bool + Send + Sync>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +52,8 @@ pub enum UpError {
     Cluster(#[from] ClusterError),
     #[error("{0}")]
     Phase(#[from] PhaseError),
+    #[error("{0}")]
+    Adoption(#[from] crate::phases::adoption::AdoptionRefused),
     #[error("{0}")]
     Other(String),
 }
@@ -86,6 +93,8 @@ const WORKER_PLANE: &[&str] = &[
 struct Observed {
     containers: BTreeMap<String, hosts::ObservedContainer>,
     files: BTreeMap<String, Vec<u8>>,
+    /// Mode and owner of each file in `files`; empty on Windows workers, whose files carry ACLs.
+    file_meta: BTreeMap<String, files::FileMeta>,
     /// Image → its default environment when the host has it.
     images: BTreeMap<String, Option<Vec<String>>>,
     /// Windows workers: directories and wins as found (`files` holds their files).
@@ -158,14 +167,9 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
                 cluster.files.state_path.display()
             ))
         })?;
+    // The new state is saved once the run is known to go ahead (after the adoption question
+    // and the check for a running cluster without state) and before any host changes.
     let (state, changes) = cluster.init_state(old.as_ref(), opts.custom_certs.as_deref())?;
-    if !opts.dry_run {
-        state.save(&cluster.files.state_path).map_err(other)?;
-        reporter.info(format!(
-            "Successfully Deployed state file at [{}]",
-            cluster.files.state_path.display()
-        ));
-    }
     tracing::debug!(changed = ?changes.changed, removed = ?changes.removed, "certificates");
     phase.done();
 
@@ -264,6 +268,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     let observed = observe(
         &pool,
         &cluster_plan,
+        &bundle,
         &desired_files,
         &helper_image,
         &registries,
@@ -394,7 +399,44 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
             present,
         });
     }
+    let adoption = old
+        .as_ref()
+        .filter(|s| !s.current_state.is_empty() && !s.written_by_rkers())
+        .map(|_| {
+            let found = cluster_plan
+                .hosts
+                .iter()
+                .map(|h| crate::phases::adoption::FoundHost {
+                    host: h.address.clone(),
+                    containers: observed[&h.address].containers.keys().cloned().collect(),
+                })
+                .collect();
+            crate::phases::adoption::Adoption::new(
+                &cluster.files.state_path,
+                &cluster.config.kubernetes_version,
+                found,
+                &all_actions,
+            )
+        });
     phase.done();
+    if let Some(adoption) = &adoption {
+        let mut event = crate::output::Event::new(crate::output::Status::Info);
+        event.phase = Some("adoption".into());
+        event.message = Some(format!(
+            "adopting a cluster whose state rkers did not write: {} change(s), {} restart or \
+             recreate a container",
+            adoption.changes.len(),
+            adoption.restarts()
+        ));
+        event.data = serde_json::to_value(adoption).ok();
+        reporter.emit(event);
+        if !reporter.is_json() {
+            eprint!("{}", adoption.render());
+        }
+        if !opts.dry_run {
+            crate::phases::adoption::confirm(adoption, opts.yes, opts.confirm.as_deref())?;
+        }
+    }
 
     if opts.dry_run {
         if reporter.is_json() {
@@ -415,6 +457,12 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         pool.close().await;
         return Ok(());
     }
+
+    state.save(&cluster.files.state_path).map_err(other)?;
+    reporter.info(format!(
+        "Successfully Deployed state file at [{}]",
+        cluster.files.state_path.display()
+    ));
 
     let run = Arc::new(Run {
         pool,
@@ -660,6 +708,7 @@ pub(crate) fn etc_kubernetes(h: &HostPlan) -> String {
 async fn observe(
     pool: &HostPool,
     cluster_plan: &ClusterPlan,
+    bundle: &Bundle,
     desired_files: &BTreeMap<String, Vec<DesiredFile>>,
     helper_image: &str,
     registries: &[hosts::target::RegistryCredential],
@@ -696,6 +745,15 @@ async fn observe(
                     .filter_map(|p| p.strip_prefix('/'))
                     .map(str::to_string),
             );
+            // Keys an older run or RKE1 may have left there, for the least-privilege clean-up.
+            paths.extend(
+                bundle
+                    .values()
+                    .filter_map(|c| c.key_path.strip_prefix('/'))
+                    .map(str::to_string),
+            );
+            paths.sort();
+            paths.dedup();
             let found =
                 super::windows::observe_host(host, &h.prefix_path, &setup.directories, &paths)
                     .await
@@ -709,9 +767,10 @@ async fn observe(
             .ensure_image(helper_image, registries, &mut |_| {})
             .await
             .map_err(other)?;
-        obs.files = files::read_dir(docker, &etc_kubernetes(h), helper_image)
-            .await
-            .map_err(other)?;
+        (obs.files, obs.file_meta) =
+            files::read_dir_with_meta(docker, &etc_kubernetes(h), helper_image)
+                .await
+                .map_err(other)?;
         Ok::<_, UpError>((h.address.clone(), obs))
     });
     futures::future::join_all(tasks).await.into_iter().collect()
@@ -795,14 +854,14 @@ fn host_actions(
         });
     }
     for f in files::changed(desired_files, &obs.files) {
-        let reason = if obs.files.contains_key(&f.relative_path) {
-            "changed"
-        } else {
-            "new"
-        };
+        let new = !obs.files.contains_key(&f.relative_path);
+        let mut reason = if new { "new" } else { "changed" }.to_string();
+        if let Some(why) = diff::newer_default_for_file(&f.relative_path, new) {
+            reason = format!("{reason}; {why}");
+        }
         actions.push(Action::UploadFile {
             path: plan::join_path(&[&root, &f.relative_path]),
-            reason: reason.into(),
+            reason,
         });
     }
     // Files the plan no longer asks for, or asks for empty, are deleted as RKE1's deployer does;
@@ -830,9 +889,17 @@ fn host_actions(
         {
             actions.push(Action::RemoveFile {
                 path: plan::join_path(&[&root, rel]),
+                reason: "no longer configured".into(),
             });
         }
     }
+    actions.extend(least_privilege_actions(
+        h,
+        obs,
+        desired_files,
+        &root,
+        flags_name,
+    ));
     let mut pulls = BTreeSet::new();
     for spec in h.containers.values() {
         if obs.images.get(&spec.image).is_none_or(|e| e.is_none()) {
@@ -902,6 +969,86 @@ fn host_actions(
     actions
 }
 
+/// Least privilege on the host's files (issue 21): private keys none of the host's containers
+/// read are deleted (RKE1 and rkers before it gave every node every node's kubelet pair and
+/// every etcd node every member's pair), and the planned files that must be private get their
+/// mode and owner. Neither restarts anything: the content the containers read stays the same.
+/// A key some container's flags name was put there by the user and stays.
+fn least_privilege_actions(
+    h: &HostPlan,
+    obs: &Observed,
+    desired_files: &[DesiredFile],
+    root: &str,
+    flags_name: impl Fn(&str) -> bool,
+) -> Vec<Action> {
+    let windows = obs.windows.is_some();
+    // Paths as Linux keeps them, relative to /etc/kubernetes.
+    let view = |rel: &str| -> Option<String> {
+        if windows {
+            rel.strip_prefix("etc/kubernetes/").map(str::to_string)
+        } else {
+            Some(rel.to_string())
+        }
+    };
+    let desired: BTreeSet<&str> = desired_files
+        .iter()
+        .map(|f| f.relative_path.as_str())
+        .collect();
+    let mut actions = Vec::new();
+    for rel in obs.files.keys() {
+        let Some(linux_path) = view(rel) else {
+            continue;
+        };
+        if plan::permissions::is_private_key(&linux_path)
+            && !desired.contains(rel.as_str())
+            && !flags_name(&format!("/etc/kubernetes/{linux_path}"))
+        {
+            actions.push(Action::RemoveFile {
+                path: plan::join_path(&[root, rel]),
+                reason: "private key no container on this host reads".into(),
+            });
+        }
+    }
+    if windows {
+        // Windows files are protected by their ACL, set when they are written.
+        return actions;
+    }
+    let etcd_user =
+        plan::permissions::etcd_user(h.containers.get(plan::ETCD).and_then(|c| c.user.as_deref()));
+    let uploaded: BTreeSet<&str> = files::changed(desired_files, &obs.files)
+        .into_iter()
+        .map(|f| f.relative_path.as_str())
+        .collect();
+    for f in desired_files {
+        let Some(want) = plan::permissions::required(&f.relative_path, etcd_user) else {
+            continue;
+        };
+        // An uploaded file gets the planned mode from the archive, owned by root.
+        let have = if uploaded.contains(f.relative_path.as_str()) {
+            Some(files::FileMeta {
+                mode: f.mode,
+                uid: 0,
+                gid: 0,
+            })
+        } else {
+            obs.file_meta.get(&f.relative_path).copied()
+        };
+        let Some(have) = have else {
+            continue;
+        };
+        if (have.mode, have.uid, have.gid) != (want.mode, want.uid, want.gid) {
+            actions.push(Action::SetFileMode {
+                path: plan::join_path(&[root, &f.relative_path]),
+                mode: want.mode,
+                uid: want.uid,
+                gid: want.gid,
+                was: format!("{:04o} {}:{}", have.mode, have.uid, have.gid),
+            });
+        }
+    }
+    actions
+}
+
 /// What a Windows worker needs of wins: the binary, the service registered and running, and a
 /// restart when its config (the process whitelist) changes.
 fn wins_actions(
@@ -922,9 +1069,12 @@ fn wins_actions(
     let config = plan::WINS_CONFIG_PATH
         .strip_prefix(h.prefix_path.as_str())
         .unwrap_or(plan::WINS_CONFIG_PATH);
-    let config_changes = desired_files
-        .iter()
-        .any(|f| f.relative_path == config && on_disk.get(config) != Some(&f.contents));
+    let config_changes = desired_files.iter().any(|f| {
+        f.relative_path == config
+            && !on_disk
+                .get(config)
+                .is_some_and(|c| diff::same_file_content(config, &f.contents, c))
+    });
     let start = if !w.wins.registered() {
         Some((true, false, "not registered yet".to_string()))
     } else if config_changes && w.wins.running() {
@@ -956,6 +1106,7 @@ async fn apply_files(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
                     a,
                     Action::UploadFile { .. }
                         | Action::RemoveFile { .. }
+                        | Action::SetFileMode { .. }
                         | Action::CreateDirectories { .. }
                 )
             })
@@ -990,7 +1141,7 @@ async fn apply_files(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
                     let stale: Vec<String> = run.actions[&address]
                         .iter()
                         .filter_map(|a| match a {
-                            Action::RemoveFile { path } => path
+                            Action::RemoveFile { path, .. } => path
                                 .strip_prefix(base.as_str())
                                 .map(|r| r.trim_start_matches('/').to_string()),
                             _ => None,
@@ -1016,10 +1167,34 @@ async fn apply_files(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
                         .map(drop)
                         .map_err(|e| e.to_string());
                     }
+                    let modes: Vec<files::ModeChange> = run.actions[&address]
+                        .iter()
+                        .filter_map(|a| match a {
+                            Action::SetFileMode {
+                                path,
+                                mode,
+                                uid,
+                                gid,
+                                ..
+                            } => Some(files::ModeChange {
+                                relative_path: path
+                                    .strip_prefix(base.as_str())?
+                                    .trim_start_matches('/')
+                                    .to_string(),
+                                mode: *mode,
+                                uid: *uid,
+                                gid: *gid,
+                            }),
+                            _ => None,
+                        })
+                        .collect();
                     files::write_files(host.docker(), &base, &run.helper_image, &files)
                         .await
                         .map_err(|e| e.to_string())?;
                     files::remove_files(host.docker(), &base, &run.helper_image, &stale)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    files::set_modes(host.docker(), &base, &run.helper_image, &modes)
                         .await
                         .map_err(|e| e.to_string())
                 }
@@ -2249,6 +2424,128 @@ mod tests {
             file("etc/kubernetes/ssl/kube-node.pem", "cert"),
             file("etc/rancher/wins/config", "white_list: {}\n"),
         ]
+    }
+
+    fn linux_worker() -> HostPlan {
+        HostPlan {
+            address: "10.0.0.2".into(),
+            internal_address: "10.0.0.2".into(),
+            hostname: "w2".into(),
+            roles: plan::Roles {
+                worker: true,
+                ..Default::default()
+            },
+            prefix_path: "/".into(),
+            containers: Default::default(),
+            files: Vec::new(),
+            certificate_names: Vec::new(),
+            port_checks: Vec::new(),
+        }
+    }
+
+    fn linux_observed(files: &[(&str, &str, u32)]) -> Observed {
+        Observed {
+            files: files
+                .iter()
+                .map(|(p, c, _)| (p.to_string(), c.as_bytes().to_vec()))
+                .collect(),
+            file_meta: files
+                .iter()
+                .map(|(p, _, mode)| {
+                    let meta = files::FileMeta {
+                        mode: *mode,
+                        uid: 0,
+                        gid: 0,
+                    };
+                    (p.to_string(), meta)
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn keys_a_host_does_not_read_are_removed_and_key_modes_fixed_without_restarts() {
+        let h = linux_worker();
+        let desired = vec![
+            file("ssl/kube-node.pem", "cert"),
+            file("ssl/kube-node-key.pem", "key"),
+        ];
+        let obs = linux_observed(&[
+            ("ssl/kube-node.pem", "cert", 0o644),
+            ("ssl/kube-node-key.pem", "key", 0o644),
+            // RKE1's full set: another node's kubelet serving pair and an etcd member's key.
+            ("ssl/kube-kubelet-10-0-0-3.pem", "cert", 0o644),
+            ("ssl/kube-kubelet-10-0-0-3-key.pem", "key", 0o644),
+            ("ssl/kube-etcd-10-0-0-1-key.pem", "key", 0o600),
+        ]);
+        let shown: Vec<String> = host_actions(&h, &obs, &desired, &desired)
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "remove /etc/kubernetes/ssl/kube-etcd-10-0-0-1-key.pem (private key no container \
+                 on this host reads)",
+                "remove /etc/kubernetes/ssl/kube-kubelet-10-0-0-3-key.pem (private key no \
+                 container on this host reads)",
+                "set /etc/kubernetes/ssl/kube-node-key.pem to mode 0600 owner 0:0 (was 0644 0:0)",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_key_some_container_flag_names_stays() {
+        let mut h = linux_worker();
+        h.containers.insert(
+            plan::KUBELET.into(),
+            plan::ContainerSpec {
+                entrypoint: vec![
+                    "--tls-private-key-file=/etc/kubernetes/ssl/my-kube-x-key.pem".into(),
+                ],
+                ..Default::default()
+            },
+        );
+        let obs = linux_observed(&[("ssl/kube-x-key.pem", "key", 0o600)]);
+        let mut h2 = h.clone();
+        h2.containers.get_mut(plan::KUBELET).unwrap().entrypoint =
+            vec!["--tls-private-key-file=/etc/kubernetes/ssl/kube-x-key.pem".into()];
+        let removes = |h: &HostPlan| {
+            host_actions(h, &obs, &[], &[])
+                .iter()
+                .filter(|a| matches!(a, Action::RemoveFile { .. }))
+                .count()
+        };
+        assert_eq!(removes(&h), 1);
+        assert_eq!(removes(&h2), 0);
+    }
+
+    #[test]
+    fn an_uploaded_key_for_a_custom_etcd_user_is_chowned_after_the_upload() {
+        let mut h = linux_worker();
+        h.roles.etcd = true;
+        h.containers.insert(
+            plan::ETCD.into(),
+            plan::ContainerSpec {
+                user: Some("1001:1001".into()),
+                ..Default::default()
+            },
+        );
+        let desired = vec![file("ssl/kube-etcd-10-0-0-2-key.pem", "key")];
+        let shown: Vec<String> = host_actions(&h, &linux_observed(&[]), &desired, &[])
+            .iter()
+            .filter(|a| !matches!(a, Action::CreateContainer { .. } | Action::PullImage { .. }))
+            .map(|a| a.to_string())
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "upload /etc/kubernetes/ssl/kube-etcd-10-0-0-2-key.pem (new)",
+                "set /etc/kubernetes/ssl/kube-etcd-10-0-0-2-key.pem to mode 0600 owner \
+                 1001:1001 (was 0600 0:0)",
+            ]
+        );
     }
 
     #[test]

@@ -5,25 +5,27 @@ use std::collections::BTreeSet;
 use super::names::*;
 use super::{Bundle, CertificatePki, PkiHost, PkiSpec};
 
-/// Names of the certificates a host needs, by role (union over its roles).
+/// Names of the certificates a host needs, by role (union over its roles): only what its own
+/// containers read.
+///
+/// RKE1 gives every node every node's kubelet serving pair and every etcd node every member's
+/// pair (§11.1), so one compromised worker could impersonate every kubelet. rkers deploys a
+/// host's own pairs only. Nothing on a host reads another host's pair: etcd verifies its peers
+/// through `kube-ca`, kube-apiserver verifies kubelets through `kube-ca`, and the rke-tools
+/// helpers RKE1 runs on a node (`etcd-rolling-snapshots`, `etcd-snapshot-once`, the restore
+/// and its `serve`/download pair, §26) use that node's `kube-node` or own `kube-etcd-<node>`
+/// pair. rkers' state recovery from the hosts reads every host and takes each pair from the
+/// host that holds it ([`crate::phases::recover_state`]).
 pub fn cert_names_for_host(spec: &PkiSpec, host: &PkiHost) -> BTreeSet<String> {
     let mut names: BTreeSet<String> = [CA_CERT_NAME, KUBE_PROXY_CERT_NAME, KUBE_NODE_CERT_NAME]
         .into_iter()
         .map(str::to_string)
         .collect();
-    // Every node gets every node's serving certificate, as RKE1 does.
     if spec.kubelet_serving_certs {
-        names.extend(
-            spec.hosts
-                .iter()
-                .map(|h| crt_name_for_host(h, KUBELET_CERT_PREFIX)),
-        );
+        names.insert(crt_name_for_host(host, KUBELET_CERT_PREFIX));
     }
     if host.roles.etcd {
-        names.extend(
-            spec.etcd_hosts()
-                .map(|h| crt_name_for_host(h, ETCD_CERT_PREFIX)),
-        );
+        names.insert(crt_name_for_host(host, ETCD_CERT_PREFIX));
     }
     if host.roles.controlplane {
         names.extend(

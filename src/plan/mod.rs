@@ -21,6 +21,7 @@ pub mod encryption;
 mod files;
 mod flags;
 pub mod goyaml;
+pub mod permissions;
 mod util;
 mod windows;
 mod windows_host;

@@ -21,6 +21,11 @@ pub use merge::{merge_preserving, merge_preserving_where};
 /// Mode of the state file and the admin kubeconfig (§33.12).
 pub const STATE_FILE_MODE: u32 = 0o600;
 
+/// The top-level key rkers adds to the state files it writes. RKE1 reads past unknown keys and
+/// drops them when it writes the file, so its absence says RKE1 (or an rkers that predates the
+/// mark) wrote the file last.
+pub const RKERS_MARK: &str = "rkers";
+
 /// Suffix of the copy of the previous state kept next to the state file.
 pub const BACKUP_SUFFIX: &str = ".bak";
 
@@ -140,7 +145,12 @@ impl StateFile {
     /// Writes the state atomically with mode 0600, first keeping the previous file as
     /// `<name>.rkestate.bak`.
     pub fn save(&self, path: &Path) -> Result<(), StateError> {
-        let text = self.to_json()?;
+        let mut marked = self.clone();
+        marked.extra.insert(
+            RKERS_MARK.to_string(),
+            serde_json::json!({ "version": env!("CARGO_PKG_VERSION") }),
+        );
+        let text = marked.to_json()?;
         match std::fs::read(path) {
             Ok(previous) => {
                 let backup = backup_path(path);
@@ -165,6 +175,11 @@ impl StateFile {
         })
     }
 
+    /// Whether rkers wrote this state file last (see [`RKERS_MARK`]).
+    pub fn written_by_rkers(&self) -> bool {
+        self.extra.contains_key(RKERS_MARK)
+    }
+
     /// The "current state := desired state" step after the control plane is up.
     pub fn promote_desired_to_current(&mut self) {
         self.current_state = self.desired_state.clone();
@@ -176,6 +191,35 @@ pub fn backup_path(state_path: &Path) -> PathBuf {
     let mut name = state_path.as_os_str().to_os_string();
     name.push(BACKUP_SUFFIX);
     PathBuf::from(name)
+}
+
+/// Every backup of the state file that exists: `cluster.rkestate.bak` and the timestamped
+/// `cluster.rkestate.<time>.bak` copies, oldest name first. They hold every private key of the
+/// cluster, so `remove` takes them with it.
+pub fn backups(state_path: &Path) -> Vec<PathBuf> {
+    let Some(name) = state_path.file_name().and_then(|n| n.to_str()) else {
+        return Vec::new();
+    };
+    let dir = match state_path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let prefix = format!("{name}.");
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(BACKUP_SUFFIX))
+        })
+        .map(|e| state_path.with_file_name(e.file_name()))
+        .collect();
+    found.sort();
+    found
 }
 
 // serde_json appends " at line L column C" to its messages; the position is reported separately.

@@ -149,6 +149,10 @@ pub async fn run(
                     agent_override: connect.ssh_agent_auth,
                     ignore_docker_version_flag: connect.ignore_docker_version,
                     ssh: super::up::ssh_options(connect),
+                    // A restore rebuilds etcd and the control plane by the operator's explicit
+                    // request; there is nothing left to confirm about adopting the cluster.
+                    yes: true,
+                    confirm: None,
                 },
             };
             etcd_snapshot::restore(cluster, &opts, reporter)

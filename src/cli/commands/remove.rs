@@ -27,6 +27,7 @@ pub async fn run(
     }
     let opts = RemoveOptions {
         dry_run: args.dry_run,
+        keep_backups: args.keep_backups,
         agent_override: args.connect.ssh_agent_auth,
         ssh: ssh_options(&args.connect),
     };

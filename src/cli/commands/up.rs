@@ -5,6 +5,7 @@ use crate::cli::args::{ConnectArgs, HostKeyPolicy, UpArgs};
 use crate::cluster::Cluster;
 use crate::hosts::SshOptions;
 use crate::output::Reporter;
+use crate::phases::adoption::AdoptionRefused;
 use crate::phases::up::{UpError, UpOptions, up};
 use std::io::IsTerminal;
 
@@ -35,9 +36,30 @@ pub async fn run(cluster: &Cluster, args: &UpArgs, reporter: &Reporter) -> Resul
         agent_override: args.connect.ssh_agent_auth,
         ignore_docker_version_flag: args.connect.ignore_docker_version,
         ssh: ssh_options(&args.connect),
+        yes: args.yes,
+        confirm: terminal_question(),
     };
     up(cluster, &opts, reporter).await.map_err(|e| match e {
         UpError::Cluster(c) if c.is_invalid_config() => CliError::InvalidConfig(c.to_string()),
+        // Nobody to ask and no --yes: a usage error, like `remove` without a terminal.
+        UpError::Adoption(AdoptionRefused::NoTerminal) => CliError::InvalidConfig(e.to_string()),
         other => CliError::Failed(other.to_string()),
     })
+}
+
+/// The adoption question on the terminal, when there is one to ask on.
+fn terminal_question() -> Option<std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>> {
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return None;
+    }
+    Some(std::sync::Arc::new(|_summary: &str| {
+        // The summary itself was printed by `up`; only the question is asked here.
+        eprint!("Adopt this cluster and make these changes? [y/N]: ");
+        let _ = std::io::Write::flush(&mut std::io::stderr());
+        let mut answer = String::new();
+        if std::io::BufRead::read_line(&mut std::io::stdin().lock(), &mut answer).is_err() {
+            return false;
+        }
+        matches!(answer.trim(), "y" | "Y" | "yes")
+    }))
 }
