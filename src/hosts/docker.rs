@@ -723,6 +723,28 @@ impl DockerClient {
         Ok(result)
     }
 
+    /// Runs a helper container to completion like [`run_one_shot`](Self::run_one_shot), and
+    /// fails when it exits non-zero, naming the host, the container, the exit code and its
+    /// last log lines. Returns its logs.
+    pub async fn run_to_success(
+        &self,
+        name: &str,
+        spec: &ContainerSpec,
+        timeout: Duration,
+    ) -> Result<String, HostError> {
+        let r = self.run_one_shot(name, spec, timeout).await?;
+        if r.exit_code != 0 {
+            let lines: Vec<&str> = r.logs.lines().filter(|l| !l.trim().is_empty()).collect();
+            let last = &lines[lines.len().saturating_sub(5)..];
+            return Err(HostError::Container {
+                host: self.host().to_string(),
+                container: name.to_string(),
+                detail: format!("exited with {}: {}", r.exit_code, last.join("\n    ")),
+            });
+        }
+        Ok(r.logs)
+    }
+
     /// Reads one file out of `image` (already on the host): the first of `candidates` that
     /// exists, with the path it was found at, or `None` when none does. The container is
     /// created, never started (Windows serves the archive API only for stopped containers),

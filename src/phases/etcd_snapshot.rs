@@ -397,10 +397,6 @@ fn prefix_of(cluster: &Cluster, host: &Host) -> String {
 }
 
 /// The last lines of a helper's log, as an error detail.
-fn tail(logs: &str, lines: usize) -> String {
-    let all: Vec<&str> = logs.lines().filter(|l| !l.trim().is_empty()).collect();
-    all[all.len().saturating_sub(lines)..].join("\n    ")
-}
 
 /// Runs a one-shot helper; a non-zero exit is an error carrying its last log lines.
 async fn run_helper(
@@ -414,19 +410,10 @@ async fn run_helper(
         .ensure_image(&spec.image, image_registries, &mut |_| {})
         .await
         .map_err(|e| e.to_string())?;
-    let r = host
-        .docker()
-        .run_one_shot(container, spec, timeout)
+    host.docker()
+        .run_to_success(container, spec, timeout)
         .await
-        .map_err(|e| e.to_string())?;
-    if r.exit_code != 0 {
-        return Err(format!(
-            "{container} exited with {}:\n    {}",
-            r.exit_code,
-            tail(&r.logs, 5)
-        ));
-    }
-    Ok(r.logs)
+        .map_err(|e| e.to_string())
 }
 
 pub struct SaveOptions {

@@ -204,17 +204,10 @@ async fn run_in_dir(
         network_mode: Some("none".into()),
         ..Default::default()
     };
-    let r = docker
-        .run_one_shot(name, &spec, std::time::Duration::from_secs(60))
-        .await?;
-    if r.exit_code != 0 {
-        return Err(HostError::Container {
-            host: docker.host().to_string(),
-            container: name.into(),
-            detail: format!("exited with {}: {}", r.exit_code, r.logs.trim()),
-        });
-    }
-    Ok(())
+    docker
+        .run_to_success(name, &spec, std::time::Duration::from_secs(60))
+        .await
+        .map(drop)
 }
 
 async fn with_helper<T, F, Fut>(

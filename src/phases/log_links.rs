@@ -61,18 +61,11 @@ pub async fn link_logs(
         privileged: true,
         ..Default::default()
     };
-    let r = docker
-        .run_one_shot("rke-log-linker", &spec, Duration::from_secs(60))
+    docker
+        .run_to_success("rke-log-linker", &spec, Duration::from_secs(60))
         .await
-        .map_err(|e| e.to_string())?;
-    if r.exit_code != 0 {
-        return Err(format!(
-            "rke-log-linker exited with {}: {}",
-            r.exit_code,
-            r.logs.trim()
-        ));
-    }
-    Ok(())
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

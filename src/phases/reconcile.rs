@@ -299,19 +299,11 @@ pub async fn clean_directories(host: &Host, image: &str, dirs: &[String]) -> Res
         privileged: true,
         ..Default::default()
     };
-    let r = host
-        .docker()
-        .run_one_shot("kube-cleaner", &spec, Duration::from_secs(300))
+    host.docker()
+        .run_to_success("kube-cleaner", &spec, Duration::from_secs(300))
         .await
-        .map_err(|e| e.to_string())?;
-    if r.exit_code != 0 {
-        return Err(format!(
-            "kube-cleaner exited with {}: {}",
-            r.exit_code,
-            r.logs.trim()
-        ));
-    }
-    Ok(())
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 /// What RKE1 cleans on a host that left the cluster (§24.2), with the host's prefix path.

@@ -331,19 +331,11 @@ async fn clean_log_links(host: &Host, image: &str) -> Result<(), String> {
         privileged: true,
         ..Default::default()
     };
-    let r = host
-        .docker()
-        .run_one_shot(LOG_CLEANER, &spec, Duration::from_secs(120))
+    host.docker()
+        .run_to_success(LOG_CLEANER, &spec, Duration::from_secs(120))
         .await
-        .map_err(|e| e.to_string())?;
-    if r.exit_code != 0 {
-        return Err(format!(
-            "{LOG_CLEANER} exited with {}: {}",
-            r.exit_code,
-            r.logs.trim()
-        ));
-    }
-    Ok(())
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 /// The local files `remove` deletes: the kubeconfig, the state and, unless kept, the state's

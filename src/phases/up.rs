@@ -1366,19 +1366,11 @@ async fn fix_etcd_permissions(run: &Run, host: &Host, h: &HostPlan) -> Result<()
         binds: vec![format!("{data_dir}:/var/lib/rancher/etcd:z")],
         ..Default::default()
     };
-    let r = host
-        .docker()
-        .run_one_shot("etcd-fix-perm", &spec, Duration::from_secs(120))
+    host.docker()
+        .run_to_success("etcd-fix-perm", &spec, Duration::from_secs(120))
         .await
-        .map_err(|e| e.to_string())?;
-    if r.exit_code != 0 {
-        return Err(format!(
-            "etcd-fix-perm exited with {}: {}",
-            r.exit_code,
-            r.logs.trim()
-        ));
-    }
-    Ok(())
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 async fn remove_unplanned(
