@@ -209,7 +209,11 @@ impl E2e {
     /// node Ready. Cheap when the cluster is already so.
     pub async fn standard(&self) -> KubeApi {
         self.reset_config(3);
-        let (ok, text) = self.rkers(&["up"]);
+        let (mut ok, mut text) = self.rkers(&["up"]);
+        if !ok && text.contains("rkers up --yes") {
+            // A test stopped midway left the state as RKE1 writes it: adopt it again.
+            (ok, text) = self.rkers(&["up", "--yes"]);
+        }
         if !ok && text.contains("--force") {
             // Hosts carry containers of a cluster whose state is gone (e.g. a test binary
             // killed midway). Start over rather than adopt an unknown cluster.
