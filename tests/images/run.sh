@@ -42,7 +42,9 @@ REG=$SANDBOX_REGISTRY
 REG_PASSWORD_FILE=${REG_PASSWORD_FILE:-$RKERS_SANDBOX_DIR/registry-password}
 HK="$REG/$IMAGE_HYPERKUBE"
 ETCD="$REG/$IMAGE_ETCD"
-TOOLS="$REG/$IMAGE_TOOLS"
+# IMGTEST_TOOLS_IMAGE runs the tools tests against another tools image already on both hosts (not
+# pulled), e.g. a deliberately broken one to see tools_behaviour.sh fail.
+TOOLS=${IMGTEST_TOOLS_IMAGE:-"$REG/$IMAGE_TOOLS"}
 PAUSE="$REG/$IMAGE_PAUSE"
 CNI="$REG/$IMAGE_CNI_PLUGINS"
 
@@ -397,6 +399,10 @@ test_cni_plugins_install() {
     expect_contains "bridge plugin runs" "$out" "CNI bridge plugin"
 }
 
+# The files each tools command leaves, held to images/tools/BEHAVIOUR.md.
+# shellcheck source=tools_behaviour.sh
+source "$here/tools_behaviour.sh"
+
 # ---------------------------------------------------------------------------------------------
 
 ALL_TESTS=(
@@ -413,6 +419,7 @@ ALL_TESTS=(
     test_port_checker_reports_closed_ports
     test_pause_stays_up
     test_cni_plugins_install
+    "${TOOLS_BEHAVIOUR_TESTS[@]}"
 )
 selected=("$@")
 [ ${#selected[@]} -gt 0 ] || selected=("${ALL_TESTS[@]}")
@@ -430,6 +437,7 @@ for h in "$H1" "$H2"; do
         exit 2
     }
     for img in "$HK" "$ETCD" "$TOOLS" "$PAUSE" "$CNI"; do
+        [ "$img" = "${IMGTEST_TOOLS_IMAGE:-}" ] && continue
         dk "$h" pull -q "$img" >/dev/null 2>"$work/pull.err" || {
             echo "images tests: $h cannot pull $img: $(cat "$work/pull.err") (run scripts/build-images)" >&2
             exit 2
