@@ -206,7 +206,7 @@ for i in z.infolist():
     out=$(on "$H1" bash -c "stat -c '%a %u:%g' $b/$name.zip; ls -A $b $k" | tr '\n' ' ')
     [ "$out" = "600 0:0 $b: $name.zip  $k: " ] || fail "after save --once: $out" || return 1
     out=$(dk "$H1" "${run_tools[@]}" sh -c "/opt/rke-tools/rke-etcd-backup etcd-backup extractstatefile --name $name >/dev/null 2>&1 && stat -c '%a %u:%g' /tmp/cluster.rkestate && cat /tmp/cluster.rkestate" 2>&1 | tr '\n' ' ')
-    [ "$out" = '600 0:0 {"once":1} ' ] || fail "extractstatefile: $out" || return 1
+    [ "$out" = '600 0:0 {"once":1}' ] || fail "extractstatefile: $out" || return 1
     # delete --cleanup drops only the unpacked copy, and only while the archive exists.
     dk "$H1" "${run_tools[@]}" /opt/rke-tools/rke-etcd-backup etcd-backup extract --name "$name" >/dev/null 2>&1
     out=$(on "$H1" stat -c '%a %u:%g' "$b/$name")
