@@ -37,7 +37,7 @@ file_is() {
     got=$(on "$h" bash -c "stat -c '%a %u:%g' '$p' && sha256sum <'$p' | cut -d' ' -f1" 2>&1 | tr '\n' ' ')
     want="$mode $owner $(printf '%s' "$bytes" | sha256sum | cut -d' ' -f1) "
     [ "$got" = "$want" ] && return 0
-    fail "$p: got '$got' (mode owner sha256), want '$want'; bytes on the host: $(on "$h" od -c "$p" 2>&1 | head -4 | tr -s ' ' | tr '\n' '|')"
+    fail "$p: got '$got' (mode owner sha256), want '$want'; last bytes on the host: $(on "$h" bash -c "tail -c 24 '$p' | od -An -c" 2>&1 | tr -s ' ' | tr '\n' ' ')"
 }
 
 # The state's PEM ends in one newline, its kubeconfigs in none; both are covered, with zero, one
