@@ -325,6 +325,9 @@ test_etcd_snapshot_save_serve_download_restore() {
         sum1=$(on "$H1" md5sum "/tmp/imgtest/backup/$name" | cut -d' ' -f1)
         sum2=$(on "$H2" md5sum "/tmp/imgtest/downloaded/$name" | cut -d' ' -f1)
         [ -n "$sum1" ] && [ "$sum1" = "$sum2" ] || fail "downloaded snapshot differs ($sum1 vs $sum2): $out" || return 1
+        # serve unpacks, download writes: both leave 0600 root files (images/tools/BEHAVIOUR.md).
+        out="$(on "$H1" stat -c '%a %u:%g' "/tmp/imgtest/backup/$name") $(on "$H2" stat -c '%a %u:%g' "/tmp/imgtest/downloaded/$name")"
+        [ "$out" = "600 0:0 600 0:0" ] || fail "served and downloaded snapshot modes: $out" || return 1
     fi
     # Restore as RKE's etcd-restore one-shot does, in the etcd image.
     # serve leaves the uncompressed snapshot next to the archive; without serve, unpack it here.
