@@ -42,7 +42,9 @@ REG=$SANDBOX_REGISTRY
 REG_PASSWORD_FILE=${REG_PASSWORD_FILE:-$RKERS_SANDBOX_DIR/registry-password}
 HK="$REG/$IMAGE_HYPERKUBE"
 ETCD="$REG/$IMAGE_ETCD"
-TOOLS="$REG/$IMAGE_TOOLS"
+# IMGTEST_TOOLS_IMAGE runs the tools tests against another tools image already on both hosts (not
+# pulled), e.g. a deliberately broken one to see tools_behaviour.sh fail.
+TOOLS=${IMGTEST_TOOLS_IMAGE:-"$REG/$IMAGE_TOOLS"}
 PAUSE="$REG/$IMAGE_PAUSE"
 CNI="$REG/$IMAGE_CNI_PLUGINS"
 
@@ -220,7 +222,8 @@ test_cert_deployer_writes_files() {
     [ "$out" = ca-one ] || fail "kube-ca.pem overwritten without FORCE_DEPLOY: $out" || return 1
     dk "$H1" run --rm -v /tmp/imgtest/k8s:/etc/kubernetes -e KUBE_CA='ca-three' -e KUBECFG_KUBE_NODE='cfg-three' -e FORCE_DEPLOY=true "$TOOLS" cert-deployer >/dev/null 2>&1
     out=$(on "$H1" bash -c 'cd /tmp/imgtest/k8s/ssl && cat kube-ca.pem kube-node-key.pem kubecfg-kube-node.yaml && stat -c "%a %n" * | sort && stat -c %a .')
-    [ "$out" = $'ca-three\nkey-one\ncfg-one\n600 kube-ca.pem\n600 kube-node-key.pem\n600 kubecfg-kube-node.yaml\n755' ] ||
+    # kube-node.pem too: upstream's name scan finds KUBE_NODE inside KUBECFG_KUBE_NODE (BEHAVIOUR.md).
+    [ "$out" = $'ca-three\nkey-one\ncfg-one\n600 kube-ca.pem\n600 kube-node-key.pem\n600 kube-node.pem\n600 kubecfg-kube-node.yaml\n755' ] ||
         fail "unexpected certificate files: $out" || return 1
 }
 
@@ -322,6 +325,9 @@ test_etcd_snapshot_save_serve_download_restore() {
         sum1=$(on "$H1" md5sum "/tmp/imgtest/backup/$name" | cut -d' ' -f1)
         sum2=$(on "$H2" md5sum "/tmp/imgtest/downloaded/$name" | cut -d' ' -f1)
         [ -n "$sum1" ] && [ "$sum1" = "$sum2" ] || fail "downloaded snapshot differs ($sum1 vs $sum2): $out" || return 1
+        # serve unpacks, download writes: both leave 0600 root files (images/tools/BEHAVIOUR.md).
+        out="$(on "$H1" stat -c '%a %u:%g' "/tmp/imgtest/backup/$name") $(on "$H2" stat -c '%a %u:%g' "/tmp/imgtest/downloaded/$name")"
+        [ "$out" = "600 0:0 600 0:0" ] || fail "served and downloaded snapshot modes: $out" || return 1
     fi
     # Restore as RKE's etcd-restore one-shot does, in the etcd image.
     # serve leaves the uncompressed snapshot next to the archive; without serve, unpack it here.
@@ -397,6 +403,10 @@ test_cni_plugins_install() {
     expect_contains "bridge plugin runs" "$out" "CNI bridge plugin"
 }
 
+# The files each tools command leaves, held to images/tools/BEHAVIOUR.md.
+# shellcheck source=tools_behaviour.sh
+source "$here/tools_behaviour.sh"
+
 # ---------------------------------------------------------------------------------------------
 
 ALL_TESTS=(
@@ -413,6 +423,7 @@ ALL_TESTS=(
     test_port_checker_reports_closed_ports
     test_pause_stays_up
     test_cni_plugins_install
+    "${TOOLS_BEHAVIOUR_TESTS[@]}"
 )
 selected=("$@")
 [ ${#selected[@]} -gt 0 ] || selected=("${ALL_TESTS[@]}")
@@ -430,6 +441,7 @@ for h in "$H1" "$H2"; do
         exit 2
     }
     for img in "$HK" "$ETCD" "$TOOLS" "$PAUSE" "$CNI"; do
+        [ "$img" = "${IMGTEST_TOOLS_IMAGE:-}" ] && continue
         dk "$h" pull -q "$img" >/dev/null 2>"$work/pull.err" || {
             echo "images tests: $h cannot pull $img: $(cat "$work/pull.err") (run scripts/build-images)" >&2
             exit 2

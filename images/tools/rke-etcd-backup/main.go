@@ -455,10 +455,11 @@ func takeSnapshot(name, ca, cert, key, endpoints string, retries uint) (string, 
 	return "", lastErr
 }
 
-// writeZip stores each file under its absolute path, the entry names RKE1's helper uses.
+// writeZip stores each file under its absolute path, the entry names RKE1's helper uses. The
+// archive is written in place, as upstream writes it (an existing one keeps its owner); the
+// caller makes it 0600 once complete.
 func writeZip(archive string, files []string) error {
-	tmp := archive + ".tmp"
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	out, err := os.Create(archive)
 	if err != nil {
 		return err
 	}
@@ -466,20 +467,14 @@ func writeZip(archive string, files []string) error {
 	for _, name := range files {
 		if err := addToZip(zw, name); err != nil {
 			out.Close()
-			os.Remove(tmp)
 			return err
 		}
 	}
 	if err := zw.Close(); err != nil {
 		out.Close()
-		os.Remove(tmp)
 		return err
 	}
-	if err := out.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, archive)
+	return out.Close()
 }
 
 func addToZip(zw *zip.Writer, name string) error {
@@ -507,7 +502,8 @@ func addToZip(zw *zip.Writer, name string) error {
 	return err
 }
 
-// extractFromZip copies the entry named entry (with or without its leading slash) to dest, 0600.
+// extractFromZip copies the entry named entry (with or without its leading slash) to dest,
+// written in place and then made 0600, as upstream does.
 func extractFromZip(archive, entry, dest string) error {
 	r, err := zip.OpenReader(archive)
 	if err != nil {
@@ -524,20 +520,10 @@ func extractFromZip(archive, entry, dest string) error {
 			return err
 		}
 		defer rc.Close()
-		tmp := dest + ".tmp"
-		out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-		if err != nil {
+		if _, err := writeFileInPlace(dest, rc); err != nil {
 			return err
 		}
-		if _, err := io.Copy(out, rc); err != nil {
-			out.Close()
-			os.Remove(tmp)
-			return err
-		}
-		if err := out.Close(); err != nil {
-			return err
-		}
-		return os.Rename(tmp, dest)
+		return nil
 	}
 	return fmt.Errorf("%s has no entry %s", archive, entry)
 }
@@ -583,7 +569,16 @@ func writeStateFromCluster(name string) error {
 	if err := json.Indent(&pretty, raw, "", "  "); err != nil {
 		return fmt.Errorf("secret full-cluster-state: state is not JSON: %v", err)
 	}
-	return os.WriteFile(path.Join(k8sDir, name+"."+stateExtension), pretty.Bytes(), 0o600)
+	// Created like upstream's (0666 under the umask: 0644); the zip entry keeps that mode.
+	f, err := os.Create(path.Join(k8sDir, name+"."+stateExtension))
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(pretty.Bytes()); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // pruneRollingSnapshots deletes files in /backup whose name starts with an RFC 3339 time older
@@ -792,7 +787,7 @@ func download(o options) error {
 		return fmt.Errorf("downloading %s: HTTP %s", url, resp.Status)
 	}
 	dest := path.Join(backupDir, name)
-	n, err := writeFileAtomically(dest, resp.Body)
+	n, err := writeFileInPlace(dest, resp.Body)
 	if err != nil {
 		return err
 	}
@@ -800,11 +795,11 @@ func download(o options) error {
 	return nil
 }
 
-// writeFileAtomically copies r into dest (mode 0600) through a temporary file renamed into
-// place, so an interrupted transfer never leaves a partial snapshot under the real name.
-func writeFileAtomically(dest string, r io.Reader) (int64, error) {
-	tmp := dest + ".tmp"
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+// writeFileInPlace copies r into dest, truncating an existing file (which keeps its owner), and
+// makes it 0600: the files upstream leaves. A broken transfer leaves a partial file, as upstream;
+// rkers compares the snapshot's checksum on every etcd host before restoring.
+func writeFileInPlace(dest string, r io.Reader) (int64, error) {
+	out, err := os.OpenFile(dest, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return 0, err
 	}
@@ -813,10 +808,9 @@ func writeFileAtomically(dest string, r io.Reader) (int64, error) {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(tmp)
 		return n, fmt.Errorf("writing %s: %v", dest, err)
 	}
-	return n, os.Rename(tmp, dest)
+	return n, os.Chmod(dest, 0o600)
 }
 
 func extractStateFile(o options) error {

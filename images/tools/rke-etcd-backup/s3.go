@@ -369,7 +369,7 @@ func (c *s3Client) get(key, dest string) error {
 		return s3Error(resp, "downloading "+key+" from "+c.describe())
 	}
 	defer resp.Body.Close()
-	n, err := writeFileAtomically(dest, resp.Body)
+	n, err := writeFileInPlace(dest, resp.Body)
 	if err != nil {
 		return fmt.Errorf("downloading %s: %v", key, err)
 	}

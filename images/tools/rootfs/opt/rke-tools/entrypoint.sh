@@ -137,14 +137,17 @@ if printf '%s\n' "${args[@]}" | grep -qx -- '--resolv-conf=/etc/resolv.conf' &&
     args+=("--resolv-conf=/run/systemd/resolve/resolv.conf")
 fi
 
+# The registry credentials file is what upstream leaves (images/tools/BEHAVIOUR.md): the decoded
+# bytes, rewritten in place on every start, a new file 0644 under Docker's umask, no directory
+# created; a failed write does not stop kubelet. Upstream also copies it to the log; not here.
 if [ -n "${RKE_KUBELET_DOCKER_CONFIG:-}" ]; then
-    [ -n "${RKE_KUBELET_DOCKER_FILE:-}" ] || {
-        say "error: RKE_KUBELET_DOCKER_CONFIG is set but RKE_KUBELET_DOCKER_FILE is not"
-        exit 1
-    }
-    mkdir -p "$(dirname "$RKE_KUBELET_DOCKER_FILE")"
-    (umask 077 && printf '%s' "$RKE_KUBELET_DOCKER_CONFIG" | base64 -d >"$RKE_KUBELET_DOCKER_FILE")
-    say "wrote registry credentials to $RKE_KUBELET_DOCKER_FILE"
+    if [ -z "${RKE_KUBELET_DOCKER_FILE:-}" ]; then
+        say "RKE_KUBELET_DOCKER_CONFIG is set without RKE_KUBELET_DOCKER_FILE; no credentials file written"
+    elif printf '%s' "$RKE_KUBELET_DOCKER_CONFIG" | base64 -d >"$RKE_KUBELET_DOCKER_FILE"; then
+        say "wrote registry credentials to $RKE_KUBELET_DOCKER_FILE"
+    else
+        say "could not write registry credentials to $RKE_KUBELET_DOCKER_FILE (continuing)"
+    fi
 fi
 
 if [ "${RKE_KUBELET_CRIDOCKERD:-}" = "true" ]; then
