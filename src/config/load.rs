@@ -125,10 +125,25 @@ pub struct Loaded {
 /// Reads and parses a cluster.yml file.
 pub fn load_file(path: &Path) -> Result<Loaded, ConfigError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+    let io = |source| ConfigError::Io {
         file: file.clone(),
         source,
+    };
+    let bytes = std::fs::read(path).map_err(io)?;
+    // A binary file is not a cluster.yml; say so instead of reporting YAML syntax at a NUL.
+    let not_text = |why: String| {
+        io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{why}: a cluster.yml must be UTF-8 YAML text"),
+        ))
+    };
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        not_text(format!("byte {at} is not UTF-8"))
     })?;
+    if let Some(at) = text.find('\0') {
+        return Err(not_text(format!("byte {at} is a NUL (a binary file?)")));
+    }
     load_str(&text, &file)
 }
 
