@@ -1,0 +1,567 @@
+//! Reliability at the command line: bad input and refusals never lose or replace state, never
+//! report a false success, and end with the documented exit code. The tests that need a host use
+//! a real local sshd and our own dockerd (tests/support) and skip with a printed reason
+//! without root.
+
+mod support;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// Two hosts on a port where nothing listens: every connection is refused at once.
+const UNREACHABLE: &str = "nodes:
+  - address: 127.0.0.1
+    port: 1
+    user: root
+    role: [controlplane, etcd, worker]
+  - address: 127.0.0.2
+    port: 1
+    user: root
+    role: [worker]
+ssh_key_path: /dev/null
+";
+
+fn rkers() -> Command {
+    Command::cargo_bin("rkers").unwrap()
+}
+
+fn write(dir: &Path, name: &str, text: impl AsRef<[u8]>) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Every file in `dir`, by name.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn json_that_is_not_a_state_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(dir.path(), "cluster.yml", UNREACHABLE);
+    for text in [
+        r#"{"foo": {"bar": 1}}"#,
+        "{}",
+        r#"{"desiredState": {"x": 1}}"#,
+    ] {
+        let state = write(dir.path(), "cluster.rkestate", text);
+        for args in [&["up", "--init"][..], &["up"], &["util", "get-kubeconfig"]] {
+            rkers()
+                .args(args)
+                .arg("--config")
+                .arg(&config)
+                .assert()
+                .code(1)
+                .stderr(predicate::str::contains("refusing to use this state file"))
+                .stderr(predicate::str::contains("cluster.rkestate"))
+                .stderr(predicate::str::contains("Successfully Deployed").not());
+            assert_eq!(std::fs::read_to_string(&state).unwrap(), text, "{args:?}");
+        }
+        assert_eq!(
+            names_in(dir.path()),
+            ["cluster.rkestate", "cluster.yml"],
+            "nothing else may be written"
+        );
+    }
+}
+
+#[test]
+fn unreadable_binary_or_non_utf8_config_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_utf8 = write(dir.path(), "latin1.yml", b"nodes:\n  - address: caf\xe9\n");
+    let binary = write(dir.path(), "binary.yml", b"\x7fELF\x02\x01\x01\0\0\0\0");
+    let directory = dir.path().join("dir.yml");
+    std::fs::create_dir(&directory).unwrap();
+    for (path, says) in [
+        (&not_utf8, "is not UTF-8"),
+        (&binary, "NUL"),
+        (&directory, "dir.yml"),
+    ] {
+        rkers()
+            .args(["up", "--config"])
+            .arg(path)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(says));
+    }
+    // A config that does not exist is not invalid: there is nothing to judge (exit 1).
+    rkers()
+        .args(["up", "--config"])
+        .arg(dir.path().join("missing.yml"))
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn invalid_ssh_port_is_a_config_error_with_its_location() {
+    let dir = tempfile::tempdir().unwrap();
+    for port in ["-1", "99999", "\"abc\""] {
+        let config = write(
+            dir.path(),
+            "cluster.yml",
+            UNREACHABLE.replacen("port: 1", &format!("port: {port}"), 1),
+        );
+        rkers()
+            .args(["preflight", "--config"])
+            .arg(&config)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!(
+                "cluster.yml:3:5: nodes[0].port: invalid SSH port \"{}\"",
+                port.trim_matches('"')
+            )));
+    }
+}
+
+#[test]
+fn config_never_replaces_a_file_silently() {
+    let dir = tempfile::tempdir().unwrap();
+    let existing = write(dir.path(), "cluster.yml", "# mine\nnodes: []\n");
+    rkers()
+        .current_dir(dir.path())
+        .args(["config", "--empty"])
+        .write_stdin("")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("already exists"))
+        .stderr(predicate::str::contains("--force"));
+    assert_eq!(
+        std::fs::read_to_string(&existing).unwrap(),
+        "# mine\nnodes: []\n"
+    );
+    assert_eq!(names_in(dir.path()), ["cluster.yml"]);
+
+    rkers()
+        .current_dir(dir.path())
+        .args(["config", "--empty", "--force"])
+        .write_stdin("")
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("kept the previous cluster.yml as"));
+    let names = names_in(dir.path());
+    assert_eq!(names.len(), 2, "{names:?}");
+    let backup = dir.path().join(&names[1]);
+    assert!(
+        names[1].starts_with("cluster.yml.") && names[1].ends_with("Z.bak"),
+        "{names:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(backup).unwrap(),
+        "# mine\nnodes: []\n"
+    );
+    assert_ne!(
+        std::fs::read_to_string(&existing).unwrap(),
+        "# mine\nnodes: []\n"
+    );
+}
+
+/// Writes a state with `up --init`, then damages its certificate bundle with `damage`.
+fn state_with_damaged_ca(dir: &Path, damage: impl Fn(&mut serde_json::Value)) -> PathBuf {
+    let config = write(dir, "cluster.yml", UNREACHABLE);
+    rkers()
+        .args(["up", "--init", "--config"])
+        .arg(&config)
+        .assert()
+        .success();
+    let state_path = dir.join("cluster.rkestate");
+    let mut state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
+    damage(&mut state["desiredState"]["certificatesBundle"]);
+    std::fs::write(&state_path, serde_json::to_string_pretty(&state).unwrap()).unwrap();
+    config
+}
+
+const BAD_KEY: &str = "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n";
+const BAD_CERT: &str = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+
+fn remove_ca(bundle: &mut serde_json::Value) {
+    bundle.as_object_mut().unwrap().remove("kube-ca");
+}
+
+#[test]
+fn get_kubeconfig_refuses_a_ca_that_up_rejects() {
+    let damages: [(&str, fn(&mut serde_json::Value)); 3] = [
+        ("garbage key", |b| b["kube-ca"]["keyPEM"] = BAD_KEY.into()),
+        ("garbage certificate", |b| {
+            b["kube-ca"]["certificatePEM"] = BAD_CERT.into()
+        }),
+        ("missing CA", remove_ca),
+    ];
+    for (what, damage) in damages {
+        let dir = tempfile::tempdir().unwrap();
+        let config = state_with_damaged_ca(dir.path(), damage);
+        rkers()
+            .args(["util", "get-kubeconfig", "--config"])
+            .arg(&config)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("kube-ca"))
+            .stderr(predicate::str::contains("the kubeconfig was not written"));
+        assert!(
+            !dir.path().join("kube_config_cluster.yml").exists(),
+            "{what}: kubeconfig written"
+        );
+    }
+}
+
+#[test]
+fn a_ca_key_that_is_not_the_certificates_own_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = tempfile::tempdir().unwrap();
+    // A second, unrelated cluster gives a well-formed key of the wrong CA.
+    let other_config = write(other.path(), "cluster.yml", UNREACHABLE);
+    rkers()
+        .args(["up", "--init", "--config"])
+        .arg(&other_config)
+        .assert()
+        .success();
+    let other_state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(other.path().join("cluster.rkestate")).unwrap(),
+    )
+    .unwrap();
+    let wrong_key = other_state["desiredState"]["certificatesBundle"]["kube-ca"]["keyPEM"].clone();
+    let config = state_with_damaged_ca(dir.path(), |b| b["kube-ca"]["keyPEM"] = wrong_key.clone());
+    rkers()
+        .args(["util", "get-kubeconfig", "--config"])
+        .arg(&config)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "not the key of the CA certificate",
+        ));
+    // `up` (here its offline part) rejects the same CA.
+    rkers()
+        .args(["up", "--init", "--config"])
+        .arg(&config)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "not the key of the CA certificate",
+        ));
+}
+
+#[test]
+fn cert_list_reports_a_broken_or_missing_ca() {
+    let damages: [fn(&mut serde_json::Value); 2] = [
+        |b| b["kube-ca"]["certificatePEM"] = BAD_CERT.into(),
+        remove_ca,
+    ];
+    for damage in damages {
+        let dir = tempfile::tempdir().unwrap();
+        let config = state_with_damaged_ca(dir.path(), damage);
+        let out = rkers()
+            .args(["cert", "list", "--config"])
+            .arg(&config)
+            .arg("--known-hosts")
+            .arg(dir.path().join("known_hosts"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+        assert!(
+            stderr.contains("127.0.0.1: kube-ca:") && stderr.contains("127.0.0.2: kube-ca:"),
+            "{stderr}"
+        );
+        // The other certificates are still listed.
+        assert!(stdout.contains("kube-apiserver"), "{stdout}");
+        assert_eq!(
+            std::fs::metadata(dir.path().join("cluster.rkestate"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o600
+        );
+    }
+}
+
+/// Defect: `up` with no state on hosts that run a cluster wrote a fresh state (a new CA) and
+/// only then refused. A run that refuses writes nothing.
+#[test]
+fn up_refusing_to_build_over_a_running_cluster_writes_no_state() {
+    if let Err(r) = support::require_root_and(&["/usr/sbin/sshd", "ssh-keygen"]) {
+        return support::skip(&r);
+    }
+    let socket = match support::local_dockerd() {
+        Ok(s) => s,
+        Err(r) => return support::skip(&r),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let key = support::keygen(dir.path(), "id_ed25519", "ed25519", "");
+    let sshd = support::LocalSshd::start(support::SshdOptions::default());
+    sshd.authorize(&key);
+    // A kubelet container left by a cluster whose state is lost (created, never started).
+    let name = "kubelet";
+    let docker = |args: &[&str]| {
+        std::process::Command::new("docker")
+            .arg("-H")
+            .arg(format!("unix://{socket}"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    struct Remove<F: Fn(&[&str]) -> std::process::Output>(F);
+    impl<F: Fn(&[&str]) -> std::process::Output> Drop for Remove<F> {
+        fn drop(&mut self) {
+            (self.0)(&["rm", "-f", "kubelet"]);
+        }
+    }
+    let created = docker(&["create", "--name", name, support::TEST_IMAGE, "sleep", "1"]);
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    let _remove = Remove(docker);
+    let prefix = dir.path().join("prefix");
+    let config = write(
+        dir.path(),
+        "cluster.yml",
+        format!(
+            "nodes:\n- address: 127.0.0.1\n  port: \"{port}\"\n  user: root\n  role: [controlplane, etcd, worker]\n  docker_socket: {socket}\n\
+             ssh_key_path: {key}\nprefix_path: {prefix}\nignore_docker_version: true\n\
+             system_images:\n  cert_downloader: {helper}\n",
+            port = sshd.port,
+            key = key.display(),
+            prefix = prefix.display(),
+            helper = support::TEST_IMAGE,
+        ),
+    );
+    for run in 0..2 {
+        let out = rkers()
+            .args(["up", "--disable-port-check", "--config"])
+            .arg(&config)
+            .arg("--known-hosts")
+            .arg(dir.path().join("known_hosts"))
+            .env("HOME", dir.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "run {run}: {stderr}");
+        assert!(
+            stderr.contains("already run Kubernetes containers") && stderr.contains("kubelet"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("Successfully Deployed"), "{stderr}");
+        let written: Vec<String> = names_in(dir.path())
+            .into_iter()
+            .filter(|n| n.contains("rkestate") || n.starts_with("kube_config"))
+            .collect();
+        assert!(written.is_empty(), "run {run} wrote {written:?}");
+    }
+}
+
+/// Every `rkers ...` command cluster.example.yml and the README quote uses flags that exist.
+#[test]
+fn commands_quoted_in_the_example_and_readme_exist() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut checked = 0;
+    for file in ["cluster.example.yml", "README.md"] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        for quoted in text.split('`').skip(1).step_by(2) {
+            let Some(rest) = quoted.strip_prefix("rkers ") else {
+                continue;
+            };
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            let commands: Vec<&str> = words
+                .iter()
+                .take_while(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+                .filter(|w| !w.starts_with('-'))
+                .copied()
+                .collect();
+            let flags: Vec<&str> = words
+                .iter()
+                .filter(|w| w.starts_with("--"))
+                .map(|w| w.split(['=', ']', '.']).next().unwrap())
+                .collect();
+            let out = rkers().args(&commands).arg("--help").output().unwrap();
+            let help = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{file}: `rkers {rest}`: {help}");
+            for flag in flags {
+                let exact = help.match_indices(flag).any(|(i, _)| {
+                    !help[i + flag.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '-')
+                });
+                assert!(exact, "{file}: `rkers {rest}`: no {flag} in\n{help}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 2, "only {checked} flags checked");
+}
+
+/// The connect failure is printed once, says "nothing was changed" once, and an IPv6 address
+/// is written `[::1]:2`.
+#[test]
+fn connect_errors_are_printed_once_and_ipv6_addresses_bracketed() {
+    if !support::have("ssh-keygen") {
+        return support::skip("needs ssh-keygen");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let key = support::keygen(dir.path(), "id_ed25519", "ed25519", "");
+    let config = write(
+        dir.path(),
+        "cluster.yml",
+        format!(
+            "nodes:\n  - address: \"::1\"\n    hostname_override: node1\n    port: 2\n    user: root\n    role: [controlplane, etcd, worker]\nssh_key_path: {}\n",
+            key.display()
+        ),
+    );
+    let out = rkers()
+        .args(["up", "--config"])
+        .arg(&config)
+        .arg("--known-hosts")
+        .arg(dir.path().join("known_hosts"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_eq!(text.matches("nothing was changed").count(), 1, "{text}");
+    assert_eq!(text.matches("[::1]:2").count(), 1, "{text}");
+    assert!(!text.contains("::1:2"), "{text}");
+    assert!(!dir.path().join("cluster.rkestate").exists());
+}
+
+/// A server that accepts TCP and never speaks, and one that sends its banner and then stalls,
+/// are told apart, each within its documented bound, and neither is retried.
+#[test]
+fn silent_and_stalling_servers_get_distinct_messages_in_bounded_time() {
+    if !support::have("ssh-keygen") {
+        return support::skip("needs ssh-keygen");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let key = support::keygen(dir.path(), "id_ed25519", "ed25519", "");
+    let listen = |addr: &str, banner: &'static [u8]| {
+        let l = std::net::TcpListener::bind(addr).unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for mut conn in l.incoming().flatten() {
+                let _ = std::io::Write::write_all(&mut conn, banner);
+                held.push(conn);
+            }
+        });
+        port
+    };
+    let silent = listen("127.0.0.1:0", b"");
+    let stalling = listen("127.0.0.2:0", b"SSH-2.0-Stall_1.0\r\n");
+    let config = write(
+        dir.path(),
+        "cluster.yml",
+        format!(
+            "nodes:\n  - address: 127.0.0.1\n    port: {silent}\n    user: root\n    role: [controlplane, etcd, worker]\n  - address: 127.0.0.2\n    port: {stalling}\n    user: root\n    role: [worker]\nssh_key_path: {}\n",
+            key.display()
+        ),
+    );
+    let started = std::time::Instant::now();
+    let out = rkers()
+        .args(["preflight", "--config"])
+        .arg(&config)
+        .arg("--known-hosts")
+        .arg(dir.path().join("known_hosts"))
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "127.0.0.1:{silent} accepted the TCP connection but sent no SSH banner within 10s"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("answered as \"SSH-2.0-Stall_1.0\" but the SSH key exchange and login did not finish within 15s"),
+        "{text}"
+    );
+    // 15 s is the bound of the stalling one; a retry would add another 15 s.
+    assert!(took < std::time::Duration::from_secs(25), "took {took:?}");
+    assert!(!dir.path().join("known_hosts").exists());
+}
+
+/// The default host-key policy shows the fingerprint of a key it records; read-only commands
+/// show it too and leave known_hosts as it was.
+#[test]
+fn new_host_keys_are_shown_and_read_only_commands_record_none() {
+    if let Err(r) = support::require_root_and(&["/usr/sbin/sshd", "ssh-keygen"]) {
+        return support::skip(&r);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let key = support::keygen(dir.path(), "id_ed25519", "ed25519", "");
+    let sshd = support::LocalSshd::start(support::SshdOptions::default());
+    sshd.authorize(&key);
+    let fingerprint = support::run(
+        std::process::Command::new("ssh-keygen")
+            .arg("-lf")
+            .arg(&sshd.host_key),
+    )
+    .split_whitespace()
+    .nth(1)
+    .unwrap()
+    .to_owned();
+    assert!(fingerprint.starts_with("SHA256:"), "{fingerprint}");
+    // No Docker behind this host: the run fails after the SSH connect, which is all it needs.
+    let config = write(
+        dir.path(),
+        "cluster.yml",
+        format!(
+            "nodes:\n- address: 127.0.0.1\n  port: \"{}\"\n  user: root\n  role: [controlplane, etcd, worker]\n  docker_socket: {}\n\
+             ssh_key_path: {}\n",
+            sshd.port,
+            dir.path().join("no-docker.sock").display(),
+            key.display()
+        ),
+    );
+    let known_hosts = dir.path().join("known_hosts");
+    let run = |args: &[&str]| {
+        let out = rkers()
+            .args(args)
+            .arg("--config")
+            .arg(&config)
+            .arg("--known-hosts")
+            .arg(&known_hosts)
+            .env("HOME", dir.path())
+            .output()
+            .unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    for args in [
+        &["preflight"][..],
+        &["up", "--dry-run"],
+        &["remove", "--dry-run"],
+    ] {
+        let text = run(args);
+        assert!(
+            text.contains(&format!("new ssh-ed25519 host key {fingerprint}"))
+                && text.contains("not recorded"),
+            "{args:?}: {text}"
+        );
+        assert!(!known_hosts.exists(), "{args:?} wrote known_hosts: {text}");
+    }
+    let text = run(&["up"]);
+    assert!(
+        text.contains(&format!("recorded new ssh-ed25519 host key {fingerprint}")),
+        "{text}"
+    );
+    let recorded = std::fs::read_to_string(&known_hosts).unwrap();
+    assert!(
+        recorded.starts_with(&format!("[127.0.0.1]:{} ssh-ed25519 ", sshd.port)),
+        "{recorded}"
+    );
+}
