@@ -278,6 +278,9 @@ fn plain_message(error: &serde_saphyr::Error) -> String {
         Some(i) => &first[..i],
         None => first,
     };
+    if let Some(limit) = parser_limit(first) {
+        return limit;
+    }
     match first {
         "" => "invalid YAML".to_string(),
         "invalid i64" | "invalid i32" | "invalid u64" => "expected an integer".to_string(),
@@ -287,6 +290,27 @@ fn plain_message(error: &serde_saphyr::Error) -> String {
         }
         other => other.to_string(),
     }
+}
+
+/// The parser's safety limits, in words instead of its Rust debug text
+/// (`budget breached: Depth { depth: 65 }`).
+fn parser_limit(text: &str) -> Option<String> {
+    if text == "recursion limit exceeded" {
+        return Some("nested too deeply: a cluster.yml is never this deep".to_string());
+    }
+    let breach = text.strip_prefix("budget breached: ")?;
+    let kind = breach.split([' ', '{']).next().unwrap_or(breach);
+    let number: String = breach.chars().filter(char::is_ascii_digit).collect();
+    Some(match kind {
+        "Depth" => format!(
+            "nested more than {} levels deep: a cluster.yml is never this deep",
+            number.parse::<u64>().map_or(0, |n| n.saturating_sub(1))
+        ),
+        _ => format!(
+            "the document is larger or more complex than a cluster.yml can be (limit on {} reached)",
+            kind.to_lowercase()
+        ),
+    })
 }
 
 fn ignored_path(path: &serde_ignored::Path<'_>) -> String {
