@@ -188,7 +188,8 @@ fn remove_ca(bundle: &mut serde_json::Value) {
 
 #[test]
 fn get_kubeconfig_refuses_a_ca_that_up_rejects() {
-    let damages: [(&str, fn(&mut serde_json::Value)); 3] = [
+    type Damage = fn(&mut serde_json::Value);
+    let damages: [(&str, Damage); 3] = [
         ("garbage key", |b| b["kube-ca"]["keyPEM"] = BAD_KEY.into()),
         ("garbage certificate", |b| {
             b["kube-ca"]["certificatePEM"] = BAD_CERT.into()
@@ -859,7 +860,7 @@ fn an_interrupted_run_says_so_in_its_last_event() {
             key.display()
         ),
     );
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_rkers"))
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rkers"))
         .args(["--output", "json", "up", "--config"])
         .arg(&config)
         .arg("--known-hosts")
@@ -868,21 +869,38 @@ fn an_interrupted_run_says_so_in_its_last_event() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // Interrupt once the connect phase is under way (the machine may be slow to get there).
+    let mut lines = Vec::new();
+    while let Ok(line) = rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        let started = line.contains(r#""phase":"connect""#) && line.contains(r#""started""#);
+        lines.push(line);
+        if started {
+            break;
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
     let sent = std::time::Instant::now();
     support::run(std::process::Command::new("kill").args(["-INT", &child.id().to_string()]));
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        sent.elapsed() < std::time::Duration::from_secs(3),
-        "{:?}",
-        sent.elapsed()
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let status = child.wait().unwrap();
+    let took = sent.elapsed();
+    reader.join().unwrap();
+    lines.extend(rx.try_iter());
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let out = std::process::Output {
+        status,
+        stdout: (lines.join("\n") + "\n").into_bytes(),
+        stderr: stderr.into_bytes(),
+    };
     let events = assert_one_result(&out);
     let connect_end: Vec<&serde_json::Value> = events
         .iter()
@@ -928,4 +946,15 @@ fn a_too_deep_yaml_document_is_a_plain_config_error() {
             "too-deep.yml:66:129: nested more than 64 levels deep: a cluster.yml is never this deep",
         ))
         .stderr(predicate::str::contains("Depth {").not());
+}
+
+#[test]
+fn a_usage_error_in_a_json_run_also_ends_with_the_result_event() {
+    let out = rkers()
+        .args(["--output", "json", "up", "--no-such-flag"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--no-such-flag"));
+    assert_one_result(&out);
 }

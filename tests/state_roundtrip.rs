@@ -137,7 +137,10 @@ fn save_is_0600_and_keeps_previous_copy() {
 
     state.promote_desired_to_current();
     let bak = state.save(&files.state_path).unwrap().expect("a backup");
-    assert_eq!(list_backups(&files.state_path).unwrap(), [bak.clone()]);
+    assert_eq!(
+        list_backups(&files.state_path).unwrap(),
+        std::slice::from_ref(&bak)
+    );
     let bak_name = bak.file_name().unwrap().to_string_lossy().into_owned();
     assert!(
         bak_name.starts_with("prod.rkestate.") && bak_name.ends_with("Z.bak"),

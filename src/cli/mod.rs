@@ -41,7 +41,10 @@ impl CliError {
 }
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     init_logging(&cli);
     let terminal = terminal::Saved::capture();
     let reporter = crate::output::Reporter::new(cli.output, cli.quiet);
@@ -88,6 +91,24 @@ pub fn main() -> ExitCode {
         }
     };
     reporter.finish_run(code, error.as_deref());
+    ExitCode::from(code)
+}
+
+/// clap's own message and exit code (0 for --help and --version, 2 otherwise); a run that asked
+/// for JSON still ends with its result event.
+fn usage_error(e: clap::Error) -> ExitCode {
+    let _ = e.print();
+    let code = u8::try_from(e.exit_code()).unwrap_or(2);
+    let args: Vec<String> = std::env::args().collect();
+    let json = args
+        .windows(2)
+        .any(|w| w[0] == "--output" && w[1] == "json")
+        || args.iter().any(|a| a == "--output=json");
+    if json && code != 0 {
+        let message = e.kind().as_str().unwrap_or("invalid usage").to_string();
+        crate::output::Reporter::new(crate::output::OutputFormat::Json, false)
+            .finish_run(code, Some(&message));
+    }
     ExitCode::from(code)
 }
 

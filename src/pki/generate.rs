@@ -455,12 +455,12 @@ pub(crate) fn cert_object(
 /// with certificate and key, both parseable, usable as an issuer. Commands that only hand the CA
 /// on (`util get-kubeconfig`) make the same check so they never pass on a CA `up` rejects.
 pub fn check_signing_ca(bundle: &Bundle) -> Result<(), PkiError> {
-    let ca = bundle
-        .get(CA_CERT_NAME)
-        .filter(|c| c.has_certificate() && c.has_key())
-        .ok_or_else(|| PkiError::MissingCa {
+    let ca = ca_certificate(bundle)?;
+    if !ca.has_key() {
+        return Err(PkiError::MissingCa {
             name: CA_CERT_NAME.to_string(),
-        })?;
+        });
+    }
     check_ca_certificate(bundle)?;
     SigningCa::load(ca)?;
     // Leaves signed with a key that is not the certificate's would never verify.
@@ -480,14 +480,19 @@ pub fn check_signing_ca(bundle: &Bundle) -> Result<(), PkiError> {
     Ok(())
 }
 
-/// The bundle's `kube-ca` certificate is present, parses and is a CA (its key is not looked at).
-pub fn check_ca_certificate(bundle: &Bundle) -> Result<(), PkiError> {
-    let ca = bundle
+/// The bundle's `kube-ca` entry, when it holds a certificate.
+pub(crate) fn ca_certificate(bundle: &Bundle) -> Result<&CertificatePki, PkiError> {
+    bundle
         .get(CA_CERT_NAME)
         .filter(|c| c.has_certificate())
         .ok_or_else(|| PkiError::MissingCa {
             name: CA_CERT_NAME.to_string(),
-        })?;
+        })
+}
+
+/// The bundle's `kube-ca` certificate is present, parses and is a CA (its key is not looked at).
+pub fn check_ca_certificate(bundle: &Bundle) -> Result<(), PkiError> {
+    let ca = ca_certificate(bundle)?;
     if !ca.info()?.is_ca {
         return Err(PkiError::InvalidCertificate {
             name: ca.name.clone(),
