@@ -183,7 +183,10 @@ impl Reporter {
             }
             Renderer::Plain => eprintln!("{}", plain_line(&event)),
             Renderer::Quiet => {
-                if matches!(event.status, Status::Failed | Status::Warning) {
+                if matches!(
+                    event.status,
+                    Status::Failed | Status::Warning | Status::Interrupted
+                ) {
                     eprintln!("{}", plain_line(&event));
                 }
             }
