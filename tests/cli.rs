@@ -113,12 +113,25 @@ fn up_init_writes_state_0600_keeps_backup_and_reuses_certificates() {
         second["desiredState"]["certificatesBundle"]["kube-ca"]["certificatePEM"], ca,
         "CA must survive a second init"
     );
-    let backup = dir.path().join("prod.rkestate.bak");
-    assert!(backup.exists(), "previous state kept");
-    assert_eq!(
-        std::fs::metadata(&backup).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
+    // Each run keeps the state it replaced (kube-admin is re-signed every time).
+    let grown = format!("{CLUSTER}ssh_key_path: /dev/null\n");
+    std::fs::write(&path, grown).unwrap();
+    let before = std::fs::read_to_string(&state_path).unwrap();
+    rkers()
+        .args(["up", "--init", "--config"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("the previous state is kept as ["));
+    let backups = rkers::state::list_backups(&state_path).unwrap();
+    assert_eq!(backups.len(), 2, "{backups:?}");
+    assert_eq!(std::fs::read_to_string(&backups[1]).unwrap(), before);
+    for b in &backups {
+        assert_eq!(
+            std::fs::metadata(b).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
 }
 
 #[test]
@@ -269,7 +282,7 @@ fn remove_without_a_terminal_refuses_unless_forced_and_changes_nothing() {
         .arg(&path)
         .write_stdin("")
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("not a terminal"))
         .stderr(predicate::str::contains("--force"));
     assert_eq!(std::fs::read(&state).unwrap(), before);

@@ -275,9 +275,11 @@ async fn day2_operations_on_the_sandbox() {
 
     // 7. remove --dry-run lists the work and changes nothing; the state's backups (every
     //    private key of the cluster) go with it unless --keep-backups.
-    let older_backup = cluster.dir.join("cluster.rkestate.20260101T000000Z.bak");
+    let older_backup = cluster
+        .dir
+        .join("cluster.rkestate.20260101T000000.000000000Z.bak");
     std::fs::copy(cluster.state_path(), &older_backup).unwrap();
-    let backups = rkers::state::backups(&cluster.state_path());
+    let backups = rkers::state::list_backups(&cluster.state_path()).unwrap();
     assert!(backups.contains(&older_backup), "{backups:?}");
     let (ok, out) = cluster.rkers(&["remove", "--dry-run"]);
     assert!(ok, "{out}");
@@ -338,7 +340,7 @@ async fn day2_operations_on_the_sandbox() {
     assert!(!cluster.state_path().exists());
     assert!(!cluster.kubeconfig_path().exists());
     assert_eq!(
-        rkers::state::backups(&cluster.state_path()),
+        rkers::state::list_backups(&cluster.state_path()).unwrap(),
         Vec::<std::path::PathBuf>::new()
     );
 

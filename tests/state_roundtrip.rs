@@ -1,12 +1,15 @@
 //! State file compatibility (§7): RKE1-layout files load and are written back unchanged; writes
-//! are atomic, 0600, and keep the previous copy as `.bak`.
+//! are atomic, 0600, and keep a bounded number of timestamped backups; a document that is JSON
+//! but not a state rkers understands is refused.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rkers::state::{ClusterFiles, StateError, StateFile, backup_path, write_atomic};
+use rkers::state::{
+    ClusterFiles, MAX_BACKUPS, StateError, StateFile, list_backups, reset_for_tests, write_atomic,
+};
 use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {
@@ -128,13 +131,21 @@ fn save_is_0600_and_keeps_previous_copy() {
     assert_eq!(mode_of(&files.state_path), 0o600);
     let first = fs::read_to_string(&files.state_path).unwrap();
     assert!(
-        !backup_path(&files.state_path).exists(),
+        list_backups(&files.state_path).unwrap().is_empty(),
         "no backup expected on first write"
     );
 
     state.promote_desired_to_current();
-    state.save(&files.state_path).unwrap();
-    let bak = dir.path().join("prod.rkestate.bak");
+    let bak = state.save(&files.state_path).unwrap().expect("a backup");
+    assert_eq!(
+        list_backups(&files.state_path).unwrap(),
+        std::slice::from_ref(&bak)
+    );
+    let bak_name = bak.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        bak_name.starts_with("prod.rkestate.") && bak_name.ends_with("Z.bak"),
+        "{bak_name}"
+    );
     assert_eq!(fs::read_to_string(&bak).unwrap(), first);
     assert_eq!(mode_of(&bak), 0o600);
     assert_eq!(mode_of(&files.state_path), 0o600);
@@ -151,7 +162,89 @@ fn save_is_0600_and_keeps_previous_copy() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, ["prod.rkestate", "prod.rkestate.bak"]);
+    assert_eq!(names, ["prod.rkestate".to_string(), bak_name]);
+}
+
+/// One state per "run": each run's starting state is kept, the oldest pruned past the bound, and
+/// a second write within one run keeps no second backup.
+#[test]
+fn backups_are_bounded_and_keep_each_runs_starting_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cluster.rkestate");
+    fs::write(dir.path().join("cluster.rkestate.bak"), "legacy").unwrap();
+    let mut state = StateFile::load(&fixture("rke1-desired-only.rkestate"))
+        .unwrap()
+        .unwrap();
+    let mut written = Vec::new();
+    for run in 0..MAX_BACKUPS + 3 {
+        reset_for_tests();
+        state.extra.insert("run".into(), Value::from(run));
+        state.save(&path).unwrap();
+        written.push(fs::read_to_string(&path).unwrap());
+        // The same run writes the state again (e.g. after the control plane is up).
+        state.extra.insert("promoted".into(), Value::from(run));
+        state.save(&path).unwrap();
+        *written.last_mut().unwrap() = fs::read_to_string(&path).unwrap();
+    }
+    let backups = list_backups(&path).unwrap();
+    assert_eq!(backups.len(), MAX_BACKUPS + 1, "{backups:?}");
+    assert_eq!(backups[0], dir.path().join("cluster.rkestate.bak"));
+    assert_eq!(fs::read_to_string(&backups[0]).unwrap(), "legacy");
+    // Each backup holds the final state of one earlier run, the newest being the previous run.
+    let kept: Vec<String> = backups[1..]
+        .iter()
+        .map(|p| fs::read_to_string(p).unwrap())
+        .collect();
+    let runs = written.len();
+    assert_eq!(kept, written[runs - 1 - MAX_BACKUPS..runs - 1]);
+    for b in &backups[1..] {
+        assert_eq!(mode_of(b), 0o600, "{}", b.display());
+    }
+}
+
+#[test]
+fn json_that_is_not_a_state_is_refused_with_its_reason() {
+    let cases = [
+        (
+            r#"{"foo": 1}"#,
+            "neither desiredState nor currentState (its keys: foo)",
+        ),
+        ("{}", "empty JSON object"),
+        ("[1, 2]", "invalid type"),
+        (
+            r#"{"desiredState": {"foo": 1}}"#,
+            "desiredState holds none of",
+        ),
+        (
+            r#"{"currentState": {"rkeConfig": "x"}}"#,
+            "currentState.rkeConfig is not",
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cluster.rkestate");
+    for (text, reason) in cases {
+        fs::write(&path, text).unwrap();
+        let err = StateFile::load(&path).unwrap_err();
+        let message = err.to_string();
+        assert!(
+            matches!(
+                err,
+                StateError::NotUnderstood { .. } | StateError::Parse { .. }
+            ),
+            "{text}: {err:?}"
+        );
+        assert!(message.contains(reason), "{text}: {message}");
+        assert!(message.contains(&path.display().to_string()), "{message}");
+    }
+    // RKE1's shape of "no cluster yet" is still understood.
+    fs::write(&path, r#"{"desiredState": {}, "currentState": {}}"#).unwrap();
+    assert!(
+        StateFile::load(&path)
+            .unwrap()
+            .unwrap()
+            .desired_state
+            .is_empty()
+    );
 }
 
 #[test]
@@ -237,29 +330,6 @@ fn debug_output_has_no_key_material() {
     assert!(
         !debug.contains("c2VjcmV0"),
         "encryption key in Debug output"
-    );
-}
-
-#[test]
-fn backups_are_the_state_files_bak_copies_only() {
-    let dir = tempfile::tempdir().unwrap();
-    for name in [
-        "prod.rkestate",
-        "prod.rkestate.bak",
-        "prod.rkestate.20260101T000000Z.bak",
-        "prod.rkestate.tmp",
-        "other.rkestate.bak",
-        "prod.rkestate.bak.txt",
-    ] {
-        std::fs::write(dir.path().join(name), "{}").unwrap();
-    }
-    let found: Vec<String> = rkers::state::backups(&dir.path().join("prod.rkestate"))
-        .iter()
-        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(
-        found,
-        ["prod.rkestate.20260101T000000Z.bak", "prod.rkestate.bak"]
     );
 }
 

@@ -59,6 +59,13 @@ pub enum Command {
         #[command(subcommand)]
         command: UtilCommand,
     },
+    /// Print a shell completion script (e.g. `rkers completions bash > /etc/bash_completion.d/rkers`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `rkers man | man -l -`.
+    Man,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -189,6 +196,9 @@ pub struct ConfigCmdArgs {
     /// Kubernetes version for --system-images.
     #[arg(long)]
     pub version: Option<String>,
+    /// Replace an existing file without asking (it is kept as `<name>.<time>.bak`).
+    #[arg(short, long)]
+    pub force: bool,
 }
 
 #[derive(Args, Debug)]
@@ -352,7 +362,7 @@ impl Command {
             Command::Remove(a) => &a.config,
             Command::Version(a) => a,
             Command::Preflight(a) => &a.config,
-            Command::Config(_) => return None,
+            Command::Config(_) | Command::Completions { .. } | Command::Man => return None,
             Command::Etcd { command } => match command {
                 EtcdCommand::SnapshotSave { config, .. } => config,
                 EtcdCommand::SnapshotRestore { config, .. } => config,

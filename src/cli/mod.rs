@@ -9,6 +9,7 @@
 
 pub mod args;
 mod commands;
+mod terminal;
 
 pub use args::Cli;
 
@@ -24,48 +25,91 @@ pub enum CliError {
     NotImplemented(&'static str),
     #[error("{0}")]
     Failed(String),
+    /// The command line asks for something that cannot be done this way (exit 2).
+    #[error("{0}")]
+    Usage(String),
 }
 
 impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Failed(_) => 1,
-            CliError::InvalidConfig(_) => 2,
+            CliError::InvalidConfig(_) | CliError::Usage(_) => 2,
             CliError::NotImplemented(_) => 3,
         }
     }
 }
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     init_logging(&cli);
+    let terminal = terminal::Saved::capture();
+    let reporter = crate::output::Reporter::new(cli.output, cli.quiet);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            let message = format!("cannot start the async runtime: {e}");
+            eprintln!("error: {message}");
+            reporter.finish_run(1, Some(&message));
             return ExitCode::from(1);
         }
     };
     let result = runtime.block_on(async {
         tokio::select! {
-            r = run(cli) => Some(r),
-            _ = tokio::signal::ctrl_c() => None,
+            r = run(cli, &reporter) => Some(r),
+            // The flag is set before the run's work is dropped, so what it left unfinished
+            // reports "interrupted".
+            _ = async {
+                if tokio::signal::ctrl_c().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+                crate::output::mark_interrupted();
+            } => None,
         }
     });
-    match result {
-        Some(Ok(())) => ExitCode::SUCCESS,
+    let (code, error) = match result {
+        Some(Ok(())) => (0, None),
         Some(Err(e)) => {
-            eprintln!("error: {}", crate::output::redact(&e.to_string()));
-            ExitCode::from(e.exit_code())
+            let message = crate::output::redact(&e.to_string());
+            eprintln!("error: {message}");
+            (e.exit_code(), Some(message))
         }
         None => {
+            terminal.restore();
             eprintln!("interrupted");
-            ExitCode::from(130)
+            // A thread blocked reading the terminal (a passphrase prompt) never returns: do not
+            // wait for it.
+            runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+            reporter.finish_run(130, Some("interrupted"));
+            return ExitCode::from(130);
         }
+    };
+    reporter.finish_run(code, error.as_deref());
+    ExitCode::from(code)
+}
+
+/// clap's own message and exit code (0 for --help and --version, 2 otherwise); a run that asked
+/// for JSON still ends with its result event.
+fn usage_error(e: clap::Error) -> ExitCode {
+    let _ = e.print();
+    let code = u8::try_from(e.exit_code()).unwrap_or(2);
+    let args: Vec<String> = std::env::args().collect();
+    let json = args
+        .windows(2)
+        .any(|w| w[0] == "--output" && w[1] == "json")
+        || args.iter().any(|a| a == "--output=json");
+    if json && code != 0 {
+        let message = e.kind().as_str().unwrap_or("invalid usage").to_string();
+        crate::output::Reporter::new(crate::output::OutputFormat::Json, false)
+            .finish_run(code, Some(&message));
     }
+    ExitCode::from(code)
 }
 
 fn init_logging(cli: &Cli) {
@@ -84,11 +128,22 @@ fn init_logging(cli: &Cli) {
         .try_init();
 }
 
-async fn run(cli: Cli) -> Result<(), CliError> {
+async fn run(cli: Cli, reporter: &crate::output::Reporter) -> Result<(), CliError> {
     use args::{CertCommand, Command, EncryptCommand, UtilCommand};
-    let reporter = crate::output::Reporter::new(cli.output, cli.quiet);
-    if let Command::Config(a) = &cli.command {
-        return commands::config_cmd::run(a);
+    match &cli.command {
+        Command::Config(a) => return commands::config_cmd::run(a),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "rkers", &mut std::io::stdout());
+            return Ok(());
+        }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            return clap_mangen::Man::new(cmd)
+                .render(&mut std::io::stdout())
+                .map_err(|e| CliError::Failed(format!("cannot write the manual page: {e}")));
+        }
+        _ => {}
     }
     // Every other command reads the config first: an invalid config stops it with exit 2,
     // whatever the command.
@@ -96,7 +151,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         .command
         .config_path()
         .expect("every other command has --config");
-    let cluster = crate::cluster::Cluster::load(path, &reporter).map_err(|e| {
+    let cluster = crate::cluster::Cluster::load(path, reporter).map_err(|e| {
         if e.is_invalid_config() {
             CliError::InvalidConfig(format!(
                 "{path}: invalid cluster configuration:\n{e}",
@@ -113,32 +168,34 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                     .clone()
                     .unwrap_or_else(|| cluster.files.cert_dir.clone())
             });
-            commands::offline::init_state(&cluster, &reporter, custom.as_deref(), a.dry_run)
+            commands::offline::init_state(&cluster, reporter, custom.as_deref(), a.dry_run)
         }
-        Command::Up(a) => commands::up::run(&cluster, a, &reporter).await,
-        Command::Remove(a) => commands::remove::run(&cluster, a, &reporter).await,
+        Command::Up(a) => commands::up::run(&cluster, a, reporter).await,
+        Command::Remove(a) => commands::remove::run(&cluster, a, reporter).await,
         Command::Version(_) => commands::version::run(&cluster).await,
-        Command::Preflight(a) => commands::preflight::run(&cluster, a, &reporter).await,
-        Command::Etcd { command } => commands::etcd::run(&cluster, command, &reporter).await,
+        Command::Preflight(a) => commands::preflight::run(&cluster, a, reporter).await,
+        Command::Etcd { command } => commands::etcd::run(&cluster, command, reporter).await,
         Command::Cert {
             command: CertCommand::GenerateCsr { cert_dir, .. },
-        } => commands::offline::generate_csr(&cluster, &reporter, cert_dir.as_deref()),
+        } => commands::offline::generate_csr(&cluster, reporter, cert_dir.as_deref()),
         Command::Cert {
             command: command @ (CertCommand::Rotate { .. } | CertCommand::List { .. }),
-        } => commands::cert::run(&cluster, command, &reporter).await,
+        } => commands::cert::run(&cluster, command, reporter).await,
         Command::Encrypt {
             command: EncryptCommand::RotateKey {
                 connect, dry_run, ..
             },
-        } => commands::encrypt::rotate(&cluster, connect, *dry_run, &reporter).await,
+        } => commands::encrypt::rotate(&cluster, connect, *dry_run, reporter).await,
         Command::Util {
             command: UtilCommand::GetKubeconfig { .. },
-        } => commands::offline::get_kubeconfig(&cluster, &reporter),
+        } => commands::offline::get_kubeconfig(&cluster, reporter),
         Command::Util {
             command: UtilCommand::GetStateFile {
                 connect, dry_run, ..
             },
-        } => commands::state_file::get_state_file(&cluster, connect, *dry_run, &reporter).await,
-        Command::Config(_) => unreachable!("handled above"),
+        } => commands::state_file::get_state_file(&cluster, connect, *dry_run, reporter).await,
+        Command::Config(_) | Command::Completions { .. } | Command::Man => {
+            unreachable!("handled above")
+        }
     }
 }

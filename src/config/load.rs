@@ -125,10 +125,25 @@ pub struct Loaded {
 /// Reads and parses a cluster.yml file.
 pub fn load_file(path: &Path) -> Result<Loaded, ConfigError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+    let io = |source| ConfigError::Io {
         file: file.clone(),
         source,
+    };
+    let bytes = std::fs::read(path).map_err(io)?;
+    // A binary file is not a cluster.yml; say so instead of reporting YAML syntax at a NUL.
+    let not_text = |why: String| {
+        io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{why}: a cluster.yml must be UTF-8 YAML text"),
+        ))
+    };
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        not_text(format!("byte {at} is not UTF-8"))
     })?;
+    if let Some(at) = text.find('\0') {
+        return Err(not_text(format!("byte {at} is a NUL (a binary file?)")));
+    }
     load_str(&text, &file)
 }
 
@@ -263,6 +278,9 @@ fn plain_message(error: &serde_saphyr::Error) -> String {
         Some(i) => &first[..i],
         None => first,
     };
+    if let Some(limit) = parser_limit(first) {
+        return limit;
+    }
     match first {
         "" => "invalid YAML".to_string(),
         "invalid i64" | "invalid i32" | "invalid u64" => "expected an integer".to_string(),
@@ -272,6 +290,27 @@ fn plain_message(error: &serde_saphyr::Error) -> String {
         }
         other => other.to_string(),
     }
+}
+
+/// The parser's safety limits, in words instead of its Rust debug text
+/// (`budget breached: Depth { depth: 65 }`).
+fn parser_limit(text: &str) -> Option<String> {
+    if text == "recursion limit exceeded" {
+        return Some("nested too deeply: a cluster.yml is never this deep".to_string());
+    }
+    let breach = text.strip_prefix("budget breached: ")?;
+    let kind = breach.split([' ', '{']).next().unwrap_or(breach);
+    let number: String = breach.chars().filter(char::is_ascii_digit).collect();
+    Some(match kind {
+        "Depth" => format!(
+            "nested more than {} levels deep: a cluster.yml is never this deep",
+            number.parse::<u64>().map_or(0, |n| n.saturating_sub(1))
+        ),
+        _ => format!(
+            "the document is larger or more complex than a cluster.yml can be (limit on {} reached)",
+            kind.to_lowercase()
+        ),
+    })
 }
 
 fn ignored_path(path: &serde_ignored::Path<'_>) -> String {

@@ -104,11 +104,12 @@ impl ConfigError {
         }
     }
 
-    /// The process exit code for this error: 2 for an invalid config, 1 when unreadable.
+    /// The process exit code for this error: 1 when the file does not exist (nothing to judge),
+    /// 2 for a config that cannot be used: unreadable, not text, or invalid.
     pub fn exit_code(&self) -> i32 {
         match self {
-            ConfigError::Io { .. } => 1,
-            ConfigError::Syntax(_) | ConfigError::Invalid(_) => 2,
+            ConfigError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => 1,
+            ConfigError::Io { .. } | ConfigError::Syntax(_) | ConfigError::Invalid(_) => 2,
         }
     }
 }

@@ -73,6 +73,7 @@ pub fn validate(
     };
     let version = check_version(cfg, catalog, &mut report);
     check_nodes(cfg, &mut report);
+    check_ssh_ports(cfg, &mut report);
     check_auth(cfg, &mut report);
     check_network(cfg, version.as_ref(), &mut report);
     check_ingress(cfg, &mut report);
@@ -306,6 +307,28 @@ fn check_nodes(cfg: &RkeConfig, report: &mut Report) {
             "nodes",
             "cluster must have at least one controlplane host: give a node the `controlplane` role",
         );
+    }
+}
+
+/// An SSH port that is not a number from 1 to 65535 is an error: RKE1 and earlier rkers fell
+/// back to 22, which may reach a different daemon than the one the user meant.
+fn check_ssh_ports(cfg: &RkeConfig, report: &mut Report) {
+    let ports = cfg
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (format!("nodes[{i}].port"), &n.port))
+        .chain(std::iter::once((
+            "bastion_host.port".to_string(),
+            &cfg.bastion_host.port,
+        )));
+    for (path, port) in ports {
+        if !port.is_empty() && !port.trim().parse::<u16>().is_ok_and(|p| p != 0) {
+            report.at(
+                &path,
+                format!("invalid SSH port \"{port}\": give a number from 1 to 65535"),
+            );
+        }
     }
 }
 

@@ -25,6 +25,23 @@ pub enum HostError {
         port: u16,
         secs: u64,
     },
+    #[error(
+        "host {host}: {addr} accepted the TCP connection but sent no SSH banner within {secs}s: something other than sshd listens on that port, or sshd is hung (check the port in cluster.yml and `systemctl status ssh` on the node)"
+    )]
+    NoBanner {
+        host: String,
+        addr: String,
+        secs: u64,
+    },
+    #[error(
+        "host {host}: {addr} answered as {banner:?} but the SSH key exchange and login did not finish within {secs}s: sshd is overloaded or hung, or the network drops large packets (check the MTU on the path)"
+    )]
+    Stalled {
+        host: String,
+        addr: String,
+        banner: String,
+        secs: u64,
+    },
     #[error("host {host}: SSH handshake with {addr} failed: {detail}")]
     Handshake {
         host: String,
@@ -180,6 +197,8 @@ impl HostError {
             HostError::Unreachable { host, .. }
             | HostError::ConnectionRefused { host, .. }
             | HostError::ConnectTimeout { host, .. }
+            | HostError::NoBanner { host, .. }
+            | HostError::Stalled { host, .. }
             | HostError::Handshake { host, .. }
             | HostError::AuthFailed { host, .. }
             | HostError::NoAuthMethod { host, .. }
@@ -210,6 +229,8 @@ impl HostError {
             HostError::Unreachable { .. } => "unreachable",
             HostError::ConnectionRefused { .. } => "connection-refused",
             HostError::ConnectTimeout { .. } => "connect-timeout",
+            HostError::NoBanner { .. } => "no-banner",
+            HostError::Stalled { .. } => "stalled",
             HostError::Handshake { .. } => "handshake",
             HostError::AuthFailed { .. } => "auth-failed",
             HostError::NoAuthMethod { .. } => "no-auth-method",

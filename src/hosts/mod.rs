@@ -8,6 +8,7 @@
 // cold path, so their size does not matter.
 #![allow(clippy::result_large_err)]
 
+pub mod banner;
 pub mod container;
 pub mod docker;
 pub mod error;

@@ -76,6 +76,19 @@ impl std::fmt::Display for HostProblems {
 
 impl std::error::Error for HostProblems {}
 
+impl HostProblems {
+    /// One line naming the hosts, for a phase's failure line: the full list is the command's
+    /// error, printed once.
+    pub fn summary(&self) -> String {
+        let hosts: Vec<&str> = self.0.iter().map(|e| e.host()).collect();
+        format!(
+            "{} host(s) cannot be used: {}",
+            self.0.len(),
+            hosts.join(", ")
+        )
+    }
+}
+
 type BastionCell = Arc<OnceCell<Result<Arc<SshSession>, HostError>>>;
 
 /// Opens sessions to bastions once and shares them between nodes.
@@ -192,6 +205,7 @@ async fn prepare(
             methods,
             known_hosts_path: known_hosts_path(opts),
             policy: opts.host_key_policy,
+            record_new_keys: opts.record_new_host_keys,
             timeout: opts.connect_timeout,
             retries: opts.retries,
         },
@@ -224,7 +238,7 @@ async fn attempt(target: SshTarget, opts: &SshOptions, bastions: &Bastions) -> H
                     .await
                     .map_err(|e| HostError::Bastion {
                         host: target.name.clone(),
-                        bastion: format!("{}:{}", b.address, b.port.unwrap_or(22)),
+                        bastion: super::target::host_port(&b.address, b.port.unwrap_or(22)),
                         source: Box::new(e),
                     })?,
             ),

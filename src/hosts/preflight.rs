@@ -128,6 +128,7 @@ impl PreflightReport {
                 .map(|k| match k {
                     HostKeyVerdict::Known => "known",
                     HostKeyVerdict::Recorded => "recorded",
+                    HostKeyVerdict::AcceptedNotRecorded => "new, not recorded",
                     HostKeyVerdict::NotChecked => "not checked",
                 })
                 .unwrap_or("-")

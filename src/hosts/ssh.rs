@@ -12,6 +12,7 @@ use russh::keys::{HashAlg, PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertific
 use russh::{ChannelMsg, ChannelOpenFailure};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::banner;
 use super::error::HostError;
 use super::keys::{AuthMethod, describe_key};
 use super::known_hosts::{self, HostKeyStatus, KnownHosts};
@@ -30,6 +31,9 @@ pub enum HostKeyVerdict {
     Known,
     /// Not known before; recorded in known_hosts (accept-new).
     Recorded,
+    /// Not known before; accepted for this read-only run (preflight, --dry-run) and not
+    /// recorded, so the run leaves known_hosts as it was.
+    AcceptedNotRecorded,
     /// Not checked (insecure policy).
     NotChecked,
 }
@@ -61,6 +65,8 @@ pub(crate) struct ConnectParams {
     pub methods: Vec<AuthMethod>,
     pub known_hosts_path: PathBuf,
     pub policy: HostKeyPolicy,
+    /// Whether accept-new writes a new key to known_hosts (not in read-only runs).
+    pub record_new_keys: bool,
     pub timeout: Duration,
     pub retries: u32,
 }
@@ -98,6 +104,7 @@ struct Client {
     lookup_names: Vec<String>,
     known_hosts_path: PathBuf,
     policy: HostKeyPolicy,
+    record_new_keys: bool,
     outcome: Arc<Mutex<Option<KeyOutcome>>>,
     server_id: Arc<Mutex<String>>,
 }
@@ -176,6 +183,18 @@ impl Client {
                     new_fingerprint: fp,
                 })
             }
+            // Like OpenSSH's "Permanently added", the user sees which key was trusted, so a
+            // wrong one can be caught by comparing fingerprints.
+            HostKeyStatus::Unknown if !self.record_new_keys => {
+                crate::output::notice(format!(
+                    "host {}: new {} host key {fp} for {lookup_name} accepted for this read-only \
+                     run, not recorded in {}",
+                    self.host,
+                    key.algorithm(),
+                    self.known_hosts_path.display()
+                ));
+                Ok((HostKeyVerdict::AcceptedNotRecorded, fp))
+            }
             HostKeyStatus::Unknown => {
                 known_hosts::append(&self.known_hosts_path, &lookup_name, key).map_err(|e| {
                     HostError::KnownHosts {
@@ -183,7 +202,12 @@ impl Client {
                         detail: e.to_string(),
                     }
                 })?;
-                tracing::info!(host = %self.host, "recorded new host key {fp} for {lookup_name} in {}", self.known_hosts_path.display());
+                crate::output::notice(format!(
+                    "host {}: recorded new {} host key {fp} for {lookup_name} in {}",
+                    self.host,
+                    key.algorithm(),
+                    self.known_hosts_path.display()
+                ));
                 Ok((HostKeyVerdict::Recorded, fp))
             }
         }
@@ -223,20 +247,23 @@ impl SshSession {
         }
     }
 
+    /// One attempt, bounded stage by stage (see [`super::banner`]).
     async fn connect_once(
         params: &ConnectParams,
         via: Option<Arc<SshSession>>,
     ) -> Result<SshSession, HostError> {
-        let addr = format!("{}:{}", params.address, params.port);
-        let secs = params.timeout.as_secs().max(1);
-        match tokio::time::timeout(params.timeout, Self::connect_inner(params, &addr, via)).await {
-            Ok(r) => r,
-            Err(_) => Err(HostError::ConnectTimeout {
-                host: params.host.clone(),
-                addr,
-                port: params.port,
-                secs,
-            }),
+        let addr = super::target::host_port(&params.address, params.port);
+        let progress = banner::SharedProgress::default();
+        let bounds = banner::Bounds {
+            host: &params.host,
+            addr: &addr,
+            port: params.port,
+            connect_timeout: params.timeout,
+            banner_timeout: banner::BANNER_TIMEOUT.min(params.timeout),
+        };
+        tokio::select! {
+            r = Self::connect_inner(params, &addr, via, progress.clone()) => r,
+            e = banner::watch(progress.clone(), bounds) => Err(e),
         }
     }
 
@@ -244,6 +271,7 @@ impl SshSession {
         params: &ConnectParams,
         addr: &str,
         via: Option<Arc<SshSession>>,
+        progress: banner::SharedProgress,
     ) -> Result<SshSession, HostError> {
         let outcome = Arc::new(Mutex::new(None));
         let server_id = Arc::new(Mutex::new(String::new()));
@@ -252,6 +280,7 @@ impl SshSession {
             lookup_names: vec![known_hosts::lookup_name(&params.address, params.port)],
             known_hosts_path: params.known_hosts_path.clone(),
             policy: params.policy,
+            record_new_keys: params.record_new_keys,
             outcome: outcome.clone(),
             server_id: server_id.clone(),
         };
@@ -262,7 +291,8 @@ impl SshSession {
                     .await
                     .map_err(|e| tcp_error(&params.host, addr, params.port, params.timeout, e))?;
                 let _ = tcp.set_nodelay(true);
-                client::connect_stream(config, tcp, handler).await
+                banner::mark_connected(&progress);
+                client::connect_stream(config, banner::Watched::new(tcp, progress), handler).await
             }
             Some(bastion) => {
                 let ch = bastion
@@ -275,7 +305,9 @@ impl SshSession {
                     )
                     .await
                     .map_err(|e| bastion_channel_error(&params.host, bastion, addr, e))?;
-                client::connect_stream(config, ch.into_stream(), handler).await
+                banner::mark_connected(&progress);
+                let stream = banner::Watched::new(ch.into_stream(), progress);
+                client::connect_stream(config, stream, handler).await
             }
         };
         let mut handle = match connected {
@@ -591,7 +623,7 @@ async fn authenticate(
 ) -> Result<String, HostError> {
     let ssh_err = |e: russh::Error| HostError::Handshake {
         host: params.host.clone(),
-        addr: format!("{}:{}", params.address, params.port),
+        addr: super::target::host_port(&params.address, params.port),
         detail: format!("during authentication: {e}"),
     };
     let mut tried = Vec::new();

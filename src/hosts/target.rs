@@ -156,6 +156,9 @@ pub struct SshOptions {
     pub ssh_config_enabled: bool,
     /// Timeout of a single Docker API call until response headers arrive.
     pub docker_timeout: Duration,
+    /// Whether accept-new writes new host keys to known_hosts; off for read-only runs
+    /// (preflight, --dry-run), which must leave every file as it was.
+    pub record_new_host_keys: bool,
 }
 
 impl Default for SshOptions {
@@ -171,6 +174,7 @@ impl Default for SshOptions {
             ssh_config_path: None,
             ssh_config_enabled: true,
             docker_timeout: Duration::from_secs(120),
+            record_new_host_keys: true,
         }
     }
 }
@@ -215,5 +219,26 @@ mod tests {
                 .unwrap_err()
                 .contains("strict")
         );
+    }
+}
+
+/// `host:port` as people and OpenSSH write it: an IPv6 address in brackets (`[::1]:2`), so the
+/// port cannot be read as part of the address.
+pub fn host_port(address: &str, port: u16) -> String {
+    if address.contains(':') && !address.starts_with('[') {
+        format!("[{address}]:{port}")
+    } else {
+        format!("{address}:{port}")
+    }
+}
+
+#[cfg(test)]
+mod host_port_tests {
+    #[test]
+    fn ipv6_addresses_are_bracketed() {
+        assert_eq!(super::host_port("::1", 2), "[::1]:2");
+        assert_eq!(super::host_port("fe80::1%eth0", 22), "[fe80::1%eth0]:22");
+        assert_eq!(super::host_port("10.0.0.1", 22), "10.0.0.1:22");
+        assert_eq!(super::host_port("node1", 2222), "node1:2222");
     }
 }

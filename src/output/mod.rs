@@ -34,6 +34,8 @@ pub enum Status {
     Skipped,
     Warning,
     Info,
+    /// Stopped by SIGINT before it finished.
+    Interrupted,
 }
 
 /// One thing that happened, in the shape `--output json` prints it.
@@ -57,6 +59,11 @@ pub struct Event {
     /// Structured details of the event (e.g. the adoption summary); never holds secrets.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data: Option<serde_json::Value>,
+    /// `"result"` on the one event that ends every run, which also carries the exit code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<u8>,
 }
 
 impl Event {
@@ -71,6 +78,8 @@ impl Event {
             message: None,
             error: None,
             data: None,
+            event: None,
+            exit_code: None,
         }
     }
 
@@ -81,6 +90,37 @@ impl Event {
             }
         }
         self
+    }
+}
+
+/// The reporter of the running command, for notices from code that has none at hand (a host
+/// key recorded while connecting).
+static CURRENT: Mutex<Option<Reporter>> = Mutex::new(None);
+
+/// A warning shown through the command's reporter (plain stderr when there is none).
+pub fn notice(message: impl Into<String>) {
+    let current = CURRENT.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    match current {
+        Some(r) => r.warn(message),
+        None => eprintln!("warning: {}", redact(&message.into())),
+    }
+}
+
+/// Set once SIGINT arrived: what is dropped unfinished from then on was interrupted.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records that the run is being interrupted (before its work is dropped).
+pub fn mark_interrupted() {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// How a phase or host action that is dropped unfinished ended: an early return on an error,
+/// or the run being interrupted. Never success.
+fn unfinished() -> (Status, &'static str) {
+    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        (Status::Interrupted, "interrupted")
+    } else {
+        (Status::Failed, "stopped before it finished")
     }
 }
 
@@ -119,9 +159,11 @@ impl Reporter {
             },
             OutputFormat::Text => Renderer::Plain,
         };
-        Reporter {
+        let reporter = Reporter {
             renderer: Arc::new(renderer),
-        }
+        };
+        *CURRENT.lock().unwrap_or_else(|p| p.into_inner()) = Some(reporter.clone());
+        reporter
     }
 
     /// A reporter that prints plain lines regardless of the terminal (tests, pipes).
@@ -145,7 +187,10 @@ impl Reporter {
             }
             Renderer::Plain => eprintln!("{}", plain_line(&event)),
             Renderer::Quiet => {
-                if matches!(event.status, Status::Failed | Status::Warning) {
+                if matches!(
+                    event.status,
+                    Status::Failed | Status::Warning | Status::Interrupted
+                ) {
                     eprintln!("{}", plain_line(&event));
                 }
             }
@@ -163,6 +208,27 @@ impl Reporter {
         let mut e = Event::new(Status::Warning);
         e.message = Some(message.into());
         self.emit(e);
+    }
+
+    /// The one event that ends every run: its outcome, exit code and error. In JSON it is the
+    /// last line; as text, a failure is the `error:` line the caller prints.
+    pub fn finish_run(&self, exit_code: u8, error: Option<&str>) {
+        let status = match exit_code {
+            0 => Status::Ok,
+            130 => Status::Interrupted,
+            _ => Status::Failed,
+        };
+        let mut e = Event::new(status);
+        e.event = Some("result");
+        e.exit_code = Some(exit_code);
+        e.error = error.map(str::to_string);
+        let e = e.redacted();
+        if let Renderer::Json = &*self.renderer {
+            let line = serde_json::to_string(&e).unwrap_or_default();
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        }
     }
 
     /// Starts a phase; the returned guard reports its end.
@@ -205,6 +271,7 @@ fn plain_line(e: &Event) -> String {
         Status::Skipped => "SKIP ",
         Status::Warning => "WARN ",
         Status::Info => "INFO ",
+        Status::Interrupted => "INTR ",
     });
     if let Some(p) = &e.phase {
         line.push_str(&format!(" [{p}]"));
@@ -286,14 +353,42 @@ fn render_progress(
             "! {action} {}",
             e.message.as_deref().unwrap_or_default()
         )),
-        Status::Failed => bar.set_message(format!(
+        Status::Failed | Status::Interrupted => bar.set_message(format!(
             "✗ {action}: {}",
             e.error.as_deref().unwrap_or_default()
         )),
     }
 }
 
-/// Ends a phase when dropped; call [`PhaseGuard::fail`] to end it with an error.
+/// Turns a finished phase's live host lines into printed lines. Finished bars left in the
+/// live area pile up past the terminal's height, and indicatif then redraws over lines printed
+/// above them (phase headers vanished); only the running phase's hosts stay live.
+fn settle_phase_bars(
+    multi: &MultiProgress,
+    bars: &Mutex<HashMap<(String, String), ProgressBar>>,
+    phase: &str,
+) {
+    let mut bars = bars.lock().unwrap_or_else(|p| p.into_inner());
+    let mut done: Vec<(String, ProgressBar)> = Vec::new();
+    bars.retain(|(p, host), bar| {
+        if p == phase {
+            done.push((host.clone(), bar.clone()));
+            false
+        } else {
+            true
+        }
+    });
+    done.sort_by(|a, b| a.0.cmp(&b.0));
+    for (host, bar) in done {
+        let line = format!("  {host:<24} {}", bar.message());
+        bar.finish_and_clear();
+        multi.remove(&bar);
+        let _ = multi.println(line);
+    }
+}
+
+/// Ends a phase: [`PhaseGuard::done`] or [`PhaseGuard::fail`]; dropped unfinished (an early
+/// return on an error, an interrupt) it reports failure or `interrupted`, never success.
 pub struct PhaseGuard {
     reporter: Reporter,
     name: String,
@@ -315,16 +410,8 @@ impl PhaseGuard {
             return;
         }
         self.finished = true;
-        if let Renderer::Progress { bars, .. } = &*self.reporter.renderer {
-            let mut bars = bars.lock().unwrap_or_else(|p| p.into_inner());
-            bars.retain(|(phase, _), bar| {
-                if *phase == self.name {
-                    bar.finish();
-                    false
-                } else {
-                    true
-                }
-            });
+        if let Renderer::Progress { multi, bars } = &*self.reporter.renderer {
+            settle_phase_bars(multi, bars, &self.name);
         }
         let mut e = Event::new(status);
         e.phase = Some(self.name.clone());
@@ -336,11 +423,13 @@ impl PhaseGuard {
 
 impl Drop for PhaseGuard {
     fn drop(&mut self) {
-        self.finish(Status::Ok, None);
+        let (status, why) = unfinished();
+        self.finish(status, Some(why));
     }
 }
 
-/// One action on one host; reports `ok` when dropped unless failed or skipped explicitly.
+/// One action on one host; reports failure (or `interrupted`) when dropped unfinished: only
+/// [`HostAction::ok`] reports success.
 pub struct HostAction {
     reporter: Reporter,
     phase: String,
@@ -392,7 +481,8 @@ impl HostAction {
 
 impl Drop for HostAction {
     fn drop(&mut self) {
-        self.finish(Status::Ok, None, None);
+        let (status, why) = unfinished();
+        self.finish(status, None, Some(why));
     }
 }
 

@@ -4,7 +4,8 @@
 use std::sync::{OnceLock, RwLock};
 
 const MASK: &str = "[REDACTED]";
-/// Short strings would mask ordinary words; real secrets are longer than this.
+/// A secret shorter than this is masked only where it stands alone (not inside a longer word),
+/// so a short password never shows, yet does not mask every word that contains it.
 const MIN_SECRET_LEN: usize = 6;
 
 #[derive(Default)]
@@ -21,7 +22,7 @@ impl Redactor {
     /// Remembers a secret value so it is masked wherever it shows up later.
     pub fn register(&self, secret: &str) {
         let secret = secret.trim();
-        if secret.len() < MIN_SECRET_LEN {
+        if secret.is_empty() {
             return;
         }
         let mut secrets = self.secrets.write().unwrap_or_else(|p| p.into_inner());
@@ -36,12 +37,39 @@ impl Redactor {
         let mut out = mask_private_key_blocks(text);
         let secrets = self.secrets.read().unwrap_or_else(|p| p.into_inner());
         for secret in secrets.iter() {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), MASK);
+            if !out.contains(secret.as_str()) {
+                continue;
             }
+            out = if secret.len() >= MIN_SECRET_LEN {
+                out.replace(secret.as_str(), MASK)
+            } else {
+                replace_standalone(&out, secret)
+            };
         }
         out
     }
+}
+
+/// Replaces the occurrences of `needle` not directly preceded or followed by a letter or digit.
+fn replace_standalone(text: &str, needle: &str) -> String {
+    let is_word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (i, _) in text.match_indices(needle) {
+        if i < last {
+            continue;
+        }
+        let before = text[..i].chars().next_back();
+        let after = text[i + needle.len()..].chars().next();
+        if is_word(before) || is_word(after) {
+            continue;
+        }
+        out.push_str(&text[last..i]);
+        out.push_str(MASK);
+        last = i + needle.len();
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 /// Masks through the global redactor.
@@ -107,8 +135,19 @@ mod tests {
         let r = Redactor::default();
         r.register("hunter2hunter2");
         r.register("hunter2hunter2-and-more");
-        r.register("abc"); // too short to be a secret worth masking
         let out = r.redact("a hunter2hunter2-and-more b hunter2hunter2 c abc");
         assert_eq!(out, "a [REDACTED] b [REDACTED] c abc");
+    }
+
+    #[test]
+    fn short_secrets_are_masked_where_they_stand_alone() {
+        let r = Redactor::default();
+        r.register("pw1");
+        r.register("x");
+        let out = r.redact("password pw1, login=pw1; pw12 apw1 x-ray ox \"x\"");
+        assert_eq!(
+            out,
+            "password [REDACTED], login=[REDACTED]; pw12 apw1 [REDACTED]-ray ox \"[REDACTED]\""
+        );
     }
 }

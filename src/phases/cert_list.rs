@@ -27,13 +27,21 @@ pub enum ListError {
 /// The host name `cert list` gives the admin kubeconfig's certificate, which no node holds.
 pub const LOCAL: &str = "local";
 
+/// What `cert list` found: the rows, and the certificates it could not show.
+pub struct Listing {
+    pub rows: Vec<CertExpiry>,
+    /// `<host>: <certificate>: <why>` for a CA that is missing or broken, and for a certificate
+    /// the state holds but that neither the host nor the state gives in a readable form.
+    pub problems: Vec<String>,
+}
+
 /// One row per certificate per host (plus `kube-admin` for [`LOCAL`]), hosts in config order,
 /// certificates by name.
 pub async fn cert_list(
     cluster: &Cluster,
     opts: &ListOptions,
     reporter: &Reporter,
-) -> Result<Vec<CertExpiry>, ListError> {
+) -> Result<Listing, ListError> {
     let state = cluster.load_state()?;
     let bundle = state
         .map(|s| {
@@ -92,14 +100,31 @@ pub async fn cert_list(
         }
     }
 
+    let state_path = cluster.files.state_path.display().to_string();
     let mut rows = Vec::new();
+    let mut problems = Vec::new();
     for host in &spec.hosts {
         let wanted = pki::cert_names_for_host(&spec, host);
         let on_host = deployed.get(&host.address);
         for name in &wanted {
             match on_host.and_then(|d| d.iter().find(|c| &c.certificate == name)) {
                 Some(c) => rows.push(c.clone()),
-                None => rows.extend(state_expiry(&host.address, bundle.get(name))),
+                None => {
+                    if on_host.is_some() && name == pki::names::CA_CERT_NAME {
+                        reporter.warn(format!(
+                            "host {}: its {name} certificate is missing or does not parse; \
+                             shown from the state file",
+                            host.address
+                        ));
+                    }
+                    let from_state = state_expiry(&host.address, bundle.get(name));
+                    if from_state.is_empty()
+                        && let Some(why) = unreadable(name, bundle.get(name), &state_path)
+                    {
+                        problems.push(format!("{}: {name}: {why}", host.address));
+                    }
+                    rows.extend(from_state);
+                }
             }
         }
     }
@@ -107,7 +132,24 @@ pub async fn cert_list(
         LOCAL,
         bundle.get(pki::names::KUBE_ADMIN_CERT_NAME),
     ));
-    Ok(rows)
+    Ok(Listing { rows, problems })
+}
+
+/// Why a certificate neither the host nor the state could show matters: the CA always does;
+/// other names only when the state holds an entry that does not parse (optional certificates,
+/// such as the external etcd pair, are simply absent).
+fn unreadable(name: &str, entry: Option<&pki::CertificatePki>, state_path: &str) -> Option<String> {
+    let is_ca = name == pki::names::CA_CERT_NAME;
+    match entry.filter(|e| e.has_certificate()) {
+        None if is_ca => Some(format!(
+            "the CA certificate is missing: not readable on the host and not in {state_path}"
+        )),
+        None => None,
+        Some(e) => e
+            .info()
+            .err()
+            .map(|err| format!("not readable on the host, and broken in {state_path}: {err}")),
+    }
 }
 
 /// The table `cert list` prints.

@@ -164,7 +164,7 @@ pub async fn cert_rotate(
                 "cannot reach every host ({}); no certificate was rotated:\n{problems}",
                 unreachable_names(cluster, &problems)
             );
-            phase.fail(&message);
+            phase.fail(&problems.summary());
             return Err(RotateError::Other(message));
         }
     };

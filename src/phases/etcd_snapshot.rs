@@ -588,9 +588,10 @@ pub async fn restore(
     let pool = match HostPool::connect(&targets, &opts.up.ssh).await {
         Ok(p) => p,
         Err(problems) => {
-            let message = format!("cannot reach every host; nothing was changed:\n{problems}");
-            phase.fail(&message);
-            return Err(SnapshotError::Failed(message));
+            phase.fail(&problems.summary());
+            return Err(SnapshotError::Failed(
+                problems.to_string().trim_end().to_string(),
+            ));
         }
     };
     let initial = initial_cluster(&members);

@@ -346,7 +346,7 @@ fn local_files_to_delete(cluster: &Cluster, keep_backups: bool) -> Vec<std::path
         cluster.files.state_path.clone(),
     ];
     if !keep_backups {
-        paths.extend(crate::state::backups(&cluster.files.state_path));
+        paths.extend(crate::state::list_backups(&cluster.files.state_path).unwrap_or_default());
     }
     paths
 }
@@ -360,7 +360,7 @@ fn remove_local_files(cluster: &Cluster, keep_backups: bool, reporter: &Reporter
         }
     }
     if keep_backups {
-        let kept = crate::state::backups(&cluster.files.state_path);
+        let kept = crate::state::list_backups(&cluster.files.state_path).unwrap_or_default();
         if !kept.is_empty() {
             let list: Vec<String> = kept.iter().map(|p| p.display().to_string()).collect();
             reporter.warn(format!(
@@ -436,7 +436,7 @@ async fn print_dry_run(
         }
     }
     if keep_backups {
-        for path in crate::state::backups(&cluster.files.state_path) {
+        for path in crate::state::list_backups(&cluster.files.state_path).unwrap_or_default() {
             lines.push(format!("local: keep {}", path.display()));
         }
     }

@@ -179,9 +179,8 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     let pool = match HostPool::connect(&targets, &opts.ssh).await {
         Ok(pool) => pool,
         Err(problems) => {
-            let message = format!("cannot reach every host; nothing was changed:\n{problems}");
-            phase.fail(&message);
-            return Err(UpError::Other(message));
+            phase.fail(&problems.summary());
+            return Err(UpError::Other(problems.to_string().trim_end().to_string()));
         }
     };
     check_docker_versions(cluster, &pool, opts, reporter)?;
@@ -458,11 +457,10 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         return Ok(());
     }
 
-    state.save(&cluster.files.state_path).map_err(other)?;
-    reporter.info(format!(
-        "Successfully Deployed state file at [{}]",
-        cluster.files.state_path.display()
-    ));
+    // Written only now, once no check refused the run and the adoption (if any) is confirmed,
+    // and still before any host changes (§9.1): a run that refuses leaves the state file as it
+    // was.
+    save_desired_state(cluster, &state, reporter)?;
 
     let run = Arc::new(Run {
         pool,
@@ -776,6 +774,21 @@ async fn observe(
     futures::future::join_all(tasks).await.into_iter().collect()
 }
 
+fn save_desired_state(
+    cluster: &Cluster,
+    state: &StateFile,
+    reporter: &Reporter,
+) -> Result<(), UpError> {
+    let path = &cluster.files.state_path;
+    let backup = state.save(path).map_err(other)?;
+    let kept = crate::state::backup_note(backup.as_deref());
+    reporter.info(format!(
+        "Successfully Deployed state file at [{}]{kept}",
+        path.display()
+    ));
+    Ok(())
+}
+
 /// RKE1 would create a new CA over a running cluster when the state file is lost (§32 pain
 /// point 5); rkers refuses unless told to.
 fn guard_existing_cluster(
@@ -803,8 +816,9 @@ fn guard_existing_cluster(
     }
     Err(UpError::Other(format!(
         "hosts already run Kubernetes containers but there is no cluster state at {}: {}. \
-         Running `up` now would issue new certificates and break that cluster. Recover the state \
-         (`rkers util get-state-file`, or the .rkestate.bak next to it), or pass --force to build a new cluster over it.",
+         Running `up` now would issue new certificates and break that cluster; nothing was \
+         written. Recover the state (`rkers util get-state-file`, or a backup \
+         <state>.<time>.bak next to it), or pass --force to build a new cluster over it.",
         state_path.display(),
         busy.join("; ")
     )))

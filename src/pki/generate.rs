@@ -95,14 +95,8 @@ pub fn reconcile_bundle(bundle: Bundle, spec: &PkiSpec) -> Result<(Bundle, Chang
     let old = bundle;
     let mut certs = old.clone();
 
-    let ca = certs
-        .get(CA_CERT_NAME)
-        .filter(|c| c.has_certificate() && c.has_key());
-    let Some(ca) = ca.cloned() else {
-        return Err(PkiError::MissingCa {
-            name: CA_CERT_NAME.to_string(),
-        });
-    };
+    check_signing_ca(&certs)?;
+    let ca = certs[CA_CERT_NAME].clone();
     let header_ca_present = certs
         .get(REQUEST_HEADER_CA_CERT_NAME)
         .is_some_and(|c| c.has_certificate() && c.has_key());
@@ -455,6 +449,57 @@ pub(crate) fn cert_object(
         config_path,
         extra: Default::default(),
     }
+}
+
+/// The check `up` makes of the bundle's `kube-ca` before it signs anything with it: present
+/// with certificate and key, both parseable, usable as an issuer. Commands that only hand the CA
+/// on (`util get-kubeconfig`) make the same check so they never pass on a CA `up` rejects.
+pub fn check_signing_ca(bundle: &Bundle) -> Result<(), PkiError> {
+    let ca = ca_certificate(bundle)?;
+    if !ca.has_key() {
+        return Err(PkiError::MissingCa {
+            name: CA_CERT_NAME.to_string(),
+        });
+    }
+    check_ca_certificate(bundle)?;
+    SigningCa::load(ca)?;
+    // Leaves signed with a key that is not the certificate's would never verify.
+    let der = ca.certificate_der()?;
+    let (_, cert) =
+        x509_parser::parse_x509_certificate(&der).map_err(|e| PkiError::InvalidCertificate {
+            name: ca.name.clone(),
+            reason: e.to_string(),
+        })?;
+    let key = ca.key_pair()?;
+    if cert.tbs_certificate.subject_pki.raw != rcgen::PublicKeyData::subject_public_key_info(&key) {
+        return Err(PkiError::InvalidKey {
+            name: ca.name.clone(),
+            reason: "it is not the key of the CA certificate".into(),
+        });
+    }
+    Ok(())
+}
+
+/// The bundle's `kube-ca` entry, when it holds a certificate.
+pub(crate) fn ca_certificate(bundle: &Bundle) -> Result<&CertificatePki, PkiError> {
+    bundle
+        .get(CA_CERT_NAME)
+        .filter(|c| c.has_certificate())
+        .ok_or_else(|| PkiError::MissingCa {
+            name: CA_CERT_NAME.to_string(),
+        })
+}
+
+/// The bundle's `kube-ca` certificate is present, parses and is a CA (its key is not looked at).
+pub fn check_ca_certificate(bundle: &Bundle) -> Result<(), PkiError> {
+    let ca = ca_certificate(bundle)?;
+    if !ca.info()?.is_ca {
+        return Err(PkiError::InvalidCertificate {
+            name: ca.name.clone(),
+            reason: "it is not a CA certificate".into(),
+        });
+    }
+    Ok(())
 }
 
 /// A CA ready to sign: its key and the validity start every leaf copies (as RKE1 does).

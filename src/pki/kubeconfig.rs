@@ -95,12 +95,7 @@ pub fn admin_kubeconfig(
     cluster_name: &str,
     server_url: &str,
 ) -> Result<String, PkiError> {
-    let ca = bundle
-        .get(CA_CERT_NAME)
-        .filter(|c| c.has_certificate())
-        .ok_or_else(|| PkiError::MissingCa {
-            name: CA_CERT_NAME.to_string(),
-        })?;
+    let ca = super::generate::ca_certificate(bundle)?;
     let admin = bundle
         .get(KUBE_ADMIN_CERT_NAME)
         .filter(|c| c.has_certificate() && c.has_key())

@@ -22,7 +22,9 @@ use std::path::PathBuf;
 pub use certdir::{CsrReport, CustomCerts, generate_csrs, load_custom_certs};
 pub use certificate::{CertInfo, CertificatePki};
 pub(crate) use generate::cert_object;
-pub use generate::{Changes, generate_bundle, reconcile_bundle};
+pub use generate::{
+    Changes, check_ca_certificate, check_signing_ca, generate_bundle, reconcile_bundle,
+};
 pub use hosts::{cert_names_for_host, certs_for_host};
 pub use inspect::{CertSummary, inspect_bundle};
 pub use kubeconfig::{LOCAL_API_SERVER_URL, admin_kubeconfig, node_kubeconfig};

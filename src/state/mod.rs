@@ -4,6 +4,7 @@
 //! value: the config module converts it to and from its typed model, and
 //! [`merge_preserving`] keeps fields rkers does not know when a new config is written back.
 
+mod backups;
 mod files;
 mod gojson;
 mod merge;
@@ -15,6 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::pki::Bundle;
 
+pub use backups::{MAX_BACKUPS, list_backups, reset_for_tests, timestamped_backup_path};
 pub use files::{ClusterFiles, write_atomic};
 pub use merge::{merge_preserving, merge_preserving_where};
 
@@ -26,7 +28,7 @@ pub const STATE_FILE_MODE: u32 = 0o600;
 /// mark) wrote the file last.
 pub const RKERS_MARK: &str = "rkers";
 
-/// Suffix of the copy of the previous state kept next to the state file.
+/// Suffix of the copies of earlier states kept next to the state file.
 pub const BACKUP_SUFFIX: &str = ".bak";
 
 /// The whole `.rkestate` document.
@@ -110,19 +112,36 @@ pub enum StateError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "{path}: refusing to use this state file: {reason}. rkers never replaces a state it \
+         cannot fully read; restore it from a backup next to it ({path}.<time>.bak), recover it \
+         with `rkers util get-state-file`, or move it away to start a new cluster"
+    )]
+    NotUnderstood { path: PathBuf, reason: String },
     #[error("cannot serialize the state: {0}")]
     Serialize(#[source] serde_json::Error),
 }
 
 impl StateFile {
     /// Parses a state document; `origin` names it in errors (a path, or e.g. the Secret).
+    /// A document that is JSON but not a state rkers fully understands is refused: treating it as
+    /// "no cluster" would make `up` issue a new CA and replace it.
     pub fn from_json(text: &str, origin: &Path) -> Result<StateFile, StateError> {
-        serde_json::from_str(text).map_err(|e| StateError::Parse {
+        let parse_error = |e: serde_json::Error| StateError::Parse {
             path: origin.to_path_buf(),
             line: e.line(),
             column: e.column(),
             message: strip_position(&e),
-        })
+        };
+        let state: StateFile = serde_json::from_str(text).map_err(parse_error)?;
+        let raw: Value = serde_json::from_str(text).map_err(parse_error)?;
+        if let Some(reason) = not_understood(&raw) {
+            return Err(StateError::NotUnderstood {
+                path: origin.to_path_buf(),
+                reason,
+            });
+        }
+        Ok(state)
     }
 
     /// Reads a state file. `Ok(None)` when it does not exist (a new cluster).
@@ -142,23 +161,23 @@ impl StateFile {
         gojson::to_string_indent(self).map_err(StateError::Serialize)
     }
 
-    /// Writes the state atomically with mode 0600, first keeping the previous file as
-    /// `<name>.rkestate.bak`.
-    pub fn save(&self, path: &Path) -> Result<(), StateError> {
+    /// Writes the state atomically with mode 0600, marked as rkers' ([`RKERS_MARK`]), first
+    /// keeping the file as this run found it as a timestamped backup (see [`list_backups`]).
+    /// Returns that backup when there is one.
+    pub fn save(&self, path: &Path) -> Result<Option<PathBuf>, StateError> {
         let mut marked = self.clone();
         marked.extra.insert(
             RKERS_MARK.to_string(),
             serde_json::json!({ "version": env!("CARGO_PKG_VERSION") }),
         );
         let text = marked.to_json()?;
+        let mut kept = None;
         match std::fs::read(path) {
+            Ok(previous) if previous == text.as_bytes() => {}
             Ok(previous) => {
-                let backup = backup_path(path);
-                write_atomic(&backup, &previous, STATE_FILE_MODE).map_err(|source| {
-                    StateError::Write {
-                        path: backup.clone(),
-                        source,
-                    }
+                kept = backups::keep(path, &previous).map_err(|source| StateError::Write {
+                    path: timestamped_backup_path(path, time::OffsetDateTime::now_utc()),
+                    source,
                 })?;
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -169,10 +188,13 @@ impl StateFile {
                 });
             }
         }
-        write_atomic(path, text.as_bytes(), STATE_FILE_MODE).map_err(|source| StateError::Write {
-            path: path.to_path_buf(),
-            source,
-        })
+        write_atomic(path, text.as_bytes(), STATE_FILE_MODE).map_err(|source| {
+            StateError::Write {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
+        Ok(kept)
     }
 
     /// Whether rkers wrote this state file last (see [`RKERS_MARK`]).
@@ -186,40 +208,61 @@ impl StateFile {
     }
 }
 
-/// `cluster.rkestate` → `cluster.rkestate.bak`.
+/// What to append to "state file written" so the user knows where the previous state went.
+pub fn backup_note(backup: Option<&Path>) -> String {
+    backup
+        .map(|b| format!(" (the previous state is kept as [{}])", b.display()))
+        .unwrap_or_default()
+}
+
+/// `cluster.rkestate` → `cluster.rkestate.bak`, the one backup earlier rkers versions kept.
 pub fn backup_path(state_path: &Path) -> PathBuf {
     let mut name = state_path.as_os_str().to_os_string();
     name.push(BACKUP_SUFFIX);
     PathBuf::from(name)
 }
 
-/// Every backup of the state file that exists: `cluster.rkestate.bak` and the timestamped
-/// `cluster.rkestate.<time>.bak` copies, oldest name first. They hold every private key of the
-/// cluster, so `remove` takes them with it.
-pub fn backups(state_path: &Path) -> Vec<PathBuf> {
-    let Some(name) = state_path.file_name().and_then(|n| n.to_str()) else {
-        return Vec::new();
+/// Why a parsed document is not a state rkers understands, if it is not: it must have
+/// `desiredState` or `currentState`, each an object that is empty or holds at least one of
+/// `rkeConfig` (an object), `certificatesBundle`, `encryptionConfig`.
+fn not_understood(raw: &Value) -> Option<String> {
+    let Value::Object(top) = raw else {
+        return Some("it is not a JSON object".into());
     };
-    let dir = match state_path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let prefix = format!("{name}.");
-    let mut found: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(BACKUP_SUFFIX))
-        })
-        .map(|e| state_path.with_file_name(e.file_name()))
-        .collect();
-    found.sort();
-    found
+    let sides = ["desiredState", "currentState"];
+    if !sides.iter().any(|k| top.contains_key(*k)) {
+        let keys: Vec<&str> = top.keys().map(String::as_str).take(5).collect();
+        return Some(if keys.is_empty() {
+            "it is an empty JSON object, without desiredState or currentState".into()
+        } else {
+            format!(
+                "it has neither desiredState nor currentState (its keys: {})",
+                keys.join(", ")
+            )
+        });
+    }
+    for side in sides {
+        let Some(v) = top.get(side) else { continue };
+        let Value::Object(fields) = v else {
+            return Some(format!("{side} is not a JSON object"));
+        };
+        if fields.is_empty() {
+            continue;
+        }
+        match fields.get("rkeConfig") {
+            None | Some(Value::Null) | Some(Value::Object(_)) => {}
+            Some(_) => return Some(format!("{side}.rkeConfig is not a JSON object")),
+        }
+        let known = ["rkeConfig", "certificatesBundle", "encryptionConfig"];
+        if !known.iter().any(|k| fields.contains_key(*k)) {
+            let keys: Vec<&str> = fields.keys().map(String::as_str).take(5).collect();
+            return Some(format!(
+                "{side} holds none of rkeConfig, certificatesBundle, encryptionConfig (its keys: {})",
+                keys.join(", ")
+            ));
+        }
+    }
+    None
 }
 
 // serde_json appends " at line L column C" to its messages; the position is reported separately.

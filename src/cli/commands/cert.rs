@@ -2,7 +2,7 @@
 
 use crate::cli::CliError;
 use crate::cli::args::{CertCommand, RotatableService};
-use crate::cli::commands::up::ssh_options;
+use crate::cli::commands::up::ssh_options_for;
 use crate::cluster::Cluster;
 use crate::output::Reporter;
 use crate::phases::cert_list::{self, ListError, ListOptions};
@@ -27,7 +27,7 @@ pub async fn run(
                 services: service.iter().map(|s| rotate_service(*s)).collect(),
                 rotate_ca: *rotate_ca,
                 agent_override: connect.ssh_agent_auth,
-                ssh: ssh_options(connect),
+                ssh: ssh_options_for(connect, *dry_run),
             };
             cert_rotate(cluster, &opts, reporter)
                 .await
@@ -41,9 +41,9 @@ pub async fn run(
         CertCommand::List { connect, .. } => {
             let opts = ListOptions {
                 agent_override: connect.ssh_agent_auth,
-                ssh: ssh_options(connect),
+                ssh: ssh_options_for(connect, true),
             };
-            let rows = cert_list::cert_list(cluster, &opts, reporter)
+            let listing = cert_list::cert_list(cluster, &opts, reporter)
                 .await
                 .map_err(|e| match e {
                     ListError::Cluster(c) if c.is_invalid_config() => {
@@ -51,7 +51,8 @@ pub async fn run(
                     }
                     other => CliError::Failed(other.to_string()),
                 })?;
-            if rows.is_empty() {
+            let rows = listing.rows;
+            if rows.is_empty() && listing.problems.is_empty() {
                 return Err(CliError::Failed(format!(
                     "no certificates found: no host could be read and {} holds none",
                     cluster.files.state_path.display()
@@ -64,6 +65,13 @@ pub async fn run(
                 }
             } else {
                 print!("{}", cert_list::render_table(&rows, now));
+            }
+            if !listing.problems.is_empty() {
+                return Err(CliError::Failed(format!(
+                    "{} certificate(s) could not be shown:\n  - {}",
+                    listing.problems.len(),
+                    listing.problems.join("\n  - ")
+                )));
             }
             Ok(())
         }

@@ -21,6 +21,14 @@ pub fn run(args: &ConfigCmdArgs) -> Result<(), CliError> {
         }
         return Ok(());
     }
+    // Decided before any question is asked, so nobody answers them for nothing.
+    let replacing = !args.print && args.name.exists();
+    if replacing && !args.force && !confirm_replace(&args.name)? {
+        return Err(CliError::Failed(format!(
+            "{} was left as it is: nothing was written",
+            args.name.display()
+        )));
+    }
     let answers = if args.empty {
         ClusterAnswers::empty()
     } else if std::io::stdin().is_terminal() {
@@ -38,8 +46,45 @@ pub fn run(args: &ConfigCmdArgs) -> Result<(), CliError> {
         print!("Configuration File: \n{text}");
         return Ok(());
     }
+    if replacing {
+        let backup =
+            crate::state::timestamped_backup_path(&args.name, time::OffsetDateTime::now_utc());
+        std::fs::copy(&args.name, &backup).map_err(|e| {
+            CliError::Failed(format!(
+                "cannot keep {} as {}: {e}; nothing was written",
+                args.name.display(),
+                backup.display()
+            ))
+        })?;
+        eprintln!(
+            "kept the previous {} as {}",
+            args.name.display(),
+            backup.display()
+        );
+    }
     metadata::write_cluster_yml(&args.name, &text)
         .map_err(|e| CliError::Failed(format!("writing {}: {e}", args.name.display())))?;
     eprintln!("wrote {}", args.name.display());
     Ok(())
+}
+
+/// Whether an existing file may be replaced: asked on a terminal; without one nobody can
+/// answer, so it is a usage error unless `--force` was given.
+fn confirm_replace(path: &std::path::Path) -> Result<bool, CliError> {
+    if !std::io::stdin().is_terminal() {
+        return Err(CliError::Usage(format!(
+            "{} already exists and standard input is not a terminal to ask: pass --force to \
+             replace it (the old file is kept as a backup) or --name to write another file",
+            path.display()
+        )));
+    }
+    eprint!(
+        "{} already exists. Replace it (the old file is kept as a backup)? [y/N]: ",
+        path.display()
+    );
+    let _ = std::io::Write::flush(&mut std::io::stderr());
+    let mut answer = String::new();
+    std::io::BufRead::read_line(&mut std::io::stdin().lock(), &mut answer)
+        .map_err(|e| CliError::Failed(format!("cannot read the answer: {e}")))?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }

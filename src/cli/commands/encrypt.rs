@@ -2,7 +2,7 @@
 
 use crate::cli::CliError;
 use crate::cli::args::ConnectArgs;
-use crate::cli::commands::up::ssh_options;
+use crate::cli::commands::up::ssh_options_for;
 use crate::cluster::Cluster;
 use crate::output::Reporter;
 use crate::phases::encryption::{RotateOptions, rotate_key};
@@ -16,7 +16,7 @@ pub async fn rotate(
     let opts = RotateOptions {
         dry_run,
         agent_override: connect.ssh_agent_auth,
-        ssh: ssh_options(connect),
+        ssh: ssh_options_for(connect, dry_run),
     };
     rotate_key(cluster, &opts, reporter)
         .await

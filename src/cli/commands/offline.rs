@@ -27,14 +27,15 @@ pub fn init_state(
         ));
         return Ok(());
     }
-    state
+    let backup = state
         .save(path)
         .map_err(|e| CliError::Failed(e.to_string()))?;
     reporter.info(format!(
-        "Successfully Deployed state file at [{}] ({} certificates new or changed, {} removed)",
+        "Successfully Deployed state file at [{}] ({} certificates new or changed, {} removed){}",
         path.display(),
         changes.changed.len(),
-        changes.removed.len()
+        changes.removed.len(),
+        crate::state::backup_note(backup.as_deref())
     ));
     Ok(())
 }
@@ -71,6 +72,24 @@ pub fn get_kubeconfig(cluster: &Cluster, reporter: &Reporter) -> Result<(), CliE
     } else {
         &state.current_state
     };
+    // A kubeconfig with a CA `up` rejects would be handed to every kubectl user; refuse instead.
+    let ca_ok = if side
+        .certificates_bundle
+        .get(crate::pki::names::CA_CERT_NAME)
+        .is_some_and(|c| c.has_key())
+    {
+        crate::pki::check_signing_ca(&side.certificates_bundle)
+    } else {
+        // Custom certificates may come without the CA key; the certificate must still be a CA.
+        crate::pki::check_ca_certificate(&side.certificates_bundle)
+    };
+    ca_ok.map_err(|e| {
+        CliError::Failed(format!(
+            "{}: {e}; the kubeconfig was not written (recover the state with \
+             `rkers util get-state-file` or restore a backup next to it)",
+            cluster.files.state_path.display()
+        ))
+    })?;
     cluster
         .write_admin_kubeconfig(&side.certificates_bundle, reporter)
         .map_err(CliError::Failed)?;

@@ -28,8 +28,12 @@ pub async fn run(
         port_checks,
     };
     let targets = cluster.ssh_targets(args.connect.ssh_agent_auth);
-    let (report, pool) =
-        preflight::run(&targets, &super::up::ssh_options(&args.connect), &opts).await;
+    let (report, pool) = preflight::run(
+        &targets,
+        &super::up::ssh_options_for(&args.connect, true),
+        &opts,
+    )
+    .await;
     if let Some(pool) = pool {
         pool.close().await;
     }

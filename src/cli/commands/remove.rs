@@ -2,7 +2,7 @@
 
 use crate::cli::CliError;
 use crate::cli::args::RemoveArgs;
-use crate::cli::commands::up::ssh_options;
+use crate::cli::commands::up::ssh_options_for;
 use crate::cluster::Cluster;
 use crate::output::Reporter;
 use crate::phases::remove::{RemoveError, RemoveOptions, remove};
@@ -29,7 +29,7 @@ pub async fn run(
         dry_run: args.dry_run,
         keep_backups: args.keep_backups,
         agent_override: args.connect.ssh_agent_auth,
-        ssh: ssh_options(&args.connect),
+        ssh: ssh_options_for(&args.connect, args.dry_run),
     };
     remove(cluster, &opts, reporter).await.map_err(|e| match e {
         RemoveError::Cluster(c) if c.is_invalid_config() => CliError::InvalidConfig(c.to_string()),
@@ -41,7 +41,7 @@ pub async fn run(
 /// command refuses rather than guessing.
 fn confirmed() -> Result<bool, CliError> {
     if !std::io::stdin().is_terminal() {
-        return Err(CliError::Failed(
+        return Err(CliError::Usage(
             "`rkers remove` asks for confirmation, but standard input is not a terminal: \
              run it with --force to remove the cluster without asking"
                 .into(),

@@ -1,10 +1,10 @@
 //! `rkers util get-state-file`: the state recovered from the cluster, written through
-//! `src/state` (atomic, mode 0600, the previous file kept as `.bak`), and the admin
+//! `src/state` (atomic, mode 0600, the previous file kept as a timestamped backup), and the admin
 //! kubeconfig rebuilt from it.
 
 use crate::cli::CliError;
 use crate::cli::args::ConnectArgs;
-use crate::cli::commands::up::ssh_options;
+use crate::cli::commands::up::ssh_options_for;
 use crate::cluster::Cluster;
 use crate::output::Reporter;
 use crate::phases::recover_state::{RecoverOptions, Source, recover_state};
@@ -17,7 +17,7 @@ pub async fn get_state_file(
 ) -> Result<(), CliError> {
     let opts = RecoverOptions {
         agent_override: connect.ssh_agent_auth,
-        ssh: ssh_options(connect),
+        ssh: ssh_options_for(connect, dry_run),
     };
     let (state, source) = recover_state(cluster, &opts, reporter)
         .await
@@ -34,12 +34,13 @@ pub async fn get_state_file(
         ));
         return Ok(());
     }
-    state
+    let backup = state
         .save(path)
         .map_err(|e| CliError::Failed(e.to_string()))?;
     reporter.info(format!(
-        "Successfully Deployed state file at [{}] (recovered from {from})",
-        path.display()
+        "Successfully Deployed state file at [{}] (recovered from {from}){}",
+        path.display(),
+        crate::state::backup_note(backup.as_deref())
     ));
     // The kubeconfig follows the recovered certificates, as RKE1 rebuilds it.
     crate::cli::commands::offline::get_kubeconfig(cluster, reporter)

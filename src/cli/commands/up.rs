@@ -9,8 +9,16 @@ use crate::phases::adoption::AdoptionRefused;
 use crate::phases::up::{UpError, UpOptions, up};
 use std::io::IsTerminal;
 
+/// The SSH options of a command that may change hosts.
 pub fn ssh_options(c: &ConnectArgs) -> SshOptions {
+    ssh_options_for(c, false)
+}
+
+/// With `read_only` (preflight, cert list, --dry-run) a new host key is shown but not written
+/// to known_hosts: such a run leaves every file as it was.
+pub fn ssh_options_for(c: &ConnectArgs, read_only: bool) -> SshOptions {
     SshOptions {
+        record_new_host_keys: !read_only,
         known_hosts_path: c.known_hosts.clone(),
         host_key_policy: match c.ssh_host_key_policy {
             HostKeyPolicy::Strict => crate::hosts::target::HostKeyPolicy::Strict,
@@ -35,14 +43,14 @@ pub async fn run(cluster: &Cluster, args: &UpArgs, reporter: &Reporter) -> Resul
         }),
         agent_override: args.connect.ssh_agent_auth,
         ignore_docker_version_flag: args.connect.ignore_docker_version,
-        ssh: ssh_options(&args.connect),
+        ssh: ssh_options_for(&args.connect, args.dry_run),
         yes: args.yes,
         confirm: terminal_question(),
     };
     up(cluster, &opts, reporter).await.map_err(|e| match e {
         UpError::Cluster(c) if c.is_invalid_config() => CliError::InvalidConfig(c.to_string()),
         // Nobody to ask and no --yes: a usage error, like `remove` without a terminal.
-        UpError::Adoption(AdoptionRefused::NoTerminal) => CliError::InvalidConfig(e.to_string()),
+        UpError::Adoption(AdoptionRefused::NoTerminal) => CliError::Usage(e.to_string()),
         other => CliError::Failed(other.to_string()),
     })
 }
