@@ -74,6 +74,20 @@ pub enum Action {
         directories: Vec<String>,
         unregister_wins: bool,
     },
+    /// calico/canal: a runtime directory calico-node binds, with the owner and mode it needs
+    /// (incidents.md §1).
+    EnsureCniDirectory {
+        path: String,
+        mode: String,
+        owner: String,
+        /// What the host has now (`missing`, or mode and owner).
+        found: String,
+    },
+    /// calico/canal: the systemd-tmpfiles entry that recreates those directories at boot.
+    WriteTmpfilesEntry {
+        path: String,
+        reason: String,
+    },
 }
 
 fn changes_as_strings<S: serde::Serializer>(c: &[FieldChange], s: S) -> Result<S::Ok, S::Error> {
@@ -140,6 +154,15 @@ impl std::fmt::Display for Action {
                     write!(f, ", unregister the rancher-wins service")?;
                 }
                 Ok(())
+            }
+            Action::EnsureCniDirectory {
+                path,
+                mode,
+                owner,
+                found,
+            } => write!(f, "ensure directory {path} {owner} {mode} (found: {found})"),
+            Action::WriteTmpfilesEntry { path, reason } => {
+                write!(f, "write {path} ({reason})")
             }
         }
     }

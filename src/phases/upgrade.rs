@@ -77,6 +77,9 @@ pub struct Strategy {
     pub drain: Option<DrainOptions>,
     /// How long an upgraded host's node may take to report Ready.
     pub ready_timeout: Duration,
+    /// With a calico, canal or flannel CNI: wait for the node's CNI (pod Ready, flannel's NAT
+    /// chain back) before the next host (incidents.md §1, §2).
+    pub cni_wait: Option<Arc<crate::doctor::guard::CniWait>>,
 }
 
 /// Upgrades `hosts` with `upgrade(address)`, which brings the host's containers to their
@@ -184,7 +187,11 @@ where
         upgrade(h.address.clone()).await?;
         api.wait_node_ready(&h.hostname, strategy.ready_timeout)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        match &strategy.cni_wait {
+            Some(w) => w.wait(api, &h.hostname, &h.address).await,
+            None => Ok(()),
+        }
     }
     .await;
     if cordon == Cordon::ByRkers

@@ -149,6 +149,8 @@ pub async fn run(
                     agent_override: connect.ssh_agent_auth,
                     ignore_docker_version_flag: connect.ignore_docker_version,
                     ssh: super::up::ssh_options(connect),
+                    // The API server is down while the data is restored, so the check skips.
+                    ignore_blocking_webhooks: false,
                 },
             };
             etcd_snapshot::restore(cluster, &opts, reporter)

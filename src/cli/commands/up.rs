@@ -35,6 +35,7 @@ pub async fn run(cluster: &Cluster, args: &UpArgs, reporter: &Reporter) -> Resul
         agent_override: args.connect.ssh_agent_auth,
         ignore_docker_version_flag: args.connect.ignore_docker_version,
         ssh: ssh_options(&args.connect),
+        ignore_blocking_webhooks: args.ignore_blocking_webhooks,
     };
     up(cluster, &opts, reporter).await.map_err(|e| match e {
         UpError::Cluster(c) if c.is_invalid_config() => CliError::InvalidConfig(c.to_string()),
