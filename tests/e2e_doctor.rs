@@ -202,6 +202,18 @@ fn pods_of(cluster: &E2e, label: &str) -> Vec<(String, String, bool, String)> {
         .collect()
 }
 
+/// Deletes the pod with `label` on `node`; returns its name.
+fn delete_pod_on(cluster: &E2e, label: &str, node: &str, wait: bool) -> String {
+    let pod = pods_of(cluster, label)
+        .into_iter()
+        .find(|p| p.0 == node)
+        .unwrap_or_else(|| panic!("no {label} pod on {node}"))
+        .1;
+    let wait = if wait { "--wait=true" } else { "--wait=false" };
+    kubectl_ok(cluster, &["-n", "kube-system", "delete", "pod", &pod, wait]);
+    pod
+}
+
 fn wait_all_ready(cluster: &E2e, label: &str) {
     wait_for(
         &format!("{label} pods Ready on every node"),
@@ -254,7 +266,13 @@ fn doctor_json(cluster: &E2e, extra: &[&str]) -> (i32, Value, String) {
     eprintln!("rkers doctor took {:.1}s", started.elapsed().as_secs_f64());
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let report: Value = serde_json::from_str(stdout.trim())
+    // The report is the last line; JSON progress events (config warnings) may come before it.
+    let last = stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default();
+    let report: Value = serde_json::from_str(last)
         .unwrap_or_else(|e| panic!("doctor printed no JSON report ({e}):\n{stdout}\n{stderr}"));
     (
         out.status.code().unwrap_or(-1),
@@ -302,15 +320,7 @@ async fn incident1_calico_runtime_directory_after_reboot() {
         "host2",
         "mount -t tmpfs -o mode=0700 tmpfs /run/calico && stat -c '%a' /run/calico",
     );
-    let pod = pods_of(&cluster, "k8s-app=calico-node")
-        .into_iter()
-        .find(|p| p.0 == "host2")
-        .unwrap()
-        .1;
-    kubectl_ok(
-        &cluster,
-        &["-n", "kube-system", "delete", "pod", &pod, "--wait=false"],
-    );
+    let pod = delete_pod_on(&cluster, "k8s-app=calico-node", "host2", false);
     wait_for(
         "calico-node on host2 crashing",
         Duration::from_secs(120),
@@ -623,15 +633,7 @@ async fn incident3_webhook_blocks_the_cni() {
         "host3",
         "mkdir -p /etc/cni/held && mv /etc/cni/net.d/10-rkers-sandbox.conflist /etc/cni/held/",
     );
-    let pod = pods_of(&cluster, "app=flannel")
-        .into_iter()
-        .find(|p| p.0 == "host3")
-        .unwrap()
-        .1;
-    kubectl_ok(
-        &cluster,
-        &["-n", "kube-system", "delete", "pod", &pod, "--wait=true"],
-    );
+    delete_pod_on(&cluster, "app=flannel", "host3", true);
     wait_for(
         "host3 NotReady with NetworkPluginNotReady",
         Duration::from_secs(120),

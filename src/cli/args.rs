@@ -315,6 +315,9 @@ pub enum CertCommand {
         rotate_ca: bool,
         #[arg(long)]
         dry_run: bool,
+        /// Go on although an admission webhook blocks system pod creation (see `rkers doctor`).
+        #[arg(long)]
+        ignore_blocking_webhooks: bool,
     },
     /// Every certificate each host holds and when it expires (from the hosts, else the state).
     List {

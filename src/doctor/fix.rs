@@ -106,32 +106,9 @@ async fn fix_calico(
         for cmd in calico::manual_fix() {
             reporter.info(format!("{node}: running: {cmd}"));
         }
-        let binds = calico::fix_binds();
-        let binds: Vec<&str> = binds.iter().map(String::as_str).collect();
-        match probe::run_helper(
-            host.docker(),
-            probe::FIX_CONTAINER,
-            image,
-            &registries,
-            &binds,
-            &calico::fix_script(),
-        )
-        .await
-        {
-            Ok(r) if r.exit_code == 0 => {}
-            Ok(r) => {
-                errors.push(format!(
-                    "host {}: the fix exited {}: {}",
-                    host.name(),
-                    r.exit_code,
-                    r.logs.trim()
-                ));
-                continue;
-            }
-            Err(e) => {
-                errors.push(format!("host {}: {e}", host.name()));
-                continue;
-            }
+        if let Err(e) = probe::apply_calico_fix(host.docker(), image, &registries).await {
+            errors.push(e);
+            continue;
         }
         let after = probe::probe(host.docker(), image, &registries, wants)
             .await

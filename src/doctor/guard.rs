@@ -132,8 +132,6 @@ pub async fn apply_calico_actions(
 ) -> Result<(), String> {
     let image = &cluster.config.system_images.kubernetes;
     let registries = cluster.registry_credentials();
-    let binds = calico::fix_binds();
-    let binds: Vec<&str> = binds.iter().map(String::as_str).collect();
     for (address, list) in actions {
         let mine: Vec<&Action> = list
             .iter()
@@ -153,24 +151,7 @@ pub async fn apply_calico_actions(
         for a in &mine {
             reporter.info(format!("[calico runtime] {address}: {a}"));
         }
-        let r = probe::run_helper(
-            host.docker(),
-            probe::FIX_CONTAINER,
-            image,
-            &registries,
-            &binds,
-            &calico::fix_script(),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-        if r.exit_code != 0 {
-            return Err(format!(
-                "host {address}: writing calico's directories and {} failed (exit {}): {}",
-                calico::TMPFILES_ENTRY,
-                r.exit_code,
-                r.logs.trim()
-            ));
-        }
+        probe::apply_calico_fix(host.docker(), image, &registries).await?;
     }
     Ok(())
 }

@@ -121,6 +121,37 @@ pub async fn probe(
     Ok(sections(&r.logs))
 }
 
+/// Repairs calico's directories and writes the tmpfiles.d entry on one host; the error names
+/// the host and the helper's output.
+pub async fn apply_calico_fix(
+    docker: &DockerClient,
+    image: &str,
+    registries: &[RegistryCredential],
+) -> Result<(), String> {
+    let binds = super::calico::fix_binds();
+    let binds: Vec<&str> = binds.iter().map(String::as_str).collect();
+    let r = run_helper(
+        docker,
+        FIX_CONTAINER,
+        image,
+        registries,
+        &binds,
+        &super::calico::fix_script(),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    if r.exit_code != 0 {
+        return Err(format!(
+            "host {}: writing calico's directories and {} failed (exit {}): {}",
+            docker.host(),
+            super::calico::TMPFILES_ENTRY,
+            r.exit_code,
+            r.logs.trim()
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

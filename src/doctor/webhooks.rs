@@ -111,49 +111,40 @@ fn client_of(
     }
 }
 
-pub fn views_validating(c: &ValidatingWebhookConfiguration) -> Vec<WebhookView> {
-    let config = c.metadata.name.clone().unwrap_or_default();
-    c.webhooks
-        .iter()
-        .flatten()
-        .map(|w| WebhookView {
-            kind: Kind::Validating,
-            config: config.clone(),
-            webhook: w.name.clone(),
-            failure_policy: w.failure_policy.clone().unwrap_or_else(|| "Fail".into()),
-            rules: w.rules.clone().unwrap_or_default(),
-            namespace_selector: w.namespace_selector.clone(),
-            object_selector: w.object_selector.clone(),
-            client: client_of(
-                w.client_config.service.as_ref(),
-                w.client_config.url.as_ref(),
-            ),
-            protected: protected(&c.metadata),
-        })
-        .collect()
+/// One [`WebhookView`] per webhook of a configuration; validating and mutating webhooks share
+/// every field read here but are distinct types.
+macro_rules! views_of {
+    ($name:ident, $ty:ty, $kind:expr) => {
+        pub fn $name(c: &$ty) -> Vec<WebhookView> {
+            let config = c.metadata.name.clone().unwrap_or_default();
+            c.webhooks
+                .iter()
+                .flatten()
+                .map(|w| WebhookView {
+                    kind: $kind,
+                    config: config.clone(),
+                    webhook: w.name.clone(),
+                    failure_policy: w.failure_policy.clone().unwrap_or_else(|| "Fail".into()),
+                    rules: w.rules.clone().unwrap_or_default(),
+                    namespace_selector: w.namespace_selector.clone(),
+                    object_selector: w.object_selector.clone(),
+                    client: client_of(
+                        w.client_config.service.as_ref(),
+                        w.client_config.url.as_ref(),
+                    ),
+                    protected: protected(&c.metadata),
+                })
+                .collect()
+        }
+    };
 }
 
-pub fn views_mutating(c: &MutatingWebhookConfiguration) -> Vec<WebhookView> {
-    let config = c.metadata.name.clone().unwrap_or_default();
-    c.webhooks
-        .iter()
-        .flatten()
-        .map(|w| WebhookView {
-            kind: Kind::Mutating,
-            config: config.clone(),
-            webhook: w.name.clone(),
-            failure_policy: w.failure_policy.clone().unwrap_or_else(|| "Fail".into()),
-            rules: w.rules.clone().unwrap_or_default(),
-            namespace_selector: w.namespace_selector.clone(),
-            object_selector: w.object_selector.clone(),
-            client: client_of(
-                w.client_config.service.as_ref(),
-                w.client_config.url.as_ref(),
-            ),
-            protected: protected(&c.metadata),
-        })
-        .collect()
-}
+views_of!(
+    views_validating,
+    ValidatingWebhookConfiguration,
+    Kind::Validating
+);
+views_of!(views_mutating, MutatingWebhookConfiguration, Kind::Mutating);
 
 /// Whether one rule intercepts `CREATE pods` (core group, v1, namespaced).
 pub fn rule_covers_pod_create(r: &RuleWithOperations) -> bool {
