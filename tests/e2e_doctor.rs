@@ -627,11 +627,12 @@ async fn incident3_webhook_blocks_the_cni() {
         "{out}"
     );
 
-    // host3 loses its CNI: its CNI config is gone (as on a recreated node) and its flannel pod
-    // cannot be created again, because the webhook refuses it.
+    // host3 is "recreated": its kubelet starts again without a CNI config (kubelet keeps a
+    // config it loaded once, so only a restarted kubelet reports the plugin not ready), and
+    // its flannel pod cannot be created again, because the webhook refuses it.
     env.on_host(
         "host3",
-        "mkdir -p /etc/cni/held && mv /etc/cni/net.d/10-rkers-sandbox.conflist /etc/cni/held/",
+        "mkdir -p /etc/cni/held && mv /etc/cni/net.d/* /etc/cni/held/ && docker restart kubelet >/dev/null",
     );
     delete_pod_on(&cluster, "app=flannel", "host3", true);
     wait_for(
@@ -718,7 +719,7 @@ async fn incident3_webhook_blocks_the_cni() {
     // The node's CNI config comes back (the stand-in does not write one); host3 turns Ready.
     env.on_host(
         "host3",
-        "mv /etc/cni/held/10-rkers-sandbox.conflist /etc/cni/net.d/ && rmdir /etc/cni/held",
+        "mv /etc/cni/held/* /etc/cni/net.d/ && rmdir /etc/cni/held",
     );
     wait_for("host3 Ready", Duration::from_secs(120), || {
         node_condition(&cluster, "host3")
