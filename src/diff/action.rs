@@ -234,6 +234,32 @@ mod tests {
     }
 
     #[test]
+    fn calico_runtime_actions_render_what_they_change() {
+        let dir = Action::EnsureCniDirectory {
+            path: "/var/run/calico".into(),
+            mode: "0755".into(),
+            owner: "root:root".into(),
+            found: "0700 0:0".into(),
+        };
+        assert_eq!(
+            dir.to_string(),
+            "ensure directory /var/run/calico root:root 0755 (found: 0700 0:0)"
+        );
+        let entry = Action::WriteTmpfilesEntry {
+            path: "/etc/tmpfiles.d/calico.conf".into(),
+            reason: "no tmpfiles.d entry creates /var/run/calico".into(),
+        };
+        assert_eq!(
+            entry.to_string(),
+            "write /etc/tmpfiles.d/calico.conf (no tmpfiles.d entry creates /var/run/calico)"
+        );
+        assert_eq!(
+            serde_json::to_value(&entry).unwrap()["action"],
+            "write_tmpfiles_entry"
+        );
+    }
+
+    #[test]
     fn actions_serialize_with_a_tag() {
         let v = serde_json::to_value(Action::RemoveEtcdMember {
             member: "etcd-host3".into(),

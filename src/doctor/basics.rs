@@ -428,7 +428,10 @@ mod tests {
         let far = cert("kube-node", datetime!(2030-01-01 0:00 UTC));
         let soon = cert("kube-apiserver", datetime!(2026-01-20 0:00 UTC));
         let gone = cert("kube-proxy", datetime!(2025-12-01 0:00 UTC));
-        assert_eq!(certificates("h", &[far.clone()], now).status, Status::Ok);
+        assert_eq!(
+            certificates("h", std::slice::from_ref(&far), now).status,
+            Status::Ok
+        );
         let f = certificates("h", &[far.clone(), soon.clone()], now);
         assert_eq!(f.status, Status::Warn);
         assert!(

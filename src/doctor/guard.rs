@@ -6,8 +6,9 @@
 //! 2. before an existing cluster's system pods are created or restarted, the webhook check:
 //!    a blocking webhook stops `up` with its names and the fix, unless
 //!    `--ignore-blocking-webhooks`.
-//! 3. rolling upgrades of calico, flannel and canal clusters: after each node, its CNI pod must
-//!    be Ready again (and, with flannel, its `FLANNEL-POSTRTG` chain back) before the next.
+//! 3. rolling upgrades of calico, flannel and canal clusters (by cluster.yml or by the CNI's
+//!    DaemonSets): after each node, its CNI pod must be Ready again (and, with flannel, its
+//!    `FLANNEL-POSTRTG` chain back) before the next.
 
 use super::cni::{self, Cni};
 use super::probe::{self, ProbeWants};
@@ -241,20 +242,19 @@ pub struct CniWait {
 pub const CNI_READY_AFTER_UPGRADE: Duration = Duration::from_secs(180);
 
 impl CniWait {
-    /// `Some` on calico, canal and flannel clusters.
+    /// The wait for a cluster. Which CNI runs is looked up after each node (cluster.yml's
+    /// plugin, or DaemonSets with calico's or flannel's labels, e.g. a CNI the user deployed
+    /// with `network.plugin: none`); with neither, the wait returns at once.
     pub fn for_cluster<'a>(
         cluster: &Cluster,
         hosts: impl Iterator<Item = &'a Arc<Host>>,
-    ) -> Option<Arc<CniWait>> {
-        let (c, f) = cni::families_of_plugin(&cluster.config.network.plugin);
-        (c || f).then(|| {
-            Arc::new(CniWait {
-                hosts: hosts.map(|h| (h.name().to_string(), h.clone())).collect(),
-                plugin: cluster.config.network.plugin.clone(),
-                image: cluster.config.system_images.kubernetes.clone(),
-                registries: cluster.registry_credentials(),
-                timeout: CNI_READY_AFTER_UPGRADE,
-            })
+    ) -> Arc<CniWait> {
+        Arc::new(CniWait {
+            hosts: hosts.map(|h| (h.name().to_string(), h.clone())).collect(),
+            plugin: cluster.config.network.plugin.clone(),
+            image: cluster.config.system_images.kubernetes.clone(),
+            registries: cluster.registry_credentials(),
+            timeout: CNI_READY_AFTER_UPGRADE,
         })
     }
 

@@ -326,13 +326,10 @@ async fn webhook_events(api: &KubeApi, namespaces: &[String]) -> Vec<Event> {
 pub fn event_line(e: &Event) -> String {
     let obj = &e.involved_object;
     format!(
-        "event {}/{} {}: {} (x{}): {}",
+        "event {}/{}/{} {}: {} (x{}): {}",
         obj.namespace.as_deref().unwrap_or("-"),
-        format!(
-            "{}/{}",
-            obj.kind.as_deref().unwrap_or("?"),
-            obj.name.as_deref().unwrap_or("?")
-        ),
+        obj.kind.as_deref().unwrap_or("?"),
+        obj.name.as_deref().unwrap_or("?"),
         e.type_.as_deref().unwrap_or(""),
         e.reason.as_deref().unwrap_or(""),
         e.count.unwrap_or(1),
@@ -491,8 +488,13 @@ pub async fn find(
     Ok(WebhookCheck { blocking, findings })
 }
 
+/// A webhook configuration by kind and name.
+pub type ConfigRef = (Kind, String);
+/// A configuration `--fix` must leave alone, and who installed it.
+pub type Protected = (Kind, String, String);
+
 /// The distinct configurations of `blocking`, those `--fix` may remove first.
-pub fn removable(blocking: &[Blocking]) -> (Vec<(Kind, String)>, Vec<(Kind, String, String)>) {
+pub fn removable(blocking: &[Blocking]) -> (Vec<ConfigRef>, Vec<Protected>) {
     let mut ok = BTreeSet::new();
     let mut kept = BTreeSet::new();
     for b in blocking {
@@ -636,6 +638,22 @@ mod tests {
         });
         let v = &views_validating(&c)[0];
         assert!(!v.covers(&ks(), &calico_pod()));
+    }
+
+    #[test]
+    fn only_unprotected_configs_are_removable_each_once() {
+        let blocking = |c: &ValidatingWebhookConfiguration| Blocking {
+            view: views_validating(c).remove(0),
+            namespaces: vec!["kube-system".into()],
+            why: "down".into(),
+            events: vec![],
+        };
+        let mine = config("gatekeeper", None, None);
+        let addon = config("ingress-nginx-admission", None, None);
+        let (remove, kept) = removable(&[blocking(&mine), blocking(&mine), blocking(&addon)]);
+        assert_eq!(remove, [(Kind::Validating, "gatekeeper".to_string())]);
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].1, "ingress-nginx-admission");
     }
 
     #[test]

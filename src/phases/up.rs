@@ -1632,7 +1632,10 @@ async fn upgrade_control_plane(
     let both: Vec<&str> = CONTROL_PLANE.iter().chain(WORKER_PLANE).copied().collect();
     let hosts = upgrade_hosts(run, old, &both, |h| h.roles.controlplane);
     let mut strategy = upgrade_strategy(cluster, |s| &s.max_unavailable_controlplane, hosts.len())?;
-    strategy.cni_wait = crate::doctor::guard::CniWait::for_cluster(cluster, run.pool.hosts());
+    strategy.cni_wait = Some(crate::doctor::guard::CniWait::for_cluster(
+        cluster,
+        run.pool.hosts(),
+    ));
     let result = upgrade::rolling(runner, "control plane", api, hosts, &strategy, |address| {
         let run = run.clone();
         async move {
@@ -1663,7 +1666,10 @@ async fn upgrade_worker_plane(
     });
     let mut one_at_a_time = upgrade_strategy(cluster, |s| &s.max_unavailable_worker, 1)?;
     one_at_a_time.budget = 1;
-    one_at_a_time.cni_wait = crate::doctor::guard::CniWait::for_cluster(cluster, run.pool.hosts());
+    one_at_a_time.cni_wait = Some(crate::doctor::guard::CniWait::for_cluster(
+        cluster,
+        run.pool.hosts(),
+    ));
     let result = upgrade::rolling(
         runner,
         "worker plane",
