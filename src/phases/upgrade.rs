@@ -3,8 +3,8 @@
 //! At most `max_unavailable_*` hosts are out of service at once. Each one with something to
 //! change is cordoned, drained when `drain` is set, upgraded, waited for until its node is Ready
 //! again (and, with a calico, canal or flannel CNI, until its CNI pod is Ready and flannel's NAT
-//! chain is back), and uncordoned. Unlike RKE1, a host whose upgrade fails is uncordoned too, so a failed
-//! run never leaves nodes cordoned behind it (§32 pain point 18), and only nodes rkers cordoned
+//! chain is back), and uncordoned. Unlike RKE1, a host whose upgrade fails is uncordoned too,
+//! so a failed run never leaves nodes cordoned behind it (§32 pain point 18), and only nodes rkers cordoned
 //! are ever uncordoned. Once as many hosts failed as the budget allows, the remaining ones are
 //! not touched.
 //!
