@@ -4,9 +4,9 @@
 //! change is cordoned, drained when `drain` is set, upgraded, waited for until its node is Ready
 //! again (and, with a calico, canal or flannel CNI, until its CNI pod is Ready and flannel's NAT
 //! chain is back), and uncordoned. Unlike RKE1, a host whose upgrade fails is uncordoned too,
-//! so a failed run never leaves nodes cordoned behind it (§32 pain point 18), and only nodes rkers cordoned
-//! are ever uncordoned. Once as many hosts failed as the budget allows, the remaining ones are
-//! not touched.
+//! so a failed run never leaves nodes cordoned behind it (§32 pain point 18), and only nodes
+//! rkers cordoned are ever uncordoned. Once as many hosts failed as the budget allows, the
+//! remaining ones are not touched.
 //!
 //! New hosts, hosts whose kubelet is not running, hosts whose node is missing or NotReady, and
 //! every host when the API server cannot be reached are upgraded straight away, in parallel and
