@@ -370,17 +370,16 @@ pub async fn find(
     let nss: Api<Namespace> = Api::all(api.client.clone());
     let mut ns_labels = BTreeMap::new();
     for ns in namespaces {
-        let mut labels: BTreeMap<String, String> = nss
+        // The namespace's labels as the API server matches them: before 1.21 it does not set
+        // `kubernetes.io/metadata.name`, so a selector excluding kube-system by that label
+        // excludes nothing there, and the webhook does cover kube-system.
+        let labels: BTreeMap<String, String> = nss
             .get_opt(ns)
             .await
             .ok()
             .flatten()
             .and_then(|n| n.metadata.labels)
             .unwrap_or_default();
-        // Set by the API server since 1.21; older servers match it all the same when evaluated.
-        labels
-            .entry("kubernetes.io/metadata.name".into())
-            .or_insert_with(|| ns.clone());
         ns_labels.insert(ns.clone(), labels);
     }
     let events = webhook_events(api, namespaces).await;
