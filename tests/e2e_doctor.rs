@@ -257,6 +257,18 @@ fn remove_standins(cluster: &E2e) {
     ]);
 }
 
+/// Runs rkers and prints how long it took (the figures the report quotes).
+fn timed(cluster: &E2e, args: &[&str]) -> (bool, String) {
+    let started = Instant::now();
+    let r = cluster.rkers(args);
+    eprintln!(
+        "rkers {} took {:.1}s",
+        args.join(" "),
+        started.elapsed().as_secs_f64()
+    );
+    r
+}
+
 /// `rkers doctor --output json` (plus `extra`): exit status and the parsed report.
 fn doctor_json(cluster: &E2e, extra: &[&str]) -> (i32, Value, String) {
     let started = Instant::now();
@@ -404,12 +416,7 @@ async fn incident1_calico_runtime_directory_after_reboot() {
     );
 
     // 2. the fix, each step printed before it runs.
-    let fix_started = Instant::now();
-    let (ok, out) = cluster.rkers(&["doctor", "--fix", "calico-runtime"]);
-    eprintln!(
-        "doctor --fix calico-runtime took {:.1}s",
-        fix_started.elapsed().as_secs_f64()
-    );
+    let (ok, out) = timed(&cluster, &["doctor", "--fix", "calico-runtime"]);
     assert!(ok, "{out}");
     assert!(
         out.contains("host2: running: mkdir -p /var/run/calico"),
@@ -694,12 +701,7 @@ async fn incident3_webhook_blocks_the_cni() {
     );
 
     // 2b. the fix: backup, removal, the flannel pod running on every node again.
-    let fix_started = Instant::now();
-    let (ok, out) = cluster.rkers(&["doctor", "--fix", "webhooks"]);
-    eprintln!(
-        "doctor --fix webhooks took {:.1}s",
-        fix_started.elapsed().as_secs_f64()
-    );
+    let (ok, out) = timed(&cluster, &["doctor", "--fix", "webhooks"]);
     assert!(ok, "{out}");
     assert!(
         out.contains("running: kubectl delete validatingwebhookconfiguration/rkers-e2e-blocker"),
