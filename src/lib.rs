@@ -21,6 +21,7 @@ pub mod cli;
 pub mod cluster;
 pub mod config;
 pub mod diff;
+pub mod doctor;
 pub mod hosts;
 pub mod kubeapi;
 pub mod metadata;

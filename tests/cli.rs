@@ -328,3 +328,41 @@ fn rotate_key_refuses_when_encryption_is_off_or_custom() {
     assert!(text.starts_with("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- providers:\n  - aescbc:"), "{text}");
     assert!(text.contains("name: k1"));
 }
+
+#[test]
+fn doctor_refuses_an_unknown_host_and_a_restore_without_backup() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cluster(dir.path(), "cluster.yml", CLUSTER);
+    for extra in [
+        &["--host", "10.9.9.9"][..],
+        &["--fix", "calico-runtime", "--host", "nope"],
+    ] {
+        rkers()
+            .arg("doctor")
+            .args(extra)
+            .arg("--config")
+            .arg(&path)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("not a node of"))
+            .stderr(predicate::str::contains(
+                "10.0.0.1 (10.0.0.1), 10.0.0.2 (10.0.0.2)",
+            ));
+    }
+    rkers()
+        .args(["doctor", "--restore-webhooks", "--config"])
+        .arg(&path)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "cluster.webhooks-backup.json: no backup",
+        ));
+    rkers()
+        .args(["doctor", "--fix", "bogus", "--config"])
+        .arg(&path)
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("calico-runtime").and(predicate::str::contains("webhooks")),
+        );
+}

@@ -69,14 +69,15 @@ fn references(text: &str) -> Vec<(&'static str, String)> {
             .rev()
             .collect();
         let window = window.split(['(', ';']).next_back().unwrap_or_default();
-        let names_windows = window
-            .rsplit_once("windows-wins.md")
-            .is_some_and(|(_, rest)| !rest.contains("spec") && !rest.contains("RKE"));
-        let doc = if names_windows {
-            "windows-wins.md"
-        } else {
-            "rke1-reference.md"
+        let named = |doc: &str| {
+            window
+                .rsplit_once(doc)
+                .is_some_and(|(_, rest)| !rest.contains("spec") && !rest.contains("RKE"))
         };
+        let doc = ["windows-wins.md", "incidents.md"]
+            .into_iter()
+            .find(|d| named(d))
+            .unwrap_or("rke1-reference.md");
         refs.push((doc, number));
     }
     refs
@@ -85,13 +86,14 @@ fn references(text: &str) -> Vec<(&'static str, String)> {
 #[test]
 fn every_section_reference_in_the_source_resolves() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let docs: Vec<(&str, BTreeSet<String>)> = ["rke1-reference.md", "windows-wins.md"]
-        .into_iter()
-        .map(|d| {
-            let text = std::fs::read_to_string(root.join("docs/spec").join(d)).unwrap();
-            (d, sections(&text))
-        })
-        .collect();
+    let docs: Vec<(&str, BTreeSet<String>)> =
+        ["rke1-reference.md", "windows-wins.md", "incidents.md"]
+            .into_iter()
+            .map(|d| {
+                let text = std::fs::read_to_string(root.join("docs/spec").join(d)).unwrap();
+                (d, sections(&text))
+            })
+            .collect();
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
     let mut missing = Vec::new();
@@ -130,13 +132,15 @@ fn sections_and_list_items_are_found() {
     assert!(!s.contains("4.1"));
     assert_eq!(
         references(
-            "(windows-wins.md §5.1, §5.3); RKE1 does it too (§22.1; windows-wins.md, spec §28)."
+            "(windows-wins.md §5.1, §5.3); RKE1 does it too (§22.1; windows-wins.md, spec §28); \
+             incidents.md §3"
         ),
         [
             ("windows-wins.md", "5.1".to_string()),
             ("windows-wins.md", "5.3".to_string()),
             ("rke1-reference.md", "22.1".to_string()),
-            ("rke1-reference.md", "28".to_string())
+            ("rke1-reference.md", "28".to_string()),
+            ("incidents.md", "3".to_string())
         ]
     );
 }

@@ -8,7 +8,7 @@
 SANDBOX_PRIVATE_DIRS=(
     /var/lib/docker /etc/kubernetes /var/lib/etcd /var/lib/kubelet /var/lib/rancher /var/lib/cni
     /var/lib/calico /var/lib/dockershim /var/lib/cri-dockerd /opt/rke /opt/cni /etc/cni /etc/ceph
-    /var/log/containers /var/log/pods /var/log/kube-audit /tmp /root/.docker
+    /var/log/containers /var/log/pods /var/log/kube-audit /tmp /root/.docker /etc/tmpfiles.d
 )
 
 sandbox_host_dir() { echo "$RKERS_SANDBOX_DIR/hosts/$1"; }

@@ -39,6 +39,8 @@ pub enum Command {
     Config(ConfigCmdArgs),
     /// Check SSH, Docker and the ports between roles on every host, changing nothing.
     Preflight(PreflightArgs),
+    /// Diagnose the running cluster (read-only), or apply one safe fix with --fix.
+    Doctor(DoctorArgs),
     /// etcd snapshot save and restore.
     Etcd {
         #[command(subcommand)]
@@ -147,6 +149,32 @@ pub struct UpArgs {
     /// terminal, adoption needs this flag.
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Go on although an admission webhook blocks system pod creation (see `rkers doctor`).
+    #[arg(long)]
+    pub ignore_blocking_webhooks: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Only this host (address or node name); repeatable. Cluster-wide checks always run.
+    #[arg(long = "host", value_name = "H")]
+    pub hosts: Vec<String>,
+    /// Apply the safe fix of one check, printing each step before it runs.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "CHECK",
+        conflicts_with = "restore_webhooks"
+    )]
+    pub fix: Option<crate::doctor::fix::FixCheck>,
+    /// Put back the webhook configurations `--fix webhooks` removed (from the backup file next
+    /// to the state).
+    #[arg(long)]
+    pub restore_webhooks: bool,
 }
 
 #[derive(Args, Debug)]
@@ -305,6 +333,9 @@ pub enum CertCommand {
         rotate_ca: bool,
         #[arg(long)]
         dry_run: bool,
+        /// Go on although an admission webhook blocks system pod creation (see `rkers doctor`).
+        #[arg(long)]
+        ignore_blocking_webhooks: bool,
     },
     /// Every certificate each host holds and when it expires (from the hosts, else the state).
     List {
@@ -362,6 +393,7 @@ impl Command {
             Command::Remove(a) => &a.config,
             Command::Version(a) => a,
             Command::Preflight(a) => &a.config,
+            Command::Doctor(a) => &a.config,
             Command::Config(_) | Command::Completions { .. } | Command::Man => return None,
             Command::Etcd { command } => match command {
                 EtcdCommand::SnapshotSave { config, .. } => config,

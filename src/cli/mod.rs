@@ -174,6 +174,7 @@ async fn run(cli: Cli, reporter: &crate::output::Reporter) -> Result<(), CliErro
         Command::Remove(a) => commands::remove::run(&cluster, a, reporter).await,
         Command::Version(_) => commands::version::run(&cluster).await,
         Command::Preflight(a) => commands::preflight::run(&cluster, a, reporter).await,
+        Command::Doctor(a) => commands::doctor::run(&cluster, a, reporter).await,
         Command::Etcd { command } => commands::etcd::run(&cluster, command, reporter).await,
         Command::Cert {
             command: CertCommand::GenerateCsr { cert_dir, .. },

@@ -86,6 +86,20 @@ pub enum Action {
         directories: Vec<String>,
         unregister_wins: bool,
     },
+    /// calico/canal: a runtime directory calico-node binds, with the owner and mode it needs
+    /// (incidents.md §1).
+    EnsureCniDirectory {
+        path: String,
+        mode: String,
+        owner: String,
+        /// What the host has now (`missing`, or mode and owner).
+        found: String,
+    },
+    /// calico/canal: the systemd-tmpfiles entry that recreates those directories at boot.
+    WriteTmpfilesEntry {
+        path: String,
+        reason: String,
+    },
 }
 
 fn octal<S: serde::Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
@@ -167,6 +181,15 @@ impl std::fmt::Display for Action {
                 }
                 Ok(())
             }
+            Action::EnsureCniDirectory {
+                path,
+                mode,
+                owner,
+                found,
+            } => write!(f, "ensure directory {path} {owner} {mode} (found: {found})"),
+            Action::WriteTmpfilesEntry { path, reason } => {
+                write!(f, "write {path} ({reason})")
+            }
         }
     }
 }
@@ -234,6 +257,32 @@ mod tests {
         assert_eq!(
             text,
             "10.0.0.1:\n  - pull image rancher/hyperkube:v1\n  - recreate container kube-apiserver\n      entrypoint: +--v=4 ---v=2\n10.0.0.2:\n    no changes\n2 actions on 2 hosts\n"
+        );
+    }
+
+    #[test]
+    fn calico_runtime_actions_render_what_they_change() {
+        let dir = Action::EnsureCniDirectory {
+            path: "/var/run/calico".into(),
+            mode: "0755".into(),
+            owner: "root:root".into(),
+            found: "0700 0:0".into(),
+        };
+        assert_eq!(
+            dir.to_string(),
+            "ensure directory /var/run/calico root:root 0755 (found: 0700 0:0)"
+        );
+        let entry = Action::WriteTmpfilesEntry {
+            path: "/etc/tmpfiles.d/calico.conf".into(),
+            reason: "no tmpfiles.d entry creates /var/run/calico".into(),
+        };
+        assert_eq!(
+            entry.to_string(),
+            "write /etc/tmpfiles.d/calico.conf (no tmpfiles.d entry creates /var/run/calico)"
+        );
+        assert_eq!(
+            serde_json::to_value(&entry).unwrap()["action"],
+            "write_tmpfiles_entry"
         );
     }
 

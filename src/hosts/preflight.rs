@@ -225,7 +225,7 @@ fn short_method(m: &str) -> &str {
     }
 }
 
-fn host_report(a: &HostAttempt, opts: &PreflightOptions) -> HostReport {
+pub fn host_report(a: &HostAttempt, opts: &PreflightOptions) -> HostReport {
     let ssh = match &a.ssh {
         Some(s) => SshReport {
             ok: true,

@@ -39,6 +39,8 @@ pub struct RotateOptions {
     /// `--ssh-agent-auth`.
     pub agent_override: bool,
     pub ssh: SshOptions,
+    /// `--ignore-blocking-webhooks`: restart system pods although a webhook blocks them.
+    pub ignore_blocking_webhooks: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -117,6 +119,15 @@ pub async fn cert_rotate(
     reporter: &Reporter,
 ) -> Result<(), RotateError> {
     let runner = Runner::new(reporter.clone(), opts.ssh.concurrency);
+    // incidents.md §3: rotation restarts system components and pods.
+    crate::doctor::guard::check_webhooks_before_changes(
+        cluster,
+        opts.ignore_blocking_webhooks,
+        opts.dry_run,
+        reporter,
+    )
+    .await
+    .map_err(other)?;
 
     // 1. state
     let phase = reporter.phase("state");

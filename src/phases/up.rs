@@ -44,6 +44,8 @@ pub struct UpOptions {
     /// Asks the operator to confirm the adoption summary it is shown; `None` when nobody can be
     /// asked (no terminal), and then only `yes` adopts.
     pub confirm: Option<Arc<dyn Fn(&str) -> bool + Send + Sync>>,
+    /// `--ignore-blocking-webhooks`: go on although a webhook blocks system pods.
+    pub ignore_blocking_webhooks: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -339,6 +341,13 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
             }
         }
     }
+    // calico/canal: the runtime directories and their tmpfiles.d entry (incidents.md §1).
+    let calico = crate::doctor::guard::calico_actions(cluster, &pool)
+        .await
+        .map_err(other)?;
+    for (address, extra) in calico {
+        crate::doctor::guard::append(&mut actions, &mut all_actions, &address, extra);
+    }
     let mut removed = Vec::new();
     let old_sidekick = old_current
         .as_ref()
@@ -418,6 +427,17 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
             )
         });
     phase.done();
+    if old_current.is_some() {
+        // incidents.md §3: never restart system pods into a webhook that refuses them.
+        crate::doctor::guard::check_webhooks_before_changes(
+            cluster,
+            opts.ignore_blocking_webhooks,
+            opts.dry_run,
+            reporter,
+        )
+        .await
+        .map_err(UpError::Other)?;
+    }
     if let Some(adoption) = &adoption {
         let mut event = crate::output::Event::new(crate::output::Status::Info);
         event.phase = Some("adoption".into());
@@ -484,6 +504,9 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
 
     // 4. apply
     apply_files(&run, &runner).await?;
+    crate::doctor::guard::apply_calico_actions(cluster, &run.pool, &run.actions, reporter)
+        .await
+        .map_err(other)?;
     cluster
         .write_admin_kubeconfig(&run.bundle, reporter)
         .map_err(other)?;
@@ -1720,6 +1743,7 @@ fn upgrade_strategy(
         budget,
         drain,
         ready_timeout: NODE_READY_AFTER_UPGRADE,
+        cni_wait: None,
     })
 }
 
@@ -1788,7 +1812,11 @@ async fn upgrade_control_plane(
     let phase = runner.reporter.phase("control plane");
     let both: Vec<&str> = CONTROL_PLANE.iter().chain(WORKER_PLANE).copied().collect();
     let hosts = upgrade_hosts(run, old, &both, |h| h.roles.controlplane);
-    let strategy = upgrade_strategy(cluster, |s| &s.max_unavailable_controlplane, hosts.len())?;
+    let mut strategy = upgrade_strategy(cluster, |s| &s.max_unavailable_controlplane, hosts.len())?;
+    strategy.cni_wait = Some(crate::doctor::guard::CniWait::for_cluster(
+        cluster,
+        run.pool.hosts(),
+    ));
     let result = upgrade::rolling(runner, "control plane", api, hosts, &strategy, |address| {
         let run = run.clone();
         async move {
@@ -1819,6 +1847,10 @@ async fn upgrade_worker_plane(
     });
     let mut one_at_a_time = upgrade_strategy(cluster, |s| &s.max_unavailable_worker, 1)?;
     one_at_a_time.budget = 1;
+    one_at_a_time.cni_wait = Some(crate::doctor::guard::CniWait::for_cluster(
+        cluster,
+        run.pool.hosts(),
+    ));
     let result = upgrade::rolling(
         runner,
         "worker plane",
@@ -1834,7 +1866,8 @@ async fn upgrade_worker_plane(
     let workers = upgrade_hosts(run, old, WORKER_PLANE, |h| {
         !h.roles.controlplane && !h.roles.etcd
     });
-    let strategy = upgrade_strategy(cluster, |s| &s.max_unavailable_worker, workers.len())?;
+    let mut strategy = upgrade_strategy(cluster, |s| &s.max_unavailable_worker, workers.len())?;
+    strategy.cni_wait = one_at_a_time.cni_wait.clone();
     let result = upgrade::rolling(runner, "worker plane", api, workers, &strategy, apply).await;
     finish(phase, result)
 }

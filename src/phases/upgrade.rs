@@ -2,10 +2,11 @@
 //!
 //! At most `max_unavailable_*` hosts are out of service at once. Each one with something to
 //! change is cordoned, drained when `drain` is set, upgraded, waited for until its node is Ready
-//! again, and uncordoned. Unlike RKE1, a host whose upgrade fails is uncordoned too, so a failed
-//! run never leaves nodes cordoned behind it (§32 pain point 18), and only nodes rkers cordoned
-//! are ever uncordoned. Once as many hosts failed as the budget allows, the remaining ones are
-//! not touched.
+//! again (and, with a calico, canal or flannel CNI, until its CNI pod is Ready and flannel's NAT
+//! chain is back), and uncordoned. Unlike RKE1, a host whose upgrade fails is uncordoned too,
+//! so a failed run never leaves nodes cordoned behind it (§32 pain point 18), and only nodes
+//! rkers cordoned are ever uncordoned. Once as many hosts failed as the budget allows, the
+//! remaining ones are not touched.
 //!
 //! New hosts, hosts whose kubelet is not running, hosts whose node is missing or NotReady, and
 //! every host when the API server cannot be reached are upgraded straight away, in parallel and
@@ -77,6 +78,9 @@ pub struct Strategy {
     pub drain: Option<DrainOptions>,
     /// How long an upgraded host's node may take to report Ready.
     pub ready_timeout: Duration,
+    /// With a calico, canal or flannel CNI: wait for the node's CNI (pod Ready, flannel's NAT
+    /// chain back) before the next host (incidents.md §1, §2).
+    pub cni_wait: Option<Arc<crate::doctor::guard::CniWait>>,
 }
 
 /// Upgrades `hosts` with `upgrade(address)`, which brings the host's containers to their
@@ -184,7 +188,11 @@ where
         upgrade(h.address.clone()).await?;
         api.wait_node_ready(&h.hostname, strategy.ready_timeout)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        match &strategy.cni_wait {
+            Some(w) => w.wait(api, &h.hostname, &h.address).await,
+            None => Ok(()),
+        }
     }
     .await;
     if cordon == Cordon::ByRkers

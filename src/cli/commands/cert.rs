@@ -20,6 +20,7 @@ pub async fn run(
             service,
             rotate_ca,
             dry_run,
+            ignore_blocking_webhooks,
             ..
         } => {
             let opts = RotateOptions {
@@ -28,6 +29,7 @@ pub async fn run(
                 rotate_ca: *rotate_ca,
                 agent_override: connect.ssh_agent_auth,
                 ssh: ssh_options_for(connect, *dry_run),
+                ignore_blocking_webhooks: *ignore_blocking_webhooks,
             };
             cert_rotate(cluster, &opts, reporter)
                 .await

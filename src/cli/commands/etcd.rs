@@ -153,6 +153,8 @@ pub async fn run(
                     // request; there is nothing left to confirm about adopting the cluster.
                     yes: true,
                     confirm: None,
+                    // The API server is down while the data is restored, so the check skips.
+                    ignore_blocking_webhooks: false,
                 },
             };
             etcd_snapshot::restore(cluster, &opts, reporter)

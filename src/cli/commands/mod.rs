@@ -2,6 +2,7 @@
 
 pub mod cert;
 pub mod config_cmd;
+pub mod doctor;
 pub mod encrypt;
 pub mod etcd;
 pub mod offline;

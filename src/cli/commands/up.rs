@@ -46,6 +46,7 @@ pub async fn run(cluster: &Cluster, args: &UpArgs, reporter: &Reporter) -> Resul
         ssh: ssh_options_for(&args.connect, args.dry_run),
         yes: args.yes,
         confirm: terminal_question(),
+        ignore_blocking_webhooks: args.ignore_blocking_webhooks,
     };
     up(cluster, &opts, reporter).await.map_err(|e| match e {
         UpError::Cluster(c) if c.is_invalid_config() => CliError::InvalidConfig(c.to_string()),

@@ -1,0 +1,50 @@
+//! `rkers doctor`: the report (exit 1 when it holds a failure), `--fix CHECK` and
+//! `--restore-webhooks`.
+
+use crate::cli::CliError;
+use crate::cli::args::DoctorArgs;
+use crate::cluster::Cluster;
+use crate::doctor::{self, DoctorOptions};
+use crate::output::Reporter;
+
+pub async fn run(
+    cluster: &Cluster,
+    args: &DoctorArgs,
+    reporter: &Reporter,
+) -> Result<(), CliError> {
+    let opts = DoctorOptions {
+        hosts: args.hosts.clone(),
+        agent_override: args.connect.ssh_agent_auth,
+        ssh: super::up::ssh_options(&args.connect),
+    };
+    if args.restore_webhooks {
+        return doctor::fix::restore_webhooks(cluster, reporter)
+            .await
+            .map_err(CliError::Failed);
+    }
+    if let Some(check) = args.fix {
+        // An unknown --host is a usage error, before anything is changed.
+        doctor::run::select_targets(cluster, &opts.hosts, opts.agent_override)
+            .map_err(CliError::InvalidConfig)?;
+        return doctor::fix::fix(cluster, check, &opts, reporter)
+            .await
+            .map_err(CliError::Failed);
+    }
+    doctor::run::select_targets(cluster, &opts.hosts, opts.agent_override)
+        .map_err(CliError::InvalidConfig)?;
+    let report = doctor::run_doctor(cluster, &opts)
+        .await
+        .map_err(CliError::Failed)?;
+    if reporter.is_json() {
+        println!("{}", report.to_json());
+    } else {
+        print!("{}", report.render_text());
+    }
+    match report.summary().fail {
+        0 => Ok(()),
+        n => Err(CliError::Failed(format!(
+            "doctor found {n} failure{}",
+            if n == 1 { "" } else { "s" }
+        ))),
+    }
+}

@@ -1,0 +1,515 @@
+//! The checks an on-call engineer makes first: SSH and Docker per host (preflight's connection
+//! report), RKE's containers per host with their last log lines when unhealthy, certificate
+//! expiry, etcd's health, leader, alarms and database size, and the nodes' Ready conditions.
+
+use super::{Finding, Status, last_lines};
+use crate::config::RkeConfig;
+use crate::hosts::{Host, HostAttempt};
+use crate::phases::certs::{CertExpiry, deployed_expiry};
+use crate::plan;
+use k8s_openapi::api::core::v1::Node;
+use std::sync::Arc;
+use time::OffsetDateTime;
+
+/// Warn this many days before a certificate expires.
+pub const CERT_WARN_DAYS: i64 = 30;
+/// etcd's default `--quota-backend-bytes`.
+pub const ETCD_DEFAULT_QUOTA: u64 = 2 * 1024 * 1024 * 1024;
+
+/// The node name of a config node (what Kubernetes calls it).
+pub fn node_name(c: &RkeConfig, address: &str) -> String {
+    c.nodes
+        .iter()
+        .find(|n| n.address == address)
+        .map(|n| {
+            if n.hostname_override.is_empty() {
+                n.address.to_lowercase()
+            } else {
+                n.hostname_override.to_lowercase()
+            }
+        })
+        .unwrap_or_else(|| address.to_string())
+}
+
+fn roles(c: &RkeConfig, address: &str) -> Vec<String> {
+    c.nodes
+        .iter()
+        .find(|n| n.address == address)
+        .map(|n| n.role.clone())
+        .unwrap_or_default()
+}
+
+/// SSH and Docker of one host, from the connection attempt.
+pub fn connection(c: &RkeConfig, a: &HostAttempt) -> Finding {
+    let node = node_name(c, &a.target.name);
+    let report = crate::hosts::preflight::host_report(a, &Default::default());
+    if !report.ok() {
+        return Finding::new("ssh-docker", Status::Fail, Some(&node), report.problems.join("; "))
+            .evidence([format!("host {}", a.target.name)])
+            .fix([format!("rkers preflight --config <cluster.yml>   (details per host; then repair SSH or Docker on {})", a.target.name)]);
+    }
+    let docker = report
+        .docker
+        .as_ref()
+        .map(|d| format!("Docker {} ({})", d.facts.docker_version, d.facts.transport))
+        .unwrap_or_default();
+    Finding::ok(
+        "ssh-docker",
+        Some(&node),
+        format!(
+            "SSH as {} ok, {docker}",
+            report.ssh.user.as_deref().unwrap_or("?")
+        ),
+    )
+}
+
+/// The containers a host runs for its roles.
+pub fn expected_containers(roles: &[String]) -> Vec<&'static str> {
+    let has = |r: &str| roles.iter().any(|x| x == r);
+    let mut v = Vec::new();
+    if has("etcd") {
+        v.push(plan::ETCD);
+    }
+    if has("controlplane") {
+        v.extend([
+            plan::KUBE_APISERVER,
+            plan::KUBE_CONTROLLER_MANAGER,
+            plan::KUBE_SCHEDULER,
+        ]);
+    } else if !roles.is_empty() {
+        v.push(plan::NGINX_PROXY);
+    }
+    if has("controlplane") || has("worker") || has("etcd") {
+        v.extend([plan::KUBELET, plan::KUBE_PROXY]);
+    }
+    v
+}
+
+/// Each RKE container of one host: running, restarting or exited, with its last log lines when
+/// it is not running.
+pub async fn containers(c: &RkeConfig, host: &Arc<Host>) -> Vec<Finding> {
+    let node = node_name(c, host.name());
+    let mut out = Vec::new();
+    for name in expected_containers(&roles(c, host.name())) {
+        let docker = host.docker();
+        match docker.inspect_container(name).await {
+            Err(e) => out.push(Finding::new(
+                "container",
+                Status::Fail,
+                Some(&node),
+                format!("{name}: cannot inspect: {e}"),
+            )),
+            Ok(None) => out.push(
+                Finding::new(
+                    "container",
+                    Status::Fail,
+                    Some(&node),
+                    format!("{name} is missing"),
+                )
+                .fix(["rkers up --config <cluster.yml>   (creates it again)"]),
+            ),
+            Ok(Some(o)) if o.running && !o.restarting => out.push(Finding::ok(
+                "container",
+                Some(&node),
+                format!("{name} running"),
+            )),
+            Ok(Some(o)) => {
+                let state = if o.restarting {
+                    format!("restarting (last exit {})", o.exit_code.unwrap_or(-1))
+                } else {
+                    format!("{} (exit {})", o.status, o.exit_code.unwrap_or(-1))
+                };
+                let logs = docker.logs(name, 10).await.unwrap_or_default();
+                let mut evidence =
+                    vec![format!("docker inspect {name}: {state}, image {}", o.image)];
+                evidence.extend(
+                    last_lines(&logs, 5)
+                        .into_iter()
+                        .map(|l| format!("log: {l}")),
+                );
+                out.push(
+                    Finding::new(
+                        "container",
+                        Status::Fail,
+                        Some(&node),
+                        format!("{name} is {state}"),
+                    )
+                    .evidence(evidence)
+                    .fix([
+                        format!("docker logs --tail 50 {name}   (on {})", host.name()),
+                        "rkers up --config <cluster.yml>   (recreates it when its config drifted)"
+                            .to_string(),
+                    ]),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Certificate expiry: warn under [`CERT_WARN_DAYS`], fail when expired. One finding per host
+/// (the worst certificate decides), listing every certificate that needs attention.
+pub fn certificates(node: &str, certs: &[CertExpiry], now: OffsetDateTime) -> Finding {
+    if certs.is_empty() {
+        return Finding::new(
+            "certificate",
+            Status::Warn,
+            Some(node),
+            "no certificate found under /etc/kubernetes/ssl",
+        );
+    }
+    let expired: Vec<&CertExpiry> = certs.iter().filter(|c| c.not_after <= now).collect();
+    let soon: Vec<&CertExpiry> = crate::phases::certs::expiring_within(certs, now, CERT_WARN_DAYS)
+        .into_iter()
+        .filter(|c| c.not_after > now)
+        .collect();
+    let first = certs.iter().map(|c| c.not_after).min().expect("not empty");
+    let date = |t: OffsetDateTime| {
+        t.format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default()
+    };
+    let evidence: Vec<String> = expired
+        .iter()
+        .chain(&soon)
+        .map(|c| {
+            format!(
+                "{}: notAfter {} ({} days)",
+                c.certificate,
+                date(c.not_after),
+                (c.not_after - now).whole_days()
+            )
+        })
+        .collect();
+    let fix = ["rkers cert rotate --config <cluster.yml>"];
+    if !expired.is_empty() {
+        Finding::new(
+            "certificate",
+            Status::Fail,
+            Some(node),
+            format!("{} certificate(s) expired", expired.len()),
+        )
+        .evidence(evidence)
+        .fix(fix)
+    } else if !soon.is_empty() {
+        Finding::new(
+            "certificate",
+            Status::Warn,
+            Some(node),
+            format!(
+                "{} certificate(s) expire within {CERT_WARN_DAYS} days",
+                soon.len()
+            ),
+        )
+        .evidence(evidence)
+        .fix(fix)
+    } else {
+        Finding::ok(
+            "certificate",
+            Some(node),
+            format!(
+                "{} certificates, the first expires {} ({} days)",
+                certs.len(),
+                date(first),
+                (first - now).whole_days()
+            ),
+        )
+    }
+}
+
+/// Reads a host's certificates from /etc/kubernetes (the helper `cert list` uses).
+pub async fn host_certificates(c: &RkeConfig, host: &Arc<Host>) -> Result<Vec<CertExpiry>, String> {
+    let prefix = plan::host_prefix_path(&c.prefix_path, &host.facts().operating_system);
+    let dir = plan::join_path(&[&prefix, "/etc/kubernetes"]);
+    let image = &c.system_images.cert_downloader;
+    host.docker()
+        .ensure_image(image, &[], &mut |_| {})
+        .await
+        .map_err(|e| e.to_string())?;
+    let files = crate::phases::files::read_dir(host.docker(), &dir, image)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(deployed_expiry(host.name(), &files))
+}
+
+/// One member's `etcdctl endpoint status -w json` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdStatus {
+    pub endpoint: String,
+    pub member_id: u64,
+    pub leader: u64,
+    pub db_size: u64,
+}
+
+pub fn parse_endpoint_status(json: &str) -> Result<Vec<EtcdStatus>, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(json.trim()).map_err(|e| format!("etcdctl endpoint status: {e}"))?;
+    let arr = v
+        .as_array()
+        .ok_or("etcdctl endpoint status: not a JSON array")?;
+    Ok(arr
+        .iter()
+        .map(|e| {
+            let st = &e["Status"];
+            EtcdStatus {
+                endpoint: e["Endpoint"].as_str().unwrap_or_default().to_string(),
+                member_id: st["header"]["member_id"].as_u64().unwrap_or(0),
+                leader: st["leader"].as_u64().unwrap_or(0),
+                db_size: st["dbSize"].as_u64().unwrap_or(0),
+            }
+        })
+        .collect())
+}
+
+/// Alarms from `etcdctl alarm list` (`memberID:... alarm:NOSPACE`).
+pub fn parse_alarms(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.split("alarm:").nth(1).map(|a| a.trim().to_string()))
+        .filter(|a| !a.is_empty() && a != "NONE")
+        .collect()
+}
+
+/// Judges one member from what etcdctl printed.
+pub fn etcd_finding(
+    node: &str,
+    health: Result<String, String>,
+    status: Result<Vec<EtcdStatus>, String>,
+    alarms: &[String],
+    quota: u64,
+) -> Finding {
+    let mut evidence = Vec::new();
+    let mut problems = Vec::new();
+    let mut warnings = Vec::new();
+    match &health {
+        Ok(t) => evidence.extend(
+            last_lines(t, 2)
+                .into_iter()
+                .map(|l| format!("endpoint health: {l}")),
+        ),
+        Err(e) => problems.push(format!("unhealthy: {e}")),
+    }
+    let mut summary_bits = Vec::new();
+    match &status {
+        Ok(list) => {
+            for s in list {
+                evidence.push(format!(
+                    "endpoint status {}: member {:x}, leader {:x}, dbSize {} bytes",
+                    s.endpoint, s.member_id, s.leader, s.db_size
+                ));
+                if s.leader == 0 {
+                    problems.push("no leader".into());
+                } else {
+                    summary_bits.push(if s.leader == s.member_id {
+                        "leader".to_string()
+                    } else {
+                        format!("leader {:x}", s.leader)
+                    });
+                }
+                let pct = s.db_size as f64 * 100.0 / quota.max(1) as f64;
+                summary_bits.push(format!(
+                    "db {:.1} MiB of {:.0} MiB quota ({pct:.0}%)",
+                    s.db_size as f64 / 1048576.0,
+                    quota as f64 / 1048576.0
+                ));
+                if pct >= 95.0 {
+                    problems.push(format!("database at {pct:.0}% of its quota"));
+                } else if pct >= 80.0 {
+                    warnings.push(format!("database at {pct:.0}% of its quota"));
+                }
+            }
+        }
+        Err(e) => problems.push(e.clone()),
+    }
+    for a in alarms {
+        evidence.push(format!("alarm: {a}"));
+        problems.push(format!("alarm {a} raised (writes refused)"));
+    }
+    let fix_space = vec![
+        "docker exec etcd etcdctl compact <rev>; docker exec etcd etcdctl defrag; docker exec etcd etcdctl alarm disarm".to_string(),
+        "or raise services.etcd.extra_args.quota-backend-bytes, then rkers up".to_string(),
+    ];
+    if !problems.is_empty() {
+        let space = problems
+            .iter()
+            .any(|p| p.contains("NOSPACE") || p.contains("quota"));
+        let mut f =
+            Finding::new("etcd", Status::Fail, Some(node), problems.join("; ")).evidence(evidence);
+        f = if space {
+            f.fix(fix_space)
+        } else {
+            f.fix(["docker logs --tail 50 etcd   (on the node); rkers up to recreate a member that drifted"])
+        };
+        return f;
+    }
+    if !warnings.is_empty() {
+        return Finding::new(
+            "etcd",
+            Status::Warn,
+            Some(node),
+            format!("{}; {}", warnings.join("; "), summary_bits.join(", ")),
+        )
+        .evidence(evidence)
+        .fix(fix_space);
+    }
+    Finding::ok(
+        "etcd",
+        Some(node),
+        format!("healthy, {}", summary_bits.join(", ")),
+    )
+    .evidence(evidence)
+}
+
+/// Health, status and alarms of the etcd member on `host`.
+pub async fn etcd(c: &RkeConfig, host: &Arc<Host>) -> Finding {
+    let node = node_name(c, host.name());
+    let quota = c
+        .services
+        .etcd
+        .extra_args
+        .get("quota-backend-bytes")
+        .and_then(|q| q.parse().ok())
+        .unwrap_or(ETCD_DEFAULT_QUOTA);
+    let health = crate::phases::reconcile::etcdctl(host, &["endpoint", "health"]).await;
+    let status =
+        crate::phases::reconcile::etcdctl(host, &["endpoint", "status", "--write-out=json"])
+            .await
+            .and_then(|t| parse_endpoint_status(&t));
+    let alarms = crate::phases::reconcile::etcdctl(host, &["alarm", "list"])
+        .await
+        .map(|t| parse_alarms(&t))
+        .unwrap_or_default();
+    etcd_finding(&node, health, status, &alarms, quota)
+}
+
+/// Each node's Ready condition, with reason and message when it is not Ready.
+pub fn nodes(list: &[Node]) -> Vec<Finding> {
+    list.iter()
+        .map(|n| {
+            let name = super::cni::node_name(n);
+            match super::cni::ready_condition(n) {
+                Some((s, _, _)) if s == "True" => Finding::ok("node", Some(&name), "Ready"),
+                Some((s, reason, message)) => Finding::new(
+                    "node",
+                    Status::Fail,
+                    Some(&name),
+                    format!("NotReady ({reason})"),
+                )
+                .evidence([format!("condition Ready={s} {reason}: {message}")])
+                .fix([format!(
+                    "kubectl describe node {name}; docker logs --tail 50 kubelet   (on the node)"
+                )]),
+                None => Finding::new(
+                    "node",
+                    Status::Fail,
+                    Some(&name),
+                    "no Ready condition reported",
+                ),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    fn cert(name: &str, t: OffsetDateTime) -> CertExpiry {
+        CertExpiry {
+            host: "h".into(),
+            certificate: name.into(),
+            not_after: t,
+            source: "host",
+        }
+    }
+
+    #[test]
+    fn certificates_warn_within_30_days_and_fail_when_expired() {
+        let now = datetime!(2026-01-01 0:00 UTC);
+        let far = cert("kube-node", datetime!(2030-01-01 0:00 UTC));
+        let soon = cert("kube-apiserver", datetime!(2026-01-20 0:00 UTC));
+        let gone = cert("kube-proxy", datetime!(2025-12-01 0:00 UTC));
+        assert_eq!(
+            certificates("h", std::slice::from_ref(&far), now).status,
+            Status::Ok
+        );
+        let f = certificates("h", &[far.clone(), soon.clone()], now);
+        assert_eq!(f.status, Status::Warn);
+        assert!(
+            f.evidence[0].starts_with("kube-apiserver: notAfter 2026-01-20"),
+            "{:?}",
+            f.evidence
+        );
+        let f = certificates("h", &[far, soon, gone], now);
+        assert_eq!(f.status, Status::Fail);
+        assert_eq!(f.evidence.len(), 2);
+        assert!(f.fix[0].contains("rkers cert rotate"));
+    }
+
+    #[test]
+    fn etcd_status_json_and_alarms_parse() {
+        let json = r#"[{"Endpoint":"https://10.0.0.1:2379","Status":{"header":{"cluster_id":1,"member_id":42,"revision":9,"raft_term":2},"version":"3.4.23","dbSize":20480,"leader":42,"raftIndex":10,"raftTerm":2}}]"#;
+        let st = parse_endpoint_status(json).unwrap();
+        assert_eq!(
+            st,
+            vec![EtcdStatus {
+                endpoint: "https://10.0.0.1:2379".into(),
+                member_id: 42,
+                leader: 42,
+                db_size: 20480
+            }]
+        );
+        assert_eq!(parse_alarms("memberID:42 alarm:NOSPACE\n"), ["NOSPACE"]);
+        assert!(parse_alarms("").is_empty());
+        let ok = etcd_finding(
+            "h",
+            Ok("https://10.0.0.1:2379 is healthy".into()),
+            Ok(st.clone()),
+            &[],
+            ETCD_DEFAULT_QUOTA,
+        );
+        assert_eq!(ok.status, Status::Ok);
+        assert!(ok.summary.contains("leader"));
+        let full = etcd_finding(
+            "h",
+            Ok(String::new()),
+            Ok(st.clone()),
+            &["NOSPACE".into()],
+            ETCD_DEFAULT_QUOTA,
+        );
+        assert_eq!(full.status, Status::Fail);
+        assert!(full.fix[0].contains("alarm disarm"));
+        let big = etcd_finding("h", Ok(String::new()), Ok(st), &[], 24000);
+        assert_eq!(big.status, Status::Warn, "{big:?}");
+        let mut leaderless = parse_endpoint_status(json).unwrap();
+        leaderless[0].leader = 0;
+        assert_eq!(
+            etcd_finding(
+                "h",
+                Ok(String::new()),
+                Ok(leaderless),
+                &[],
+                ETCD_DEFAULT_QUOTA
+            )
+            .status,
+            Status::Fail
+        );
+    }
+
+    #[test]
+    fn roles_give_the_expected_containers() {
+        let r =
+            |v: &[&str]| expected_containers(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(r(&["worker"]), ["nginx-proxy", "kubelet", "kube-proxy"]);
+        assert_eq!(
+            r(&["etcd", "controlplane", "worker"]),
+            [
+                "etcd",
+                "kube-apiserver",
+                "kube-controller-manager",
+                "kube-scheduler",
+                "kubelet",
+                "kube-proxy"
+            ]
+        );
+    }
+}

@@ -1,0 +1,258 @@
+//! `rkers doctor`: a read-only health report of a running cluster, aimed at the three CNI
+//! incidents of `incidents.md` (calico's runtime directory after a reboot, flannel's outbound
+//! NAT chain, admission webhooks that keep the CNI from starting) plus the basics an on-call
+//! engineer checks first (SSH and Docker, RKE containers, certificates, etcd, node conditions).
+//!
+//! Every check yields [`Finding`]s: a status, the node it concerns, the evidence it read and the
+//! fix as commands. `--fix CHECK` applies the safe fixes (see [`fix`]); `up` reuses the same
+//! checks to prevent the incidents (see [`guard`]).
+
+pub mod basics;
+pub mod calico;
+pub mod cni;
+pub mod fix;
+pub mod flannel;
+pub mod guard;
+pub mod probe;
+pub mod run;
+pub mod selector;
+pub mod webhooks;
+
+pub use run::{DoctorOptions, run_doctor};
+
+use serde::Serialize;
+
+/// How bad a finding is. Ordered so that sorting descending puts the worst first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Status::Ok => "ok",
+            Status::Warn => "warn",
+            Status::Fail => "FAIL",
+        })
+    }
+}
+
+/// One result of one check on one node (or on the cluster).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// Machine name of the check, e.g. `calico-runtime`, `flannel-nat`, `webhook`.
+    pub check: String,
+    pub status: Status,
+    /// The node it concerns (node name, as Kubernetes knows it), `None` for the cluster.
+    pub node: Option<String>,
+    /// One line saying what was found.
+    pub summary: String,
+    /// What was read: file modes, iptables lines, webhook rules, pod states, log lines.
+    pub evidence: Vec<String>,
+    /// Commands (or the rkers command) that repair it; empty when nothing is to be done.
+    pub fix: Vec<String>,
+}
+
+impl Finding {
+    pub fn new(
+        check: &str,
+        status: Status,
+        node: Option<&str>,
+        summary: impl Into<String>,
+    ) -> Self {
+        Finding {
+            check: check.to_string(),
+            status,
+            node: node.map(str::to_string),
+            summary: summary.into(),
+            evidence: Vec::new(),
+            fix: Vec::new(),
+        }
+    }
+
+    pub fn ok(check: &str, node: Option<&str>, summary: impl Into<String>) -> Self {
+        Self::new(check, Status::Ok, node, summary)
+    }
+
+    pub fn evidence(mut self, lines: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.evidence.extend(lines.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn fix(mut self, lines: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.fix.extend(lines.into_iter().map(Into::into));
+        self
+    }
+}
+
+/// Everything one `doctor` run found.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    pub findings: Vec<Finding>,
+}
+
+/// Counts per status, as the summary line and the JSON `summary` object show them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    pub ok: usize,
+    pub warn: usize,
+    pub fail: usize,
+}
+
+impl Report {
+    pub fn push(&mut self, f: Finding) {
+        self.findings.push(f);
+    }
+
+    pub fn extend(&mut self, f: impl IntoIterator<Item = Finding>) {
+        self.findings.extend(f);
+    }
+
+    pub fn summary(&self) -> Summary {
+        let mut s = Summary::default();
+        for f in &self.findings {
+            match f.status {
+                Status::Ok => s.ok += 1,
+                Status::Warn => s.warn += 1,
+                Status::Fail => s.fail += 1,
+            }
+        }
+        s
+    }
+
+    /// 0 without a failure, 1 with one (warnings do not fail the command).
+    pub fn exit_code(&self) -> u8 {
+        u8::from(self.summary().fail > 0)
+    }
+
+    /// Worst first; within a status by check, then node, so related findings stay together.
+    pub fn sorted(&self) -> Vec<&Finding> {
+        let mut v: Vec<&Finding> = self.findings.iter().collect();
+        v.sort_by(|a, b| {
+            b.status
+                .cmp(&a.status)
+                .then_with(|| a.check.cmp(&b.check))
+                .then_with(|| a.node.cmp(&b.node))
+        });
+        v
+    }
+
+    /// The text a person reads: one line per finding, worst first; under a finding that is not
+    /// ok its evidence and fix; a one-line summary at the end.
+    pub fn render_text(&self) -> String {
+        let mut out = String::new();
+        for f in self.sorted() {
+            out.push_str(&format!(
+                "{:<4}  {:<16}  {:<14}  {}\n",
+                f.status.to_string(),
+                f.check,
+                f.node.as_deref().unwrap_or("cluster"),
+                f.summary
+            ));
+            if f.status == Status::Ok {
+                continue;
+            }
+            for e in &f.evidence {
+                for (i, line) in e.lines().enumerate() {
+                    let lead = if i == 0 { "      | " } else { "      |   " };
+                    out.push_str(&format!("{lead}{line}\n"));
+                }
+            }
+            for fx in &f.fix {
+                out.push_str(&format!("      fix: {fx}\n"));
+            }
+        }
+        let s = self.summary();
+        out.push_str(&format!(
+            "doctor: {} failure{}, {} warning{}, {} ok{}\n",
+            s.fail,
+            if s.fail == 1 { "" } else { "s" },
+            s.warn,
+            if s.warn == 1 { "" } else { "s" },
+            s.ok,
+            if s.fail > 0 { " (exit 1)" } else { "" }
+        ));
+        out
+    }
+
+    /// The JSON tools read (schema in the README): `findings` worst first, `summary`, `exit_code`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "findings": self.sorted(),
+            "summary": self.summary(),
+            "exit_code": self.exit_code(),
+        })
+    }
+}
+
+/// The last `n` lines of `text`, trimmed, for evidence.
+pub fn last_lines(text: &str, n: usize) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| l.trim_end().to_string())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worst_first_with_fix_under_it_and_a_summary() {
+        let mut r = Report::default();
+        r.push(Finding::ok("ssh", Some("host1"), "reachable"));
+        r.push(
+            Finding::new("calico-runtime", Status::Fail, Some("host2"), "bad mode")
+                .evidence(["/var/run/calico 700 root:root"])
+                .fix(["rkers doctor --fix calico-runtime"]),
+        );
+        r.push(Finding::new(
+            "flannel-image",
+            Status::Warn,
+            None,
+            "old flannel",
+        ));
+        let text = r.render_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with("FAIL") && lines[0].contains("host2"),
+            "{text}"
+        );
+        assert_eq!(lines[1], "      | /var/run/calico 700 root:root");
+        assert_eq!(lines[2], "      fix: rkers doctor --fix calico-runtime");
+        assert!(lines[3].starts_with("warn") && lines[3].contains("cluster"));
+        assert!(lines[4].starts_with("ok"));
+        assert_eq!(
+            lines.last().unwrap(),
+            &"doctor: 1 failure, 1 warning, 1 ok (exit 1)"
+        );
+        assert_eq!(r.exit_code(), 1);
+        let j = r.to_json();
+        assert_eq!(j["summary"]["fail"], 1);
+        assert_eq!(j["findings"][0]["status"], "fail");
+        assert_eq!(j["findings"][0]["node"], "host2");
+        assert_eq!(j["findings"][2]["status"], "ok");
+        assert_eq!(j["exit_code"], 1);
+    }
+
+    #[test]
+    fn warnings_alone_exit_zero() {
+        let mut r = Report::default();
+        r.push(Finding::new(
+            "certificate",
+            Status::Warn,
+            Some("h"),
+            "expires soon",
+        ));
+        assert_eq!(r.exit_code(), 0);
+        assert!(
+            r.render_text()
+                .ends_with("doctor: 0 failures, 1 warning, 0 ok\n")
+        );
+    }
+}
