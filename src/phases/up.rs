@@ -441,7 +441,23 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     cluster
         .write_admin_kubeconfig(&run.bundle, reporter)
         .map_err(other)?;
-    pull_images(&run, &runner).await?;
+    // A new cluster's worker-only hosts go their own way (early_worker_plane); the set's task
+    // is aborted when `up` returns early.
+    let early_hosts = match &old_current {
+        None => early_worker_hosts(&run),
+        Some(_) => Vec::new(),
+    };
+    // Every container below needs its image: the planes start once their hosts have them.
+    // The other hosts' pulls come first, so they never queue behind the workers' at a registry.
+    pull_images(&run, &runner, &early_hosts).await?;
+    let mut early_workers = tokio::task::JoinSet::new();
+    if !early_hosts.is_empty() {
+        early_workers.spawn(early_worker_plane(
+            run.clone(),
+            runner.clone(),
+            early_hosts.clone(),
+        ));
+    }
     prepare_windows(&run, &runner).await?;
     if let Some(old) = old.as_ref().filter(|o| {
         !o.current_state.encryption_config.is_empty()
@@ -517,6 +533,10 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     if let Some(old) = &old_current {
         upgrade_worker_plane(cluster, old, &run, &runner, Some(&api)).await?;
     } else {
+        if let Some(early) = early_workers.join_next().await {
+            early.map_err(other)??;
+        }
+        // kube-proxy everywhere, and the worker components of etcd and control plane hosts.
         plane(&run, &runner, "worker plane", WORKER_PLANE, |_| true).await?;
     }
     sync_nodes(cluster, old_current.as_ref(), &run, &api, &runner).await?;
@@ -1042,11 +1062,13 @@ fn finish(phase: crate::output::PhaseGuard, result: Result<(), PhaseError>) -> R
     }
 }
 
-async fn pull_images(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
+/// The images of every host but `elsewhere` (pulled by the early worker plane), all at once.
+async fn pull_images(run: &Arc<Run>, runner: &Runner, elsewhere: &[String]) -> Result<(), UpError> {
     let phase = runner.reporter.phase("images");
     let hosts: Vec<String> = run
         .actions
         .iter()
+        .filter(|(h, _)| !elsewhere.contains(h))
         .filter(|(_, a)| a.iter().any(|a| matches!(a, Action::PullImage { .. })))
         .map(|(h, _)| h.clone())
         .collect();
@@ -1054,21 +1076,35 @@ async fn pull_images(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
     let result = runner
         .for_each_host("images", "pull images", hosts, move |address| {
             let run = r.clone();
-            async move {
-                let host = run.host(&address);
-                for a in &run.actions[&address] {
-                    if let Action::PullImage { image } = a {
-                        host.docker()
-                            .ensure_image(image, &run.registries, &mut |_| {})
-                            .await
-                            .map_err(|e| e.to_string())?;
-                    }
-                }
-                Ok(())
-            }
+            async move { pull_host_images(&run, &address).await }
         })
         .await;
     finish(phase, result)
+}
+
+/// Every image one host lacks, all asked for at once: `ensure_image` waits for a turn at the
+/// image's registry (hosts::pulls), which is the only cap.
+async fn pull_host_images(run: &Run, address: &str) -> Result<(), String> {
+    let host = run.host(address);
+    let pulls = run.actions[address].iter().filter_map(|a| match a {
+        Action::PullImage { image } => Some(async move {
+            host.docker()
+                .ensure_image(image, &run.registries, &mut |_| {})
+                .await
+                .map_err(|e| e.to_string())
+        }),
+        _ => None,
+    });
+    let failed: Vec<String> = futures::future::join_all(pulls)
+        .await
+        .into_iter()
+        .filter_map(Result::err)
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(failed.join("; "))
+    }
 }
 
 /// Converts the plan's container (RKE1's process model) into what Docker is asked to create.
@@ -1344,6 +1380,46 @@ async fn plane(
         .for_each_host(title, title, hosts, move |address| {
             let run = r.clone();
             async move { apply_plane_on(&run, &address, names).await }
+        })
+        .await;
+    finish(phase, result)
+}
+
+/// A new cluster's worker-only Linux hosts, which go their own way while etcd and the control
+/// plane come up: each pulls its images and starts nginx-proxy, service-sidekick and kubelet as
+/// soon as it has them, since these need only the host's own files (written by now) and images.
+/// nginx-proxy forwards to the control plane whenever it listens and kubelet retries the API
+/// server by itself, so neither waits for the control plane's health checks. kube-proxy still
+/// waits for the worker plane proper: v1.20 reads its node IP from its Node object once, at
+/// start, and keeps 127.0.0.1 for good when the API does not answer. Windows workers keep the
+/// usual order: their orphan sweep must run before anything of theirs starts.
+fn early_worker_hosts(run: &Run) -> Vec<String> {
+    run.plan
+        .hosts
+        .iter()
+        .filter(|h| h.roles.worker && !h.roles.controlplane && !h.roles.etcd)
+        .filter(|h| !run.plan.windows.contains_key(&h.address))
+        .map(|h| h.address.clone())
+        .collect()
+}
+
+/// [`early_worker_hosts`]: images, then nginx-proxy, service-sidekick and kubelet.
+async fn early_worker_plane(
+    run: Arc<Run>,
+    runner: Runner,
+    hosts: Vec<String>,
+) -> Result<(), UpError> {
+    const FIRST: &[&str] = &[plan::NGINX_PROXY, plan::SERVICE_SIDEKICK, plan::KUBELET];
+    let title = "workers' kubelet";
+    let phase = runner.reporter.phase(title);
+    let r = run.clone();
+    let result = runner
+        .for_each_host(title, "images, then kubelet", hosts, move |address| {
+            let run = r.clone();
+            async move {
+                pull_host_images(&run, &address).await?;
+                apply_plane_on(&run, &address, FIRST).await
+            }
         })
         .await;
     finish(phase, result)
