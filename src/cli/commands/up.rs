@@ -36,7 +36,11 @@ pub async fn run(cluster: &Cluster, args: &UpArgs, reporter: &Reporter) -> Resul
         ignore_docker_version_flag: args.connect.ignore_docker_version,
         ssh: ssh_options(&args.connect),
     };
-    up(cluster, &opts, reporter).await.map_err(|e| match e {
+    let started = std::time::Instant::now();
+    let result = up(cluster, &opts, reporter).await;
+    // Also after a failure: where the time went up to it is as useful then.
+    reporter.timing_summary(started.elapsed());
+    result.map_err(|e| match e {
         UpError::Cluster(c) if c.is_invalid_config() => CliError::InvalidConfig(c.to_string()),
         other => CliError::Failed(other.to_string()),
     })
