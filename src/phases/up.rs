@@ -119,7 +119,9 @@ struct Run {
     /// `address/container` of every container brought to its planned state in this run: a
     /// control plane host's worker components are upgraded with its control plane (§17.2), and
     /// the worker plane must not apply them a second time.
-    applied: std::sync::Mutex<BTreeSet<String>>,
+    /// The early worker plane and the control plane both bring up service-sidekick on a new
+    /// cluster's control plane hosts: the later caller waits for the first one's result.
+    applied: std::sync::Mutex<BTreeMap<String, Arc<tokio::sync::OnceCell<()>>>>,
     service_options: plan::ServiceOptions,
     windows_service_options: Option<plan::ServiceOptions>,
     facts: BTreeMap<String, plan::HostFacts>,
@@ -441,21 +443,26 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     cluster
         .write_admin_kubeconfig(&run.bundle, reporter)
         .map_err(other)?;
-    // A new cluster's worker-only hosts go their own way (early_worker_plane); the set's task
-    // is aborted when `up` returns early.
-    let early_hosts = match &old_current {
+    // A new cluster's kubelets start while etcd and the control plane come up
+    // (early_worker_plane); worker-only hosts pull their images there too. The set's task is
+    // aborted when `up` returns early.
+    let (early_hosts, worker_only) = match &old_current {
         None => early_worker_hosts(&run),
-        Some(_) => Vec::new(),
+        Some(_) => (Vec::new(), Vec::new()),
     };
     // Every container below needs its image: the planes start once their hosts have them.
-    // The other hosts' pulls come first, so they never queue behind the workers' at a registry.
-    pull_images(&run, &runner, &early_hosts).await?;
+    // etcd and control plane hosts pull first, so they never queue behind the workers at a
+    // registry.
+    pull_images(&run, &runner, &worker_only).await?;
     let mut early_workers = tokio::task::JoinSet::new();
     if !early_hosts.is_empty() {
+        // A budget of its own: hosts waiting for kubelet must not hold back etcd.
+        let early_runner = Runner::new(reporter.clone(), opts.ssh.concurrency);
         early_workers.spawn(early_worker_plane(
             run.clone(),
-            runner.clone(),
+            early_runner,
             early_hosts.clone(),
+            worker_only,
         ));
     }
     prepare_windows(&run, &runner).await?;
@@ -535,6 +542,22 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     } else {
         if let Some(early) = early_workers.join_next().await {
             early.map_err(other)??;
+            // kube-proxy v1.20 looks its Node up once it starts and backs off 1, 2, 4, 8 s
+            // while it is missing: the kubelets started early register theirs any moment now,
+            // and waiting for that here, 4 times a second, saves kube-proxy's coarse retries.
+            // Bounded: kube-proxy still retries by itself after.
+            let hostnames: Vec<String> = early_hosts
+                .iter()
+                .map(|a| run.host_plan(a).hostname.clone())
+                .collect();
+            let phase = reporter.phase("node registration");
+            let missing =
+                crate::kubeapi::nodes::wait_registered(&api, &hostnames, Duration::from_secs(30))
+                    .await;
+            if !missing.is_empty() {
+                tracing::debug!(?missing, "nodes not registered yet; kube-proxy will retry");
+            }
+            phase.done();
         }
         // kube-proxy everywhere, and the worker components of etcd and control plane hosts.
         plane(&run, &runner, "worker plane", WORKER_PLANE, |_| true).await?;
@@ -1142,16 +1165,27 @@ fn docker_spec(spec: &plan::ContainerSpec) -> hosts::ContainerSpec {
     }
 }
 
-/// Brings one container to its planned state, then checks its health; once per run.
+/// Brings one container to its planned state, then checks its health; once per run (a
+/// concurrent caller waits for the first one, and tries again when that one failed).
 async fn apply_container(run: &Run, host: &Host, h: &HostPlan, name: &str) -> Result<(), String> {
-    let first_time = run
+    let once = run
         .applied
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .insert(format!("{}/{name}", h.address));
-    if !first_time {
-        return Ok(());
-    }
+        .entry(format!("{}/{name}", h.address))
+        .or_default()
+        .clone();
+    once.get_or_try_init(|| apply_container_once(run, host, h, name))
+        .await
+        .map(|_| ())
+}
+
+async fn apply_container_once(
+    run: &Run,
+    host: &Host,
+    h: &HostPlan,
+    name: &str,
+) -> Result<(), String> {
     let spec = &h.containers[name];
     let docker = host.docker();
     let action = run.actions[&h.address].iter().find(|a| match a {
@@ -1385,42 +1419,64 @@ async fn plane(
     finish(phase, result)
 }
 
-/// A new cluster's worker-only Linux hosts, which go their own way while etcd and the control
-/// plane come up: each pulls its images and starts nginx-proxy, service-sidekick and kubelet as
-/// soon as it has them, since these need only the host's own files (written by now) and images.
-/// nginx-proxy forwards to the control plane whenever it listens and kubelet retries the API
-/// server by itself, so neither waits for the control plane's health checks. kube-proxy still
-/// waits for the worker plane proper: v1.20 reads its node IP from its Node object once, at
-/// start, and keeps 127.0.0.1 for good when the API does not answer. Windows workers keep the
-/// usual order: their orphan sweep must run before anything of theirs starts.
-fn early_worker_hosts(run: &Run) -> Vec<String> {
-    run.plan
+/// A new cluster's Linux hosts start nginx-proxy, service-sidekick and kubelet while etcd and
+/// the control plane come up: these need only the host's own files (written by now) and images
+/// (worker-only hosts pull theirs here, the others have them already). nginx-proxy forwards to
+/// the control plane whenever it listens, and kubelet retries the API server by itself and
+/// registers its node as soon as it answers, so none of them waits for the control plane's
+/// health checks. On a control plane host service-sidekick is shared with the control plane,
+/// whichever comes first makes it ([`apply_container`]).
+/// kube-proxy still waits for the worker plane proper: v1.20 reads its node IP from its Node
+/// object at start, retrying for about a minute and then keeping 127.0.0.1 for good, so it
+/// needs the API server answering and the node registered. Windows workers keep the usual
+/// order: their orphan sweep must run before anything of theirs starts.
+/// Returns the hosts, and those of them with no etcd or control plane role.
+fn early_worker_hosts(run: &Run) -> (Vec<String>, Vec<String>) {
+    let linux: Vec<&HostPlan> = run
+        .plan
         .hosts
         .iter()
-        .filter(|h| h.roles.worker && !h.roles.controlplane && !h.roles.etcd)
+        .filter(|h| h.containers.contains_key(plan::KUBELET))
         .filter(|h| !run.plan.windows.contains_key(&h.address))
+        .collect();
+    let worker_only = linux
+        .iter()
+        .filter(|h| !h.roles.controlplane && !h.roles.etcd)
         .map(|h| h.address.clone())
-        .collect()
+        .collect();
+    (
+        linux.iter().map(|h| h.address.clone()).collect(),
+        worker_only,
+    )
 }
 
-/// [`early_worker_hosts`]: images, then nginx-proxy, service-sidekick and kubelet.
+/// [`early_worker_hosts`]: images where asked, then nginx-proxy, service-sidekick and kubelet.
 async fn early_worker_plane(
     run: Arc<Run>,
     runner: Runner,
     hosts: Vec<String>,
+    pull: Vec<String>,
 ) -> Result<(), UpError> {
     const FIRST: &[&str] = &[plan::NGINX_PROXY, plan::SERVICE_SIDEKICK, plan::KUBELET];
-    let title = "workers' kubelet";
+    let title = "kubelets";
     let phase = runner.reporter.phase(title);
     let r = run.clone();
+    let pull = Arc::new(pull);
     let result = runner
-        .for_each_host(title, "images, then kubelet", hosts, move |address| {
-            let run = r.clone();
-            async move {
-                pull_host_images(&run, &address).await?;
-                apply_plane_on(&run, &address, FIRST).await
-            }
-        })
+        .for_each_host(
+            title,
+            "kubelet before the control plane",
+            hosts,
+            move |address| {
+                let (run, pull) = (r.clone(), pull.clone());
+                async move {
+                    if pull.contains(&address) {
+                        pull_host_images(&run, &address).await?;
+                    }
+                    apply_plane_on(&run, &address, FIRST).await
+                }
+            },
+        )
         .await;
     finish(phase, result)
 }
