@@ -480,6 +480,8 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
             }),
         )?;
     }
+    // The waits that remain on a new cluster: kube-apiserver exits when etcd does not answer,
+    // so the control plane waits for the etcd plane; RBAC and the state Secret need the API.
     remove_etcd_members(&run, &runner).await?;
     join_etcd_members(cluster, &run, &runner).await?;
     etcd_plane(&run, &runner).await?;
@@ -528,6 +530,8 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         )?;
     }
 
+    // RKE1's order (§9): the state is recorded once the control plane answers, before the
+    // worker plane; on a new cluster the kubelets already run, only kube-proxy waits for it.
     let phase = reporter.phase("save state");
     let mut state = state;
     state.promote_desired_to_current();
