@@ -366,3 +366,55 @@ fn doctor_refuses_an_unknown_host_and_a_restore_without_backup() {
             predicate::str::contains("calico-runtime").and(predicate::str::contains("webhooks")),
         );
 }
+
+/// Every `up` ends with its timing summary, a failed one too: one JSON event listing each phase
+/// that ran, in order, with its time (here the state, then the connect phase that fails: nothing
+/// listens on 127.0.0.1:1).
+#[test]
+fn up_ends_with_a_timing_summary_event_also_when_it_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cluster(
+        dir.path(),
+        "cluster.yml",
+        "nodes:\n  - address: 127.0.0.1\n    port: \"1\"\n    user: root\n    role: [controlplane, etcd, worker]\n",
+    );
+    let out = rkers()
+        .args(["--output", "json", "up", "--config"])
+        .arg(&path)
+        .arg("--known-hosts")
+        .arg(dir.path().join("known_hosts"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let events: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    let summaries: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["action"] == "timing summary")
+        .collect();
+    assert_eq!(summaries.len(), 1, "{stdout}");
+    let summary = summaries[0];
+    assert!(
+        std::ptr::eq(summary, events.last().unwrap()),
+        "the summary comes last: {stdout}"
+    );
+    let phases: Vec<&str> = summary["timings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(phases, ["state", "connect"], "{stdout}");
+    // Each phase's time is the one its own end event reported.
+    for p in summary["timings"].as_array().unwrap() {
+        let end = events
+            .iter()
+            .find(|e| e["phase"] == p["phase"] && e["host"].is_null() && e["status"] != "started")
+            .unwrap();
+        assert_eq!(end["duration_ms"], p["duration_ms"], "{stdout}");
+    }
+    assert!(summary["duration_ms"].as_u64().is_some());
+}

@@ -414,8 +414,13 @@ async fn sandbox_port_checks_between_roles() {
         name: format!("host{}", i + 1),
         internal_address: addr.into(),
     };
-    let mut plan = PortCheckPlan::new(TOOLS_IMAGE);
-    plan.registries = vec![registry_credential(&sb)];
+    // The instance's own registry and subnet (SANDBOX_SUBNET_PREFIX, as scripts/sandbox reads it).
+    let prefix = std::env::var("SANDBOX_SUBNET_PREFIX").unwrap_or_else(|_| "10.77.0".into());
+    let registry = format!("{prefix}.1:5000");
+    let mut plan = PortCheckPlan::new(TOOLS_IMAGE.replace(REGISTRY, &registry));
+    let mut credential = registry_credential(&sb);
+    credential.url = registry;
+    plan.registries = vec![credential];
     plan.etcd = vec![ph(0, &addrs[0])];
     plan.controlplane = vec![ph(0, &addrs[0])];
     plan.worker = vec![ph(1, &addrs[1]), ph(2, &addrs[2])];
@@ -423,12 +428,13 @@ async fn sandbox_port_checks_between_roles() {
     let failures = check_cluster_ports(&pool, &plan).await.unwrap();
     assert!(failures.is_empty(), "{failures:?}");
     // A worker whose address nobody answers on: the controlplane cannot reach its 10250.
-    plan.worker[1].internal_address = "10.77.0.99".into();
+    let nobody = format!("{prefix}.99");
+    plan.worker[1].internal_address = nobody.clone();
     plan.retry_delay = Duration::from_millis(100);
     let failures = check_cluster_ports(&pool, &plan).await.unwrap();
     assert_eq!(failures.len(), 1, "{failures:?}");
     assert_eq!(failures[0].host, "host1");
-    assert_eq!(failures[0].unreachable, vec!["10.77.0.99:10250".to_owned()]);
+    assert_eq!(failures[0].unreachable, vec![format!("{nobody}:10250")]);
     assert!(
         failures[0]
             .to_string()

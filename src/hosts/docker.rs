@@ -534,6 +534,8 @@ impl DockerClient {
         if self.image_exists(image).await? {
             return Ok(false);
         }
+        // Held over the retries: a host that failed once keeps its turn at the registry.
+        let _turn = super::pulls::PullGate::global().permit(image).await;
         let mut last = None;
         for attempt in 0..3u64 {
             match self.pull_image(image, registries, progress).await {

@@ -18,6 +18,7 @@ pub mod known_hosts;
 pub mod pool;
 pub mod ports;
 pub mod preflight;
+pub mod pulls;
 pub mod ssh;
 pub mod ssh_config;
 pub mod target;

@@ -352,6 +352,11 @@ impl HostPool {
         self.hosts.len()
     }
 
+    /// How many hosts are worked on at once (`--concurrency`).
+    pub fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+
     pub fn is_empty(&self) -> bool {
         self.hosts.is_empty()
     }

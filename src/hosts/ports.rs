@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use futures::StreamExt;
 use serde::Serialize;
 
 use super::container::{ContainerSpec, PortBinding};
@@ -83,7 +84,7 @@ impl std::fmt::Display for PortCheckFailure {
     }
 }
 
-/// One check: from `source`, try `targets` on `ports`.
+/// One check of RKE1's matrix: from `source`, try `targets` on `ports`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Check {
     source: String,
@@ -121,6 +122,78 @@ fn matrix(plan: &PortCheckPlan) -> Vec<Check> {
     checks
 }
 
+/// A listener container to start: on `host`, RKE1's container `name` publishing `ports`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Listener {
+    host: String,
+    name: &'static str,
+    ports: &'static [u16],
+}
+
+/// Everything one source host probes: the `address:port` pairs of every check of the matrix
+/// that starts there, in the matrix's order, each pair once. One checker container per source
+/// host tries them all at once; RKE1 ran one container per check, one after the other, all
+/// under the same name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Probe {
+    source: String,
+    pairs: Vec<String>,
+}
+
+/// The whole check as one round: every listener, then every probe.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Round {
+    listeners: Vec<Listener>,
+    probes: Vec<Probe>,
+}
+
+fn round(plan: &PortCheckPlan) -> Round {
+    let role = |hosts: &[PortHost], name: &'static str, ports: &'static [u16]| {
+        hosts
+            .iter()
+            .map(|h| Listener {
+                host: h.name.clone(),
+                name,
+                ports,
+            })
+            .collect::<Vec<_>>()
+    };
+    let listeners = [
+        role(&plan.etcd, ETCD_LISTENER, ETCD_PORTS),
+        role(&plan.controlplane, CP_LISTENER, CONTROLPLANE_PORTS),
+        role(&plan.worker, WORKER_LISTENER, WORKER_PORTS),
+    ]
+    .concat();
+    let mut probes: Vec<Probe> = Vec::new();
+    for check in matrix(plan) {
+        let pairs = check
+            .targets
+            .iter()
+            .flat_map(|t| check.ports.iter().map(move |p| join_host_port(t, *p)));
+        let at = match probes.iter().position(|p| p.source == check.source) {
+            Some(i) => i,
+            None => {
+                probes.push(Probe {
+                    source: check.source.clone(),
+                    pairs: Vec::new(),
+                });
+                probes.len() - 1
+            }
+        };
+        for pair in pairs {
+            if !probes[at].pairs.contains(&pair) {
+                probes[at].pairs.push(pair);
+            }
+        }
+    }
+    Round { listeners, probes }
+}
+
+/// `address:port` as the checker prints an unreachable pair (RKE1's form, IPv6 unbracketed).
+fn join_host_port(address: &str, port: u16) -> String {
+    format!("{address}:{port}")
+}
+
 fn listener_spec(image: &str, ports: &[u16]) -> ContainerSpec {
     ContainerSpec {
         image: image.to_owned(),
@@ -132,18 +205,19 @@ fn listener_spec(image: &str, ports: &[u16]) -> ContainerSpec {
     }
 }
 
-fn checker_spec(image: &str, targets: &[String], ports: &[u16]) -> ContainerSpec {
-    let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+/// RKE1's checker (`nc -w 5 -z`, every pair at once, each unreachable pair on stderr), over a
+/// list of `address:port` pairs instead of the product of one host list and one port list, so
+/// that one container covers all of a host's checks. Each pair that answers is also confirmed
+/// on stdout: a pair counts as reachable only when confirmed, so a checker that breaks (no
+/// `nc`, a shell error) fails the check instead of passing it.
+fn checker_spec(image: &str, pairs: &[String]) -> ContainerSpec {
     ContainerSpec {
         image: image.to_owned(),
-        env: vec![
-            format!("HOSTS={}", targets.join(" ")),
-            format!("PORTS={}", ports.join(" ")),
-        ],
+        env: vec![format!("TARGETS={}", pairs.join(" "))],
         cmd: vec![
             "sh".into(),
             "-c".into(),
-            "for host in $HOSTS; do for port in $PORTS ; do echo \"Checking host ${host} on port ${port}\" >&1 & nc -w 5 -z $host $port > /dev/null || echo \"${host}:${port}\" >&2 & done; wait; done".into(),
+            "for target in $TARGETS; do (nc -w 5 -z ${target%:*} ${target##*:} > /dev/null && echo \"reachable ${target}\" || echo \"${target}\" >&2) & done; wait".into(),
         ],
         network_mode: Some("host".into()),
         log_driver: Some("json-file".into()),
@@ -151,33 +225,41 @@ fn checker_spec(image: &str, targets: &[String], ports: &[u16]) -> ContainerSpec
     }
 }
 
-/// Runs the checks and removes the listeners again. `Ok` carries the failures found (empty
-/// when every port answered); `Err` is a host that could not run the check at all.
+/// The pairs a checker's output confirms as reachable.
+fn reachable(logs: &str) -> impl Iterator<Item = &str> {
+    logs.lines()
+        .filter_map(|l| l.trim().strip_prefix("reachable "))
+}
+
+/// Runs `work` on every item, at most `limit` at once; every item is attempted and the
+/// results come back in the items' order.
+async fn bounded<'a, T, R, Fut>(items: &'a [T], limit: usize, work: impl Fn(&'a T) -> Fut) -> Vec<R>
+where
+    Fut: std::future::Future<Output = R>,
+{
+    futures::stream::iter(items.iter().map(work))
+        .buffered(limit.max(1))
+        .collect()
+        .await
+}
+
+/// Runs the checks in one round and removes the listeners again: the tools image on every host,
+/// then every listener at once, then every host's probe at once, each step at most
+/// `--concurrency` at a time. `Ok` carries the failures found, one per source host that could
+/// not reach something (empty when every port answered); `Err` is a host that could not run
+/// the check at all.
 pub async fn check_cluster_ports(
     pool: &HostPool,
     plan: &PortCheckPlan,
 ) -> Result<Vec<PortCheckFailure>, HostError> {
-    let listeners: Vec<(String, &'static str, &'static [u16])> = plan
-        .etcd
-        .iter()
-        .map(|h| (h.name.clone(), ETCD_LISTENER, ETCD_PORTS))
-        .chain(
-            plan.controlplane
-                .iter()
-                .map(|h| (h.name.clone(), CP_LISTENER, CONTROLPLANE_PORTS)),
-        )
-        .chain(
-            plan.worker
-                .iter()
-                .map(|h| (h.name.clone(), WORKER_LISTENER, WORKER_PORTS)),
-        )
-        .collect();
+    let round = round(plan);
+    let limit = pool.concurrency();
     let result = async {
         // Images first, once per host.
-        let mut hosts: Vec<String> = listeners.iter().map(|l| l.0.clone()).collect();
+        let mut hosts: Vec<String> = round.listeners.iter().map(|l| l.host.clone()).collect();
         hosts.sort();
         hosts.dedup();
-        for (name, r) in pool
+        for (_, r) in pool
             .for_each(&hosts, |h| {
                 let image = plan.tools_image.clone();
                 let regs = plan.registries.clone();
@@ -185,36 +267,46 @@ pub async fn check_cluster_ports(
             })
             .await
         {
-            let _ = name;
             r?;
         }
-        for (host, name, ports) in &listeners {
-            start_listener(pool, host, name, &plan.tools_image, ports).await?;
-        }
-        let checks = matrix(plan);
-        let mut failures: Vec<PortCheckFailure> = Vec::new();
-        for check in &checks {
-            let unreachable = run_checker(pool, plan, check).await?;
-            if unreachable.is_empty() {
-                continue;
-            }
-            match failures.iter_mut().find(|f| f.host == check.source) {
-                Some(f) => f.unreachable.extend(unreachable),
-                None => failures.push(PortCheckFailure {
-                    host: check.source.clone(),
+        // Every listener must answer before any probe starts: a probe that runs early would
+        // find the port closed and spend RKE1's retry pause waiting for it.
+        let started = bounded(&round.listeners, limit, |l| {
+            start_listener(pool, &l.host, l.name, &plan.tools_image, l.ports)
+        })
+        .await;
+        started.into_iter().collect::<Result<Vec<()>, _>>()?;
+        let probed = bounded(&round.probes, limit, |p| run_probe(pool, plan, p)).await;
+        let mut failures = Vec::new();
+        for (probe, r) in round.probes.iter().zip(probed) {
+            let unreachable = r?;
+            if !unreachable.is_empty() {
+                failures.push(PortCheckFailure {
+                    host: probe.source.clone(),
                     unreachable,
-                }),
+                });
             }
         }
         Ok(failures)
     }
     .await;
-    for (host, name, _) in &listeners {
-        if let Some(h) = pool.get(host) {
-            let _ = h.docker().remove_container(name).await;
+    bounded(&round.listeners, limit, |l| async move {
+        if let Some(h) = pool.get(&l.host) {
+            let _ = h.docker().remove_container(l.name).await;
         }
-    }
+    })
+    .await;
     result
+}
+
+fn connected<'a>(
+    pool: &'a HostPool,
+    host: &str,
+) -> Result<&'a std::sync::Arc<super::Host>, HostError> {
+    pool.get(host).ok_or_else(|| HostError::Ssh {
+        host: host.to_owned(),
+        detail: "not connected".into(),
+    })
 }
 
 async fn start_listener(
@@ -224,11 +316,7 @@ async fn start_listener(
     image: &str,
     ports: &[u16],
 ) -> Result<(), HostError> {
-    let h = pool.get(host).ok_or_else(|| HostError::Ssh {
-        host: host.to_owned(),
-        detail: "not connected".into(),
-    })?;
-    let d = h.docker();
+    let d = connected(pool, host)?.docker();
     d.remove_container(name).await?;
     d.create_container(name, &listener_spec(image, ports))
         .await?;
@@ -243,45 +331,40 @@ async fn start_listener(
     }
 }
 
-async fn run_checker(
+/// One source host's probe, with RKE1's attempts and pause; a retry tries only the pairs that
+/// did not answer yet. The unreachable pairs come back in the probe's order.
+async fn run_probe(
     pool: &HostPool,
     plan: &PortCheckPlan,
-    check: &Check,
+    probe: &Probe,
 ) -> Result<Vec<String>, HostError> {
-    let h = pool.get(&check.source).ok_or_else(|| HostError::Ssh {
-        host: check.source.clone(),
-        detail: "not connected".into(),
-    })?;
-    let d = h.docker();
-    let spec = checker_spec(&plan.tools_image, &check.targets, &check.ports);
-    let mut last = Vec::new();
+    let d = connected(pool, &probe.source)?.docker();
+    let mut left = probe.pairs.clone();
     for attempt in 0..plan.attempts.max(1) {
+        if left.is_empty() {
+            break;
+        }
         if attempt > 0 {
             tokio::time::sleep(plan.retry_delay).await;
         }
         d.remove_container(PORT_CHECK_CONTAINER).await?;
-        d.create_container(PORT_CHECK_CONTAINER, &spec).await?;
+        d.create_container(
+            PORT_CHECK_CONTAINER,
+            &checker_spec(&plan.tools_image, &left),
+        )
+        .await?;
         let run = async {
             d.start_container(PORT_CHECK_CONTAINER).await?;
             d.wait_container(PORT_CHECK_CONTAINER, Duration::from_secs(60))
                 .await?;
-            d.logs_stderr(PORT_CHECK_CONTAINER, 1000).await
+            d.logs(PORT_CHECK_CONTAINER, 2 * left.len() + 100).await
         }
         .await;
         d.remove_container(PORT_CHECK_CONTAINER).await?;
-        let stderr = run?;
-        last = stderr
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .map(str::to_owned)
-            .collect();
-        if last.is_empty() {
-            return Ok(last);
-        }
+        let logs = run?;
+        left.retain(|pair| !reachable(&logs).any(|r| r == pair));
     }
-    last.sort();
-    Ok(last)
+    Ok(left)
 }
 
 #[cfg(test)]
@@ -361,5 +444,128 @@ mod tests {
                 "Host [c2] is not able to connect to the following ports: [10.0.0.1:2379]"
             )
         );
+    }
+
+    #[test]
+    fn one_round_one_probe_per_source_host_with_every_pair_once() {
+        // host1: etcd + controlplane + worker, h2: etcd, h3/h4 workers.
+        let mut plan = PortCheckPlan::new("tools");
+        plan.etcd = vec![ph("h1"), ph("h2")];
+        plan.controlplane = vec![ph("h1")];
+        plan.worker = vec![ph("h1"), ph("h3"), ph("h4")];
+        let r = round(&plan);
+        let listeners: Vec<(&str, &str)> = r
+            .listeners
+            .iter()
+            .map(|l| (l.host.as_str(), l.name))
+            .collect();
+        assert_eq!(
+            listeners,
+            [
+                ("h1", ETCD_LISTENER),
+                ("h2", ETCD_LISTENER),
+                ("h1", CP_LISTENER),
+                ("h1", WORKER_LISTENER),
+                ("h3", WORKER_LISTENER),
+                ("h4", WORKER_LISTENER),
+            ]
+        );
+        let probes: Vec<(&str, Vec<&str>)> = r
+            .probes
+            .iter()
+            .map(|p| {
+                (
+                    p.source.as_str(),
+                    p.pairs.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            probes,
+            [
+                // etcd↔etcd, then controlplane→etcd (2379 already there), controlplane→worker,
+                // worker→controlplane: all of h1's checks in one probe.
+                (
+                    "h1",
+                    vec![
+                        "10.0.0.1:2379",
+                        "10.0.0.1:2380",
+                        "10.0.0.2:2379",
+                        "10.0.0.2:2380",
+                        "10.0.0.1:10250",
+                        "10.0.0.3:10250",
+                        "10.0.0.4:10250",
+                        "10.0.0.1:6443",
+                    ]
+                ),
+                (
+                    "h2",
+                    vec![
+                        "10.0.0.1:2379",
+                        "10.0.0.1:2380",
+                        "10.0.0.2:2379",
+                        "10.0.0.2:2380"
+                    ]
+                ),
+                ("h3", vec!["10.0.0.1:6443"]),
+                ("h4", vec!["10.0.0.1:6443"]),
+            ]
+        );
+        // Every pair of the matrix is probed from its source, and nothing else.
+        for check in matrix(&plan) {
+            let probe = r.probes.iter().find(|p| p.source == check.source).unwrap();
+            for t in &check.targets {
+                for port in &check.ports {
+                    assert!(probe.pairs.contains(&format!("{t}:{port}")));
+                }
+            }
+        }
+        let total: usize = r.probes.iter().map(|p| p.pairs.len()).sum();
+        assert_eq!(total, 8 + 4 + 1 + 1);
+    }
+
+    #[test]
+    fn thirty_hosts_make_one_listener_per_role_and_one_probe_per_host() {
+        let mut plan = PortCheckPlan::new("tools");
+        plan.etcd = vec![ph("h1")];
+        plan.controlplane = vec![ph("h1")];
+        plan.worker = (1..=30).map(|i| ph(&format!("h{i}"))).collect();
+        let r = round(&plan);
+        assert_eq!(r.listeners.len(), 32);
+        assert_eq!(r.probes.len(), 30);
+        // The controlplane host reaches etcd and every kubelet; each worker the API server.
+        assert_eq!(r.probes[0].pairs.len(), 1 + 30 + 1);
+        assert!(r.probes[1..].iter().all(|p| p.pairs == ["10.0.0.1:6443"]));
+    }
+
+    #[test]
+    fn only_confirmed_pairs_count_as_reachable() {
+        let logs = "reachable 10.0.0.1:6443\n10.0.0.2:10250\nsh: nc: not found\n";
+        let ok: Vec<&str> = reachable(logs).collect();
+        assert_eq!(ok, ["10.0.0.1:6443"]);
+        let spec = checker_spec("tools", &["10.0.0.1:6443".into(), "10.0.0.2:10250".into()]);
+        assert_eq!(spec.env, ["TARGETS=10.0.0.1:6443 10.0.0.2:10250"]);
+        assert_eq!(spec.network_mode.as_deref(), Some("host"));
+    }
+
+    #[tokio::test]
+    async fn bounded_runs_every_item_within_the_limit_in_order() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let running = AtomicUsize::new(0);
+        let peak = AtomicUsize::new(0);
+        let items: Vec<u32> = (0..20).collect();
+        let out = bounded(&items, 4, |i| {
+            let (running, peak) = (&running, &peak);
+            async move {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(5 * u64::from(20 - i))).await;
+                running.fetch_sub(1, Ordering::SeqCst);
+                i * 2
+            }
+        })
+        .await;
+        assert_eq!(out, (0..20).map(|i| i * 2).collect::<Vec<_>>());
+        assert_eq!(peak.load(Ordering::SeqCst), 4);
     }
 }

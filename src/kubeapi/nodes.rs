@@ -186,6 +186,30 @@ pub async fn find_node(api: &KubeApi, hostname: &str, attempts: u32) -> Result<N
     Err(KubeApiError::NodeNotFound(hostname.to_string()))
 }
 
+/// Waits, asking 4 times a second, until every host in `hostnames` has registered its node
+/// (by its `kubernetes.io/hostname` label, case-insensitively), at most `limit`. Returns the
+/// hostnames still missing then; errors of the API count as "not yet".
+pub async fn wait_registered(api: &KubeApi, hostnames: &[String], limit: Duration) -> Vec<String> {
+    let nodes: Api<Node> = Api::all(api.client.clone());
+    let started = tokio::time::Instant::now();
+    let mut missing: Vec<String> = hostnames.to_vec();
+    loop {
+        if let Ok(list) = nodes.list(&Default::default()).await {
+            let seen: Vec<String> = list
+                .items
+                .iter()
+                .filter_map(|n| n.metadata.labels.as_ref()?.get(HOSTNAME_LABEL))
+                .map(|h| h.to_ascii_lowercase())
+                .collect();
+            missing.retain(|h| !seen.contains(&h.to_ascii_lowercase()));
+        }
+        if missing.is_empty() || started.elapsed() >= limit {
+            return missing;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
 /// Applies a [`NodeSync`], writing the node only when it changed; retries on conflicts.
 pub async fn sync_node(api: &KubeApi, sync: &NodeSync) -> Result<bool, KubeApiError> {
     let nodes: Api<Node> = Api::all(api.client.clone());

@@ -6,8 +6,10 @@
 //! prints one timestamped line per event, `Json` prints one JSON object per event.
 
 mod redact;
+pub mod timing;
 
 pub use redact::{Redactor, redact};
+pub use timing::PhaseTiming;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
@@ -64,6 +66,9 @@ pub struct Event {
     pub event: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<u8>,
+    /// The timing summary's event: every phase with its time and slowest host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timings: Option<Vec<PhaseTiming>>,
 }
 
 impl Event {
@@ -80,6 +85,7 @@ impl Event {
             data: None,
             event: None,
             exit_code: None,
+            timings: None,
         }
     }
 
@@ -144,6 +150,7 @@ enum Renderer {
 #[derive(Clone)]
 pub struct Reporter {
     renderer: Arc<Renderer>,
+    timings: Arc<Mutex<timing::Timings>>,
 }
 
 impl Reporter {
@@ -161,6 +168,7 @@ impl Reporter {
         };
         let reporter = Reporter {
             renderer: Arc::new(renderer),
+            timings: Default::default(),
         };
         *CURRENT.lock().unwrap_or_else(|p| p.into_inner()) = Some(reporter.clone());
         reporter
@@ -170,6 +178,7 @@ impl Reporter {
     pub fn plain() -> Self {
         Reporter {
             renderer: Arc::new(Renderer::Plain),
+            timings: Default::default(),
         }
     }
 
@@ -231,8 +240,34 @@ impl Reporter {
         }
     }
 
+    fn timings(&self) -> std::sync::MutexGuard<'_, timing::Timings> {
+        self.timings.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The timing summary of the phases seen so far: one line per phase with its time and
+    /// slowest host, and the same data as one JSON event (`action: "timing summary"`).
+    pub fn timing_summary(&self, total: Duration) {
+        let summary = self.timings().summary();
+        if self.is_json() {
+            let mut e = Event::new(Status::Info);
+            e.action = Some("timing summary".into());
+            e.duration_ms = Some(total.as_millis() as u64);
+            e.timings = Some(summary);
+            self.emit(e);
+            return;
+        }
+        self.info(format!(
+            "timing summary ({:.1}s in all):",
+            total.as_secs_f64()
+        ));
+        for line in timing::render(&summary) {
+            self.info(format!("  {line}"));
+        }
+    }
+
     /// Starts a phase; the returned guard reports its end.
     pub fn phase(&self, name: &str) -> PhaseGuard {
+        self.timings().phase_started(name);
         let mut e = Event::new(Status::Started);
         e.phase = Some(name.to_string());
         self.emit(e);
@@ -413,9 +448,11 @@ impl PhaseGuard {
         if let Renderer::Progress { multi, bars } = &*self.reporter.renderer {
             settle_phase_bars(multi, bars, &self.name);
         }
+        let took = self.started.elapsed();
+        self.reporter.timings().phase_finished(&self.name, took);
         let mut e = Event::new(status);
         e.phase = Some(self.name.clone());
-        e.duration_ms = Some(self.started.elapsed().as_millis() as u64);
+        e.duration_ms = Some(took.as_millis() as u64);
         e.error = error.map(str::to_string);
         self.reporter.emit(e);
     }
@@ -468,11 +505,15 @@ impl HostAction {
             return;
         }
         self.finished = true;
+        let took = self.started.elapsed();
+        self.reporter
+            .timings()
+            .host_finished(&self.phase, &self.host, took);
         let mut e = Event::new(status);
         e.phase = Some(self.phase.clone());
         e.host = Some(self.host.clone());
         e.action = Some(self.action.clone());
-        e.duration_ms = Some(self.started.elapsed().as_millis() as u64);
+        e.duration_ms = Some(took.as_millis() as u64);
         e.message = message.map(str::to_string);
         e.error = error.map(str::to_string);
         self.reporter.emit(e);

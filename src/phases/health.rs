@@ -188,8 +188,10 @@ impl rustls::client::danger::ServerCertVerifier for AcceptAnyServer {
 }
 
 /// Retries a check until it answers 200 (and `accept` agrees with the body), as RKE1 does
-/// (10 × 5 s for components, 18 × 5 s for etcd), with a shorter first interval so healthy
-/// components are seen quickly.
+/// (10 × 5 s for components, 18 × 5 s for etcd). `attempts` sets the time allowed, as long as
+/// that many attempts took before (1 s apart for the first 5, then 5 s), but the check is asked
+/// more often ([`poll_pause`]): a component that turns healthy is seen within a quarter second
+/// of it, not up to 5 s later, which every plane of `up` waited for on every host.
 pub async fn wait_healthy(
     ssh: &SshSession,
     url: &str,
@@ -197,8 +199,11 @@ pub async fn wait_healthy(
     attempts: u32,
     accept: impl Fn(&str) -> bool,
 ) -> Result<(), String> {
-    let mut last = String::new();
-    for attempt in 0..attempts.max(1) {
+    let attempts = attempts.max(1);
+    let allowed = Duration::from_secs(u64::from(attempts.min(5) + 5 * attempts.saturating_sub(5)));
+    let started = tokio::time::Instant::now();
+    let mut last;
+    loop {
         match get(ssh, url, tls, Duration::from_secs(10)).await {
             Ok((200, body)) if accept(&body) => return Ok(()),
             Ok((status, body)) => {
@@ -209,14 +214,26 @@ pub async fn wait_healthy(
             }
             Err(e) => last = e,
         }
-        let pause = if attempt < 5 {
-            Duration::from_secs(1)
-        } else {
-            Duration::from_secs(5)
-        };
-        tokio::time::sleep(pause).await;
+        let waited = started.elapsed();
+        if waited >= allowed {
+            break;
+        }
+        tokio::time::sleep(poll_pause(waited)).await;
     }
     Err(format!("{url} not healthy: {last}"))
+}
+
+/// The pause before the next health request, `waited` into the wait: 250 ms for the first 5 s
+/// (most components answer within seconds), 1 s up to 30 s, then 5 s as RKE1 (a component that
+/// slow is usually failing, and 30 hosts asking 4 times a second would load the machine).
+fn poll_pause(waited: Duration) -> Duration {
+    if waited < Duration::from_secs(5) {
+        Duration::from_millis(250)
+    } else if waited < Duration::from_secs(30) {
+        Duration::from_secs(1)
+    } else {
+        Duration::from_secs(5)
+    }
 }
 
 /// etcd's `/health` answers `{"health":"true"}` (older releases `{"health": "true"}`).
@@ -239,5 +256,14 @@ mod tests {
             r#"{"health":"false","reason":"RAFT NO LEADER"}"#
         ));
         assert!(!etcd_body_healthy("ok"));
+    }
+
+    #[test]
+    fn health_is_asked_often_first_then_rarely() {
+        let pause = |s: u64| poll_pause(Duration::from_secs(s));
+        assert_eq!(pause(0), Duration::from_millis(250));
+        assert_eq!(pause(4), Duration::from_millis(250));
+        assert_eq!(pause(10), Duration::from_secs(1));
+        assert_eq!(pause(60), Duration::from_secs(5));
     }
 }

@@ -130,7 +130,9 @@ struct Run {
     /// `address/container` of every container brought to its planned state in this run: a
     /// control plane host's worker components are upgraded with its control plane (§17.2), and
     /// the worker plane must not apply them a second time.
-    applied: std::sync::Mutex<BTreeSet<String>>,
+    /// The early worker plane and the control plane both bring up service-sidekick on a new
+    /// cluster's control plane hosts: the later caller waits for the first one's result.
+    applied: std::sync::Mutex<BTreeMap<String, Arc<tokio::sync::OnceCell<()>>>>,
     service_options: plan::ServiceOptions,
     windows_service_options: Option<plan::ServiceOptions>,
     facts: BTreeMap<String, plan::HostFacts>,
@@ -510,7 +512,28 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     cluster
         .write_admin_kubeconfig(&run.bundle, reporter)
         .map_err(other)?;
-    pull_images(&run, &runner).await?;
+    // A new cluster's kubelets start while etcd and the control plane come up
+    // (early_worker_plane); worker-only hosts pull their images there too. The set's task is
+    // aborted when `up` returns early.
+    let (early_hosts, worker_only) = match &old_current {
+        None => early_worker_hosts(&run),
+        Some(_) => (Vec::new(), Vec::new()),
+    };
+    // Every container below needs its image: the planes start once their hosts have them.
+    // etcd and control plane hosts pull first, so they never queue behind the workers at a
+    // registry.
+    pull_images(&run, &runner, &worker_only).await?;
+    let mut early_workers = tokio::task::JoinSet::new();
+    if !early_hosts.is_empty() {
+        // A budget of its own: hosts waiting for kubelet must not hold back etcd.
+        let early_runner = Runner::new(reporter.clone(), opts.ssh.concurrency);
+        early_workers.spawn(early_worker_plane(
+            run.clone(),
+            early_runner,
+            early_hosts.clone(),
+            worker_only,
+        ));
+    }
     prepare_windows(&run, &runner).await?;
     if let Some(old) = old.as_ref().filter(|o| {
         !o.current_state.encryption_config.is_empty()
@@ -526,6 +549,8 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
             }),
         )?;
     }
+    // The waits that remain on a new cluster: kube-apiserver exits when etcd does not answer,
+    // so the control plane waits for the etcd plane; RBAC and the state Secret need the API.
     remove_etcd_members(&run, &runner).await?;
     join_etcd_members(cluster, &run, &runner).await?;
     etcd_plane(&run, &runner).await?;
@@ -574,6 +599,8 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         )?;
     }
 
+    // RKE1's order (§9): the state is recorded once the control plane answers, before the
+    // worker plane; on a new cluster the kubelets already run, only kube-proxy waits for it.
     let phase = reporter.phase("save state");
     let mut state = state;
     state.promote_desired_to_current();
@@ -586,6 +613,26 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     if let Some(old) = &old_current {
         upgrade_worker_plane(cluster, old, &run, &runner, Some(&api)).await?;
     } else {
+        if let Some(early) = early_workers.join_next().await {
+            early.map_err(other)??;
+            // kube-proxy v1.20 looks its Node up once it starts and backs off 1, 2, 4, 8 s
+            // while it is missing: the kubelets started early register theirs any moment now,
+            // and waiting for that here, 4 times a second, saves kube-proxy's coarse retries.
+            // Bounded: kube-proxy still retries by itself after.
+            let hostnames: Vec<String> = early_hosts
+                .iter()
+                .map(|a| run.host_plan(a).hostname.clone())
+                .collect();
+            let phase = reporter.phase("node registration");
+            let missing =
+                crate::kubeapi::nodes::wait_registered(&api, &hostnames, Duration::from_secs(30))
+                    .await;
+            if !missing.is_empty() {
+                tracing::debug!(?missing, "nodes not registered yet; kube-proxy will retry");
+            }
+            phase.done();
+        }
+        // kube-proxy everywhere, and the worker components of etcd and control plane hosts.
         plane(&run, &runner, "worker plane", WORKER_PLANE, |_| true).await?;
     }
     sync_nodes(cluster, old_current.as_ref(), &run, &api, &runner).await?;
@@ -1254,11 +1301,13 @@ fn finish(phase: crate::output::PhaseGuard, result: Result<(), PhaseError>) -> R
     }
 }
 
-async fn pull_images(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
+/// The images of every host but `elsewhere` (pulled by the early worker plane), all at once.
+async fn pull_images(run: &Arc<Run>, runner: &Runner, elsewhere: &[String]) -> Result<(), UpError> {
     let phase = runner.reporter.phase("images");
     let hosts: Vec<String> = run
         .actions
         .iter()
+        .filter(|(h, _)| !elsewhere.contains(h))
         .filter(|(_, a)| a.iter().any(|a| matches!(a, Action::PullImage { .. })))
         .map(|(h, _)| h.clone())
         .collect();
@@ -1266,21 +1315,35 @@ async fn pull_images(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
     let result = runner
         .for_each_host("images", "pull images", hosts, move |address| {
             let run = r.clone();
-            async move {
-                let host = run.host(&address);
-                for a in &run.actions[&address] {
-                    if let Action::PullImage { image } = a {
-                        host.docker()
-                            .ensure_image(image, &run.registries, &mut |_| {})
-                            .await
-                            .map_err(|e| e.to_string())?;
-                    }
-                }
-                Ok(())
-            }
+            async move { pull_host_images(&run, &address).await }
         })
         .await;
     finish(phase, result)
+}
+
+/// Every image one host lacks, all asked for at once: `ensure_image` waits for a turn at the
+/// image's registry (hosts::pulls), which is the only cap.
+async fn pull_host_images(run: &Run, address: &str) -> Result<(), String> {
+    let host = run.host(address);
+    let pulls = run.actions[address].iter().filter_map(|a| match a {
+        Action::PullImage { image } => Some(async move {
+            host.docker()
+                .ensure_image(image, &run.registries, &mut |_| {})
+                .await
+                .map_err(|e| e.to_string())
+        }),
+        _ => None,
+    });
+    let failed: Vec<String> = futures::future::join_all(pulls)
+        .await
+        .into_iter()
+        .filter_map(Result::err)
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(failed.join("; "))
+    }
 }
 
 /// Converts the plan's container (RKE1's process model) into what Docker is asked to create.
@@ -1318,16 +1381,27 @@ fn docker_spec(spec: &plan::ContainerSpec) -> hosts::ContainerSpec {
     }
 }
 
-/// Brings one container to its planned state, then checks its health; once per run.
+/// Brings one container to its planned state, then checks its health; once per run (a
+/// concurrent caller waits for the first one, and tries again when that one failed).
 async fn apply_container(run: &Run, host: &Host, h: &HostPlan, name: &str) -> Result<(), String> {
-    let first_time = run
+    let once = run
         .applied
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .insert(format!("{}/{name}", h.address));
-    if !first_time {
-        return Ok(());
-    }
+        .entry(format!("{}/{name}", h.address))
+        .or_default()
+        .clone();
+    once.get_or_try_init(|| apply_container_once(run, host, h, name))
+        .await
+        .map(|_| ())
+}
+
+async fn apply_container_once(
+    run: &Run,
+    host: &Host,
+    h: &HostPlan,
+    name: &str,
+) -> Result<(), String> {
     let spec = &h.containers[name];
     let docker = host.docker();
     let action = run.actions[&h.address].iter().find(|a| match a {
@@ -1549,6 +1623,68 @@ async fn plane(
             let run = r.clone();
             async move { apply_plane_on(&run, &address, names).await }
         })
+        .await;
+    finish(phase, result)
+}
+
+/// A new cluster's Linux hosts start nginx-proxy, service-sidekick and kubelet while etcd and
+/// the control plane come up: these need only the host's own files (written by now) and images
+/// (worker-only hosts pull theirs here, the others have them already). nginx-proxy forwards to
+/// the control plane whenever it listens, and kubelet retries the API server by itself and
+/// registers its node as soon as it answers, so none of them waits for the control plane's
+/// health checks. On a control plane host service-sidekick is shared with the control plane,
+/// whichever comes first makes it ([`apply_container`]).
+/// kube-proxy still waits for the worker plane proper: v1.20 reads its node IP from its Node
+/// object at start, retrying for about a minute and then keeping 127.0.0.1 for good, so it
+/// needs the API server answering and the node registered. Windows workers keep the usual
+/// order: their orphan sweep must run before anything of theirs starts.
+/// Returns the hosts, and those of them with no etcd or control plane role.
+fn early_worker_hosts(run: &Run) -> (Vec<String>, Vec<String>) {
+    let linux: Vec<&HostPlan> = run
+        .plan
+        .hosts
+        .iter()
+        .filter(|h| h.containers.contains_key(plan::KUBELET))
+        .filter(|h| !run.plan.windows.contains_key(&h.address))
+        .collect();
+    let worker_only = linux
+        .iter()
+        .filter(|h| !h.roles.controlplane && !h.roles.etcd)
+        .map(|h| h.address.clone())
+        .collect();
+    (
+        linux.iter().map(|h| h.address.clone()).collect(),
+        worker_only,
+    )
+}
+
+/// [`early_worker_hosts`]: images where asked, then nginx-proxy, service-sidekick and kubelet.
+async fn early_worker_plane(
+    run: Arc<Run>,
+    runner: Runner,
+    hosts: Vec<String>,
+    pull: Vec<String>,
+) -> Result<(), UpError> {
+    const FIRST: &[&str] = &[plan::NGINX_PROXY, plan::SERVICE_SIDEKICK, plan::KUBELET];
+    let title = "kubelets";
+    let phase = runner.reporter.phase(title);
+    let r = run.clone();
+    let pull = Arc::new(pull);
+    let result = runner
+        .for_each_host(
+            title,
+            "kubelet before the control plane",
+            hosts,
+            move |address| {
+                let (run, pull) = (r.clone(), pull.clone());
+                async move {
+                    if pull.contains(&address) {
+                        pull_host_images(&run, &address).await?;
+                    }
+                    apply_plane_on(&run, &address, FIRST).await
+                }
+            },
+        )
         .await;
     finish(phase, result)
 }

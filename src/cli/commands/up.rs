@@ -48,7 +48,11 @@ pub async fn run(cluster: &Cluster, args: &UpArgs, reporter: &Reporter) -> Resul
         confirm: terminal_question(),
         ignore_blocking_webhooks: args.ignore_blocking_webhooks,
     };
-    up(cluster, &opts, reporter).await.map_err(|e| match e {
+    let started = std::time::Instant::now();
+    let result = up(cluster, &opts, reporter).await;
+    // Also after a failure: where the time went up to it is as useful then.
+    reporter.timing_summary(started.elapsed());
+    result.map_err(|e| match e {
         UpError::Cluster(c) if c.is_invalid_config() => CliError::InvalidConfig(c.to_string()),
         // Nobody to ask and no --yes: a usage error, like `remove` without a terminal.
         UpError::Adoption(AdoptionRefused::NoTerminal) => CliError::Usage(e.to_string()),
