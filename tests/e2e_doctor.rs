@@ -278,11 +278,12 @@ fn doctor_json(cluster: &E2e, extra: &[&str]) -> (i32, Value, String) {
     eprintln!("rkers doctor took {:.1}s", started.elapsed().as_secs_f64());
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    // The report is the last line; JSON progress events (config warnings) may come before it.
+    // The report is the one object with `findings`; progress events (config warnings) come
+    // before it and the run's result event after it.
     let last = stdout
         .lines()
         .rev()
-        .find(|l| !l.trim().is_empty())
+        .find(|l| l.contains("\"findings\""))
         .unwrap_or_default();
     let report: Value = serde_json::from_str(last)
         .unwrap_or_else(|e| panic!("doctor printed no JSON report ({e}):\n{stdout}\n{stderr}"));
