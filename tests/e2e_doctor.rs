@@ -558,6 +558,32 @@ async fn incident2_flannel_nat_chain_gone() {
 
 const WEBHOOK_NS: &str = "rkers-e2e-webhook";
 
+/// Removes the blocking webhook and puts host3's CNI config back, also when the test panics.
+struct BlockerCleanup<'a>(&'a E2e);
+
+impl Drop for BlockerCleanup<'_> {
+    fn drop(&mut self) {
+        let cluster = self.0;
+        let _ = cluster.kubectl(&[
+            "delete",
+            "validatingwebhookconfiguration",
+            "rkers-e2e-blocker",
+            "--ignore-not-found",
+        ]);
+        let _ = cluster.kubectl(&[
+            "delete",
+            "namespace",
+            WEBHOOK_NS,
+            "--wait=false",
+            "--ignore-not-found",
+        ]);
+        let _ = cluster.env.try_on_host(
+            "host3",
+            "if [ -n \"$(ls /etc/cni/held 2>/dev/null)\" ]; then mv /etc/cni/held/* /etc/cni/net.d/ && docker restart kubelet >/dev/null; fi",
+        );
+    }
+}
+
 fn blocker_yaml() -> String {
     format!(
         r#"apiVersion: v1
@@ -619,6 +645,9 @@ async fn incident3_webhook_blocks_the_cni() {
     let _ = std::fs::remove_file(cluster.dir.join("cluster.webhooks-backup.json.restored"));
     let (ok, out) = kubectl_stdin(&cluster, &["apply", "-f", "-"], &blocker_yaml());
     assert!(ok, "{out}");
+    // Should this test stop midway, the webhook and host3's held CNI config must not outlive
+    // it: every later test's `up` would refuse, and host3 would stay NotReady.
+    let _cleanup = BlockerCleanup(&cluster);
 
     // Creating a pod in kube-system really fails on the real API server.
     let pause = std::fs::read_to_string(&cluster.config)
