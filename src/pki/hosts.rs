@@ -28,6 +28,12 @@ pub fn cert_names_for_host(spec: &PkiSpec, host: &PkiHost) -> BTreeSet<String> {
         names.insert(crt_name_for_host(host, ETCD_CERT_PREFIX));
     }
     if host.roles.controlplane {
+        // Every control plane pair is read by a control plane container, with one exception
+        // kept on purpose: the request-header CA's key, which nothing on the host reads. The
+        // controlplane hosts' copies are its only copies outside the state file, and
+        // `util get-state-file` rebuilds a lost state from them; without the key it would have
+        // to issue a new request-header CA and restart kube-apiserver. (`kube-ca-key.pem` is
+        // read: kube-controller-manager signs with it.)
         names.extend(
             [
                 KUBE_API_CERT_NAME,
