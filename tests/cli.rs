@@ -397,9 +397,12 @@ fn up_ends_with_a_timing_summary_event_also_when_it_fails() {
         .collect();
     assert_eq!(summaries.len(), 1, "{stdout}");
     let summary = summaries[0];
+    // The summary ends the run's events; only the run's result event follows it.
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "result", "{stdout}");
     assert!(
-        std::ptr::eq(summary, events.last().unwrap()),
-        "the summary comes last: {stdout}"
+        std::ptr::eq(summary, &events[events.len() - 2]),
+        "the summary comes last before the result: {stdout}"
     );
     let phases: Vec<&str> = summary["timings"]
         .as_array()
