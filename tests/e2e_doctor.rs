@@ -691,6 +691,26 @@ async fn incident3_webhook_blocks_the_cni() {
         },
     );
 
+    // The DaemonSet controller records its refused create as an event some time after the
+    // pod's deletion (later still under load): doctor's proof is that event, so wait for it.
+    wait_for(
+        "the DaemonSet's FailedCreate event",
+        Duration::from_secs(180),
+        || {
+            let (ok, out) = cluster.kubectl(&[
+                "-n",
+                "kube-system",
+                "get",
+                "events",
+                "--field-selector",
+                "reason=FailedCreate,involvedObject.kind=DaemonSet",
+                "-o",
+                "name",
+            ]);
+            (ok && !out.trim().is_empty()).then_some(())
+        },
+    );
+
     // 1. doctor: the webhook with its rules and the endpoints it lacks, the events proving it
     //    blocked the DaemonSet, the NotReady node and the flannel pod missing there.
     let (code, report, text) = doctor_json(&cluster, &[]);
