@@ -253,7 +253,7 @@ async fn etcd_snapshots_save_restore_s3_and_rolling() {
     );
     assert!(!ok, "{out}");
     assert!(out.contains("the cluster was left as it was"), "{out}");
-    assert!(out.contains("etcd-restore exited with"), "{out}");
+    assert!(out.contains("container etcd-restore: exited with"), "{out}");
     assert_eq!(sb.container_ids(&HOSTS), before, "no container changed");
     assert!(configmap_exists(&cluster, "rkers-e2e-snap"));
     for h in HOSTS {
