@@ -937,7 +937,8 @@ fn host_actions(
             paths: w.missing_directories.clone(),
         });
     }
-    for f in files::changed(desired_files, &obs.files) {
+    let changed_files = files::changed(desired_files, &obs.files);
+    for f in &changed_files {
         let new = !obs.files.contains_key(&f.relative_path);
         let mut reason = if new { "new" } else { "changed" }.to_string();
         if let Some(why) = diff::newer_default_for_file(&f.relative_path, new) {
@@ -977,10 +978,15 @@ fn host_actions(
             });
         }
     }
+    let uploaded: BTreeSet<&str> = changed_files
+        .iter()
+        .map(|f| f.relative_path.as_str())
+        .collect();
     actions.extend(least_privilege_actions(
         h,
         obs,
         desired_files,
+        &uploaded,
         &root,
         flags_name,
     ));
@@ -1062,6 +1068,8 @@ fn least_privilege_actions(
     h: &HostPlan,
     obs: &Observed,
     desired_files: &[DesiredFile],
+    // The files this run uploads: they get the planned mode from the archive, owned by root.
+    uploaded: &BTreeSet<&str>,
     root: &str,
     flags_name: impl Fn(&str) -> bool,
 ) -> Vec<Action> {
@@ -1099,10 +1107,6 @@ fn least_privilege_actions(
     }
     let etcd_user =
         plan::permissions::etcd_user(h.containers.get(plan::ETCD).and_then(|c| c.user.as_deref()));
-    let uploaded: BTreeSet<&str> = files::changed(desired_files, &obs.files)
-        .into_iter()
-        .map(|f| f.relative_path.as_str())
-        .collect();
     for f in desired_files {
         let Some(want) = plan::permissions::required(&f.relative_path, etcd_user) else {
             continue;
