@@ -9,6 +9,9 @@
 use crate::diff::{Action, HostActions};
 use serde::Serialize;
 
+/// Asks the operator to confirm the adoption summary they were shown.
+pub type ConfirmAdoption = std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
 /// What `up` found and will do on a cluster it adopts.
 #[derive(Clone, Debug, Serialize)]
 pub struct Adoption {

@@ -396,8 +396,6 @@ fn prefix_of(cluster: &Cluster, host: &Host) -> String {
     plan::host_prefix_path(&cluster.config.prefix_path, &host.facts().operating_system)
 }
 
-/// The last lines of a helper's log, as an error detail.
-
 /// Runs a one-shot helper; a non-zero exit is an error carrying its last log lines.
 async fn run_helper(
     host: &Host,

@@ -43,7 +43,7 @@ pub struct UpOptions {
     pub yes: bool,
     /// Asks the operator to confirm the adoption summary it is shown; `None` when nobody can be
     /// asked (no terminal), and then only `yes` adopts.
-    pub confirm: Option<Arc<dyn Fn(&str) -> bool + Send + Sync>>,
+    pub confirm: Option<crate::phases::adoption::ConfirmAdoption>,
     /// `--ignore-blocking-webhooks`: go on although a webhook blocks system pods.
     pub ignore_blocking_webhooks: bool,
 }

@@ -61,7 +61,7 @@ pub async fn run(cluster: &Cluster, args: &UpArgs, reporter: &Reporter) -> Resul
 }
 
 /// The adoption question on the terminal, when there is one to ask on.
-fn terminal_question() -> Option<std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>> {
+fn terminal_question() -> Option<crate::phases::adoption::ConfirmAdoption> {
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
         return None;
     }
