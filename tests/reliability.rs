@@ -590,6 +590,11 @@ fn under_pty(
         "/dev/null",
     ])
     .env_remove("SSH_AUTH_SOCK")
+    // `script` runs the command with $SHELL. Ctrl-C reaches the shell too; bash waits for a
+    // child that handled SIGINT itself and runs the next command, dash (CI's /bin/sh when
+    // SHELL is unset) dies with it and the `rc=` line never comes. Users' shells behave like
+    // bash here, so the test pins it.
+    .env("SHELL", "/bin/bash")
     .stdin(std::process::Stdio::piped())
     .stdout(std::process::Stdio::piped())
     .stderr(std::process::Stdio::piped());
