@@ -639,6 +639,22 @@ async fn incident3_webhook_blocks_the_cni() {
     let _api = cluster.standard().await;
     let started = Instant::now();
     let env = &cluster.env;
+    // A fresh DaemonSet object: the controller manager's event recorder lets through 25 events
+    // per object and then one per 5 minutes, and the earlier tests' rollouts of kube-flannel
+    // can have spent that budget, so the FailedCreate event doctor needs would be dropped.
+    kubectl_ok(
+        &cluster,
+        &[
+            "-n",
+            "kube-system",
+            "delete",
+            "daemonset",
+            "kube-flannel",
+            "--ignore-not-found",
+            "--cascade=foreground",
+            "--wait=true",
+        ],
+    );
     deploy_standins(&cluster, false, true);
     let backup = cluster.dir.join("cluster.webhooks-backup.json");
     let _ = std::fs::remove_file(&backup);
