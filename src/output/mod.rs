@@ -99,6 +99,22 @@ impl Event {
     }
 }
 
+fn action_event(
+    kind: &'static str,
+    host: &str,
+    action: &crate::diff::Action,
+    status: Status,
+    error: Option<&str>,
+) -> Event {
+    let mut e = Event::new(status);
+    e.event = Some(kind);
+    e.host = Some(host.to_owned());
+    e.action = Some(action.to_string());
+    e.data = serde_json::to_value(action).ok();
+    e.error = error.map(str::to_string);
+    e
+}
+
 /// The reporter of the running command, for notices from code that has none at hand (a host
 /// key recorded while connecting).
 static CURRENT: Mutex<Option<Reporter>> = Mutex::new(None);
@@ -238,6 +254,32 @@ impl Reporter {
             let _ = writeln!(out, "{line}");
             let _ = out.flush();
         }
+    }
+
+    /// A dry run's changeset, the same for every command: as text, `render_dry_run`'s lines;
+    /// in JSON, one `{"event":"planned","host":H,"action":TEXT,"data":ACTION}` per action, in
+    /// the order it will be applied, so a consumer can compare it with the `applied` events.
+    pub fn planned(&self, hosts: &[crate::diff::HostActions]) {
+        if let Renderer::Json = &*self.renderer {
+            for h in hosts {
+                for a in &h.actions {
+                    self.emit(action_event("planned", &h.host, a, Status::Info, None));
+                }
+            }
+        } else {
+            print!("{}", crate::diff::render_dry_run(hosts));
+        }
+    }
+
+    /// One action of the changeset, applied (or failed) on `host`: the event a dry run's
+    /// `planned` event for the same action predicted.
+    pub fn applied(&self, host: &str, action: &crate::diff::Action, error: Option<&str>) {
+        let status = if error.is_some() {
+            Status::Failed
+        } else {
+            Status::Ok
+        };
+        self.emit(action_event("applied", host, action, status, error));
     }
 
     fn timings(&self) -> std::sync::MutexGuard<'_, timing::Timings> {
