@@ -209,6 +209,11 @@ fn decode_key(
         Ok(k) => return Ok(k),
         Err(russh::keys::Error::KeyIsEncrypted) => {}
         Err(e) => {
+            if let Some(k) = super::key_repair::pad_short_ecdsa_scalar(text)
+                .and_then(|fixed| russh::keys::decode_secret_key(&fixed, None).ok())
+            {
+                return Ok(k);
+            }
             return Err(unusable(format!(
                 "not a valid private key (OpenSSH, PEM or PKCS#8 expected): {e}"
             )));
@@ -219,7 +224,8 @@ fn decode_key(
             Ok(k) => return Ok(k),
             Err(e) if !opts.prompt => {
                 return Err(unusable(format!(
-                    "the given passphrase does not decrypt it ({e})"
+                    "the given passphrase does not decrypt it ({e}){}",
+                    short_scalar_hint(text, &e)
                 )));
             }
             Err(_) => {}
@@ -237,7 +243,12 @@ fn decode_key(
                 Err(_) if attempt < 3 => {
                     let _ = term.write_line("Wrong passphrase, try again.");
                 }
-                Err(e) => return Err(unusable(format!("wrong passphrase ({e})"))),
+                Err(e) => {
+                    return Err(unusable(format!(
+                        "wrong passphrase ({e}){}",
+                        short_scalar_hint(text, &e)
+                    )));
+                }
             }
         }
     }
@@ -245,6 +256,24 @@ fn decode_key(
         host: host.to_owned(),
         source_name: source_name.to_owned(),
     })
+}
+
+/// For an encrypted ECDSA key that fails with a length error: the key may be one of the
+/// valid keys `ssh-key` cannot read (see `key_repair`), which rkers can only repair unencrypted.
+fn short_scalar_hint(text: &str, e: &russh::keys::Error) -> &'static str {
+    let length_error = matches!(
+        e,
+        russh::keys::Error::SshKey(russh::keys::ssh_key::Error::Encoding(
+            russh::keys::ssh_key::encoding::Error::Length
+        ))
+    );
+    if length_error && text.contains("OPENSSH PRIVATE KEY") {
+        "; if the passphrase is right, this is an ECDSA key whose private scalar has a leading \
+         zero, which the SSH library cannot decrypt: load it into ssh-agent (agent_auth: true), \
+         or remove its passphrase (ssh-keygen -p -N '' -f KEY)"
+    } else {
+        ""
+    }
 }
 
 fn load_certificate(host: &str, auth: &SshAuth) -> Result<Option<Certificate>, HostError> {

@@ -13,6 +13,7 @@ pub mod container;
 pub mod docker;
 pub mod error;
 pub mod facts;
+mod key_repair;
 pub mod keys;
 pub mod known_hosts;
 pub mod pool;
