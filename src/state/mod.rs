@@ -8,6 +8,7 @@ mod backups;
 mod files;
 mod gojson;
 mod merge;
+mod store;
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +20,7 @@ use crate::pki::Bundle;
 pub use backups::{MAX_BACKUPS, list_backups, reset_for_tests, timestamped_backup_path};
 pub use files::{ClusterFiles, write_atomic};
 pub use merge::{merge_preserving, merge_preserving_where};
+pub use store::{FileStateStore, Loaded, MemoryStateStore, StateStore, StateVersion, StoreError};
 
 /// Mode of the state file and the admin kubeconfig (§33.12).
 pub const STATE_FILE_MODE: u32 = 0o600;
