@@ -137,9 +137,14 @@ pub fn mark_interrupted() {
 }
 
 /// How a phase or host action that is dropped unfinished ended: an early return on an error,
-/// or the run being interrupted. Never success.
-fn unfinished() -> (Status, &'static str) {
-    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+/// or the run being interrupted (the process by SIGINT, or this reporter's operation by its
+/// caller). Never success.
+fn unfinished(reporter: &Reporter) -> (Status, &'static str) {
+    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+        || reporter
+            .interrupted
+            .load(std::sync::atomic::Ordering::SeqCst)
+    {
         (Status::Interrupted, "interrupted")
     } else {
         (Status::Failed, "stopped before it finished")
@@ -160,13 +165,19 @@ enum Renderer {
     Plain,
     Json,
     Quiet,
+    /// Every event handed to the embedding caller (the library API), nothing printed.
+    Sink(EventSink),
 }
+
+/// A callback that receives every event of one operation, already redacted.
+pub type EventSink = Arc<dyn Fn(Event) + Send + Sync>;
 
 /// The sink for all user-facing output of one command. Cheap to clone; shared across tasks.
 #[derive(Clone)]
 pub struct Reporter {
     renderer: Arc<Renderer>,
     timings: Arc<Mutex<timing::Timings>>,
+    interrupted: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Reporter {
@@ -185,6 +196,7 @@ impl Reporter {
         let reporter = Reporter {
             renderer: Arc::new(renderer),
             timings: Default::default(),
+            interrupted: Default::default(),
         };
         *CURRENT.lock().unwrap_or_else(|p| p.into_inner()) = Some(reporter.clone());
         reporter
@@ -195,7 +207,26 @@ impl Reporter {
         Reporter {
             renderer: Arc::new(Renderer::Plain),
             timings: Default::default(),
+            interrupted: Default::default(),
         }
+    }
+
+    /// A reporter for one operation run inside another program: every event goes to `sink`
+    /// and nothing is printed or registered process-wide, so operations on several clusters
+    /// can run at once in one process, each with its own reporter.
+    pub fn with_sink(sink: EventSink) -> Self {
+        Reporter {
+            renderer: Arc::new(Renderer::Sink(sink)),
+            timings: Default::default(),
+            interrupted: Default::default(),
+        }
+    }
+
+    /// Records that this reporter's operation is being cancelled: what is dropped unfinished
+    /// from then on reports "interrupted", never success.
+    pub fn mark_interrupted(&self) {
+        self.interrupted
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     pub fn is_json(&self) -> bool {
@@ -220,6 +251,7 @@ impl Reporter {
                 }
             }
             Renderer::Progress { multi, bars } => render_progress(multi, bars, &event),
+            Renderer::Sink(sink) => sink(event),
         }
     }
 
@@ -248,6 +280,10 @@ impl Reporter {
         e.exit_code = Some(exit_code);
         e.error = error.map(str::to_string);
         let e = e.redacted();
+        if let Renderer::Sink(sink) = &*self.renderer {
+            sink(e);
+            return;
+        }
         if let Renderer::Json = &*self.renderer {
             let line = serde_json::to_string(&e).unwrap_or_default();
             let mut out = std::io::stdout().lock();
@@ -260,7 +296,7 @@ impl Reporter {
     /// in JSON, one `{"event":"planned","host":H,"action":TEXT,"data":ACTION}` per action, in
     /// the order it will be applied, so a consumer can compare it with the `applied` events.
     pub fn planned(&self, hosts: &[crate::diff::HostActions]) {
-        if let Renderer::Json = &*self.renderer {
+        if let Renderer::Json | Renderer::Sink(_) = &*self.renderer {
             for h in hosts {
                 for a in &h.actions {
                     self.emit(action_event("planned", &h.host, a, Status::Info, None));
@@ -502,7 +538,7 @@ impl PhaseGuard {
 
 impl Drop for PhaseGuard {
     fn drop(&mut self) {
-        let (status, why) = unfinished();
+        let (status, why) = unfinished(&self.reporter);
         self.finish(status, Some(why));
     }
 }
@@ -564,7 +600,7 @@ impl HostAction {
 
 impl Drop for HostAction {
     fn drop(&mut self) {
-        let (status, why) = unfinished();
+        let (status, why) = unfinished(&self.reporter);
         self.finish(status, None, Some(why));
     }
 }
@@ -572,6 +608,42 @@ impl Drop for HostAction {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn collecting() -> (Reporter, Arc<Mutex<Vec<Event>>>) {
+        let seen: Arc<Mutex<Vec<Event>>> = Default::default();
+        let into = seen.clone();
+        let r = Reporter::with_sink(Arc::new(move |e| into.lock().unwrap().push(e)));
+        (r, seen)
+    }
+
+    #[test]
+    fn a_sink_gets_every_event_and_cancelling_one_operation_leaves_the_other_alone() {
+        let (a, seen_a) = collecting();
+        let (b, seen_b) = collecting();
+        a.info("starting");
+        let pa = a.phase("etcd plane");
+        let pb = b.phase("etcd plane");
+        a.mark_interrupted();
+        drop(pa);
+        drop(pb);
+        a.finish_run(130, Some("interrupted"));
+
+        let a_events = seen_a.lock().unwrap();
+        let statuses: Vec<Status> = a_events.iter().map(|e| e.status).collect();
+        assert_eq!(
+            statuses,
+            [
+                Status::Info,
+                Status::Started,
+                Status::Interrupted,
+                Status::Interrupted
+            ]
+        );
+        assert_eq!(a_events.last().unwrap().event, Some("result"));
+        // b was not cancelled: its unfinished phase is a failure, never "interrupted" or ok.
+        let b_events = seen_b.lock().unwrap();
+        assert_eq!(b_events.last().unwrap().status, Status::Failed);
+    }
 
     #[test]
     fn plain_line_names_phase_host_and_error() {
