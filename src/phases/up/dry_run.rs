@@ -1,0 +1,35 @@
+//! `up --dry-run`: the actions the plan step decided, and how an existing cluster would be
+//! rolled; nothing on the hosts changes.
+
+use super::plan::Planned;
+use super::rolling::rolling_summary;
+use super::state::Loaded;
+use super::{UpError, other};
+use crate::cluster::Cluster;
+use crate::diff;
+use crate::output::Reporter;
+
+pub(super) async fn show(
+    cluster: &Cluster,
+    loaded: &Loaded,
+    planned: Planned,
+    reporter: &Reporter,
+) -> Result<(), UpError> {
+    if reporter.is_json() {
+        for h in &planned.shown {
+            println!("{}", serde_json::to_string(h).map_err(other)?);
+        }
+    } else {
+        print!("{}", diff::render_dry_run(&planned.shown));
+        if let Some(old) = &loaded.old_current {
+            for line in rolling_summary(cluster, old, &planned.plan, &planned.actions) {
+                println!("{line}");
+            }
+        }
+    }
+    crate::phases::addons::dry_run_addons(cluster, reporter)
+        .await
+        .map_err(other)?;
+    planned.pool.close().await;
+    Ok(())
+}
