@@ -3,46 +3,10 @@
 
 use super::run::Run;
 use crate::diff::Action;
-use crate::hosts::{self, Host};
+use crate::hosts::Host;
 use crate::phases::health::{self, TlsMaterial};
 use crate::pki;
 use crate::plan::{self, HostPlan};
-use std::time::Duration;
-
-/// Converts the plan's container (RKE1's process model) into what Docker is asked to create.
-pub(super) fn docker_spec(spec: &plan::ContainerSpec) -> hosts::ContainerSpec {
-    hosts::ContainerSpec {
-        image: spec.image.clone(),
-        entrypoint: spec.entrypoint.clone(),
-        cmd: spec.cmd.clone(),
-        env: spec.env.clone(),
-        binds: spec.binds.clone(),
-        network_mode: spec.network_mode.clone(),
-        pid_mode: spec.pid_mode.clone(),
-        privileged: spec.privileged,
-        restart_policy: match spec.restart_policy.as_deref() {
-            Some("always") => Some(hosts::RestartPolicy::Always),
-            Some("on-failure") => Some(hosts::RestartPolicy::OnFailure),
-            Some("unless-stopped") => Some(hosts::RestartPolicy::UnlessStopped),
-            _ => None,
-        },
-        volumes_from: spec.volumes_from.clone(),
-        labels: spec.labels.clone(),
-        security_opt: spec.security_opt.clone(),
-        user: spec.user.clone(),
-        ports: spec
-            .port_bindings
-            .iter()
-            .map(|p| hosts::PortBinding {
-                host_ip: p.host_ip.clone(),
-                host_port: p.host_port,
-                container_port: p.container_port,
-                protocol: p.protocol.clone(),
-            })
-            .collect(),
-        ..Default::default()
-    }
-}
 
 /// Brings one container to its planned state, then checks its health; once per run (a
 /// concurrent caller waits for the first one, and tries again when that one failed).
@@ -72,51 +36,22 @@ pub(super) async fn apply_container_once(
 ) -> Result<(), String> {
     let spec = &h.containers[name];
     let docker = host.docker();
-    let action = run.actions[&h.address].iter().find(|a| match a {
-        Action::CreateContainer { name: n, .. }
-        | Action::RecreateContainer { name: n, .. }
-        | Action::StartContainer { name: n }
-        | Action::RestartContainer { name: n } => n == name,
-        _ => false,
-    });
-    let err = |e: hosts::HostError| e.to_string();
-    match action {
-        Some(Action::CreateContainer { .. }) => {
-            if name == plan::ETCD {
-                fix_etcd_permissions(run, host, h).await?;
-            }
-            docker.remove_container(name).await.map_err(err)?;
-            docker
-                .create_container(name, &docker_spec(spec))
-                .await
-                .map_err(err)?;
-            if spec.start {
-                docker.start_container(name).await.map_err(err)?;
-            }
-        }
-        Some(Action::RecreateContainer { .. }) => {
-            // RKE1's rolling replace (§22.1): the old container is kept aside until the new one
-            // exists, so a failed create leaves something to fall back to.
-            let old = format!("old-{name}");
-            docker.remove_container(&old).await.map_err(err)?;
-            docker.stop_container(name).await.map_err(err)?;
-            docker.rename_container(name, &old).await.map_err(err)?;
-            docker
-                .create_container(name, &docker_spec(spec))
-                .await
-                .map_err(err)?;
-            if spec.start {
-                docker.start_container(name).await.map_err(err)?;
-            }
-            docker.remove_container(&old).await.map_err(err)?;
-        }
-        Some(Action::StartContainer { .. }) => docker.start_container(name).await.map_err(err)?,
-        Some(Action::RestartContainer { .. }) => {
-            docker.stop_container(name).await.map_err(err)?;
-            docker.start_container(name).await.map_err(err)?;
-        }
-        _ => {}
-    }
+    // The container's own actions, with what must precede them (etcd's data directory).
+    let actions: Vec<&Action> = run.actions[&h.address]
+        .iter()
+        .filter(|a| match a {
+            Action::CreateContainer { name: n, .. }
+            | Action::RecreateContainer { name: n, .. }
+            | Action::StartContainer { name: n }
+            | Action::RestartContainer { name: n } => n == name,
+            Action::FixEtcdPermissions { .. } => name == plan::ETCD,
+            _ => false,
+        })
+        .collect();
+    run.executor(&h.address)
+        .apply(&actions)
+        .await
+        .map_err(|e| e.to_string())?;
     if spec.start
         && let Some(check) = &spec.health_check
     {
@@ -136,43 +71,21 @@ pub(super) async fn apply_container_once(
     Ok(())
 }
 
-pub(super) async fn fix_etcd_permissions(
-    run: &Run,
-    host: &Host,
-    h: &HostPlan,
-) -> Result<(), String> {
-    let data_dir = plan::join_path(&[&h.prefix_path, "/var/lib/etcd"]);
-    let spec = hosts::ContainerSpec {
-        image: run.helper_image.clone(),
-        entrypoint: vec!["/bin/sh".into(), "-c".into()],
-        cmd: vec!["mkdir -p /var/lib/rancher/etcd && chmod 700 /var/lib/rancher/etcd".into()],
-        binds: vec![format!("{data_dir}:/var/lib/rancher/etcd:z")],
-        ..Default::default()
-    };
-    host.docker()
-        .run_to_success("etcd-fix-perm", &spec, Duration::from_secs(120))
-        .await
-        .map(drop)
-        .map_err(|e| e.to_string())
-}
-
 pub(super) async fn remove_unplanned(
     run: &Run,
-    host: &Host,
     h: &HostPlan,
     names: &[&str],
 ) -> Result<(), String> {
-    for a in &run.actions[&h.address] {
-        if let Action::RemoveContainer { name, .. } = a
-            && names.contains(&name.as_str())
-        {
-            host.docker()
-                .remove_container(name)
-                .await
-                .map_err(|e| e.to_string())?;
-        }
-    }
-    Ok(())
+    let actions: Vec<&Action> = run.actions[&h.address]
+        .iter()
+        .filter(
+            |a| matches!(a, Action::RemoveContainer { name, .. } if names.contains(&name.as_str())),
+        )
+        .collect();
+    run.executor(&h.address)
+        .apply(&actions)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 pub(super) fn check_tls(run: &Run, check: &plan::HealthCheck) -> Option<TlsMaterial> {

@@ -6,7 +6,6 @@ use super::rolling::rolling_summary;
 use super::state::Loaded;
 use super::{UpError, other};
 use crate::cluster::Cluster;
-use crate::diff;
 use crate::output::Reporter;
 
 pub(super) async fn show(
@@ -15,16 +14,13 @@ pub(super) async fn show(
     planned: Planned,
     reporter: &Reporter,
 ) -> Result<(), UpError> {
-    if reporter.is_json() {
-        for h in &planned.shown {
-            println!("{}", serde_json::to_string(h).map_err(other)?);
-        }
-    } else {
-        print!("{}", diff::render_dry_run(&planned.shown));
-        if let Some(old) = &loaded.old_current {
-            for line in rolling_summary(cluster, old, &planned.plan, &planned.actions) {
-                println!("{line}");
-            }
+    // The changeset as every command shows it (text, or one `planned` event per action).
+    reporter.planned(&planned.shown);
+    if !reporter.is_json()
+        && let Some(old) = &loaded.old_current
+    {
+        for line in rolling_summary(cluster, old, &planned.plan, &planned.actions) {
+            println!("{line}");
         }
     }
     crate::phases::addons::dry_run_addons(cluster, reporter)

@@ -31,7 +31,7 @@ pub(super) async fn etcd_plane(run: &Arc<Run>, runner: &Runner) -> Result<(), Up
         async move {
             let h = run.host_plan(&address);
             let host = run.host(&address);
-            remove_unplanned(&run, host, h, ETCD_PLANE).await?;
+            remove_unplanned(&run, h, ETCD_PLANE).await?;
             if run.recon.etcd_removed.iter().any(|g| g.address == address) {
                 // A member that left keeps no data behind: a later re-join must start empty.
                 let data = plan::join_path(&[&h.prefix_path, "/var/lib/etcd"]);

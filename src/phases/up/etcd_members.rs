@@ -1,10 +1,11 @@
 //! Apply: etcd members leaving (before their containers stop, so quorum holds) and joining
 //! (as learners when etcd supports them, promoted once caught up, removed again on failure).
 
-use super::containers::{check_tls, docker_spec, fix_etcd_permissions};
+use super::containers::check_tls;
 use super::run::{ETCD_PLANE, Run};
 use super::{UpError, other};
 use crate::cluster::Cluster;
+use crate::diff::Action;
 use crate::hosts::Host;
 use crate::phases::Runner;
 use crate::phases::health;
@@ -54,7 +55,13 @@ pub(super) async fn remove_etcd_members(run: &Arc<Run>, runner: &Runner) -> Resu
             break;
         };
         match reconcile::remove_member(via, &name).await {
-            Ok(()) => step.ok(),
+            Ok(()) => {
+                let removed = Action::RemoveEtcdMember {
+                    member: name.clone(),
+                };
+                run.reporter.applied(&gone.address, &removed, None);
+                step.ok()
+            }
             Err(e) => {
                 step.fail(&e);
                 result = Err(UpError::Other(e));
@@ -143,6 +150,11 @@ pub(super) async fn join_etcd_members(
             // its join fails.
             let learner = !started && reconcile::supports_learners(via).await;
             reconcile::add_member(via, &name, &peer, learner).await?;
+            let add = Action::AddEtcdMember {
+                member: name.clone(),
+                peer_url: peer.clone(),
+            };
+            run.reporter.applied(address, &add, None);
             let joined = async {
             let pending: BTreeSet<String> = run.recon.etcd_added[i + 1..].iter().cloned().collect();
             let ctx = plan::EtcdContext::while_adding(&order, &pending);
@@ -171,17 +183,34 @@ pub(super) async fn join_etcd_members(
                 let data = plan::join_path(&[&hp.prefix_path, "/var/lib/etcd"]);
                 reconcile::clean_directories(host, &run.helper_image, &[data]).await?;
             }
-            fix_etcd_permissions(run, host, hp).await?;
-            host.docker()
-                .remove_container(plan::ETCD)
-                .await
-                .map_err(|e| e.to_string())?;
-            host.docker()
-                .create_container(plan::ETCD, &docker_spec(spec))
-                .await
-                .map_err(|e| e.to_string())?;
-            host.docker()
-                .start_container(plan::ETCD)
+            // The member's etcd as planned (its data directory's permissions, the container),
+            // started with the join's member list.
+            let data = plan::join_path(&[&hp.prefix_path, "/var/lib/etcd"]);
+            let mut steps: Vec<Action> = run.actions[address]
+                .iter()
+                .filter(|a| match a {
+                    Action::FixEtcdPermissions { .. } => true,
+                    Action::CreateContainer { name, .. } | Action::RecreateContainer { name, .. } => {
+                        name == plan::ETCD
+                    }
+                    _ => false,
+                })
+                .cloned()
+                .collect();
+            if !steps.iter().any(|a| matches!(a, Action::FixEtcdPermissions { .. })) {
+                steps.insert(0, Action::FixEtcdPermissions { path: data });
+            }
+            if steps.len() == 1 {
+                // Left by an interrupted run in its planned state: started again as a member.
+                steps.push(Action::CreateContainer {
+                    name: plan::ETCD.into(),
+                    image: spec.image.clone(),
+                    start: true,
+                });
+            }
+            let steps: Vec<&Action> = steps.iter().collect();
+            run.executor_for(address, &hp.containers)
+                .apply(&steps)
                 .await
                 .map_err(|e| e.to_string())?;
             if learner {

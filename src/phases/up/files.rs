@@ -1,12 +1,9 @@
 //! Apply: the files and certificates each host gets, then the images it lacks.
 
 use super::run::Run;
-use super::{UpError, files_root, finish};
+use super::{UpError, finish};
 use crate::diff::Action;
 use crate::phases::Runner;
-use crate::phases::files::{self, DesiredFile};
-use crate::plan;
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 pub(super) async fn apply_files(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
@@ -15,17 +12,7 @@ pub(super) async fn apply_files(run: &Arc<Run>, runner: &Runner) -> Result<(), U
         .plan
         .hosts
         .iter()
-        .filter(|h| {
-            run.actions[&h.address].iter().any(|a| {
-                matches!(
-                    a,
-                    Action::UploadFile { .. }
-                        | Action::RemoveFile { .. }
-                        | Action::SetFileMode { .. }
-                        | Action::CreateDirectories { .. }
-                )
-            })
-        })
+        .filter(|h| run.actions[&h.address].iter().any(is_file))
         .map(|h| h.address.clone())
         .collect();
     let r = run.clone();
@@ -37,79 +24,12 @@ pub(super) async fn apply_files(run: &Arc<Run>, runner: &Runner) -> Result<(), U
             move |address| {
                 let run = r.clone();
                 async move {
-                    let h = run.host_plan(&address);
-                    let host = run.host(&address);
-                    let wanted: BTreeSet<String> = run.actions[&address]
+                    let actions: Vec<&Action> = run.actions[&address]
                         .iter()
-                        .filter_map(|a| match a {
-                            Action::UploadFile { path, .. } => Some(path.clone()),
-                            _ => None,
-                        })
+                        .filter(|a| is_file(a))
                         .collect();
-                    let windows = run.plan.windows.contains_key(&address);
-                    let base = files_root(h, windows);
-                    let files: Vec<DesiredFile> = run.files[&address]
-                        .iter()
-                        .filter(|f| wanted.contains(&plan::join_path(&[&base, &f.relative_path])))
-                        .cloned()
-                        .collect();
-                    let stale: Vec<String> = run.actions[&address]
-                        .iter()
-                        .filter_map(|a| match a {
-                            Action::RemoveFile { path, .. } => path
-                                .strip_prefix(base.as_str())
-                                .map(|r| r.trim_start_matches('/').to_string()),
-                            _ => None,
-                        })
-                        .collect();
-                    if windows {
-                        let directories: Vec<String> = run.actions[&address]
-                            .iter()
-                            .filter_map(|a| match a {
-                                Action::CreateDirectories { paths } => Some(paths.clone()),
-                                _ => None,
-                            })
-                            .flatten()
-                            .collect();
-                        return crate::phases::windows::write_host_files(
-                            host,
-                            &base,
-                            &directories,
-                            &files,
-                            &stale,
-                        )
-                        .await
-                        .map(drop)
-                        .map_err(|e| e.to_string());
-                    }
-                    let modes: Vec<files::ModeChange> = run.actions[&address]
-                        .iter()
-                        .filter_map(|a| match a {
-                            Action::SetFileMode {
-                                path,
-                                mode,
-                                uid,
-                                gid,
-                                ..
-                            } => Some(files::ModeChange {
-                                relative_path: path
-                                    .strip_prefix(base.as_str())?
-                                    .trim_start_matches('/')
-                                    .to_string(),
-                                mode: *mode,
-                                uid: *uid,
-                                gid: *gid,
-                            }),
-                            _ => None,
-                        })
-                        .collect();
-                    files::write_files(host.docker(), &base, &run.helper_image, &files)
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    files::remove_files(host.docker(), &base, &run.helper_image, &stale)
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    files::set_modes(host.docker(), &base, &run.helper_image, &modes)
+                    run.executor(&address)
+                        .apply(&actions)
                         .await
                         .map_err(|e| e.to_string())
                 }
@@ -117,6 +37,16 @@ pub(super) async fn apply_files(run: &Arc<Run>, runner: &Runner) -> Result<(), U
         )
         .await;
     finish(phase, result)
+}
+
+fn is_file(a: &Action) -> bool {
+    matches!(
+        a,
+        Action::UploadFile { .. }
+            | Action::RemoveFile { .. }
+            | Action::SetFileMode { .. }
+            | Action::CreateDirectories { .. }
+    )
 }
 
 /// The images of every host but `elsewhere` (pulled by the early worker plane), all at once.
@@ -146,20 +76,17 @@ pub(super) async fn pull_images(
 /// Every image one host lacks, all asked for at once: `ensure_image` waits for a turn at the
 /// image's registry (hosts::pulls), which is the only cap.
 pub(super) async fn pull_host_images(run: &Run, address: &str) -> Result<(), String> {
-    let host = run.host(address);
-    let pulls = run.actions[address].iter().filter_map(|a| match a {
-        Action::PullImage { image } => Some(async move {
-            host.docker()
-                .ensure_image(image, &run.registries, &mut |_| {})
-                .await
-                .map_err(|e| e.to_string())
-        }),
-        _ => None,
-    });
+    let executor = run.executor(address);
+    let singles: Vec<[&Action; 1]> = run.actions[address]
+        .iter()
+        .filter(|a| matches!(a, Action::PullImage { .. }))
+        .map(|a| [a])
+        .collect();
+    let pulls = singles.iter().map(|one| executor.apply(one));
     let failed: Vec<String> = futures::future::join_all(pulls)
         .await
         .into_iter()
-        .filter_map(Result::err)
+        .filter_map(|r| r.err().map(|e| e.to_string()))
         .collect();
     if failed.is_empty() {
         Ok(())

@@ -134,6 +134,12 @@ pub(super) fn host_actions(
             image_env.as_deref(),
             dont_care,
         ) {
+            if name == plan::ETCD && matches!(a, Action::CreateContainer { .. }) {
+                // RKE1's etcd-fix-perm: a new etcd starts on a private data directory.
+                actions.push(Action::FixEtcdPermissions {
+                    path: plan::join_path(&[&h.prefix_path, "/var/lib/etcd"]),
+                });
+            }
             actions.push(a);
         }
     }

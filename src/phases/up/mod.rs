@@ -99,7 +99,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     // and still before any host changes (§9.1): a run that refuses leaves the state file as it
     // was.
     state::save_desired_state(cluster, &loaded.state, reporter)?;
-    let run = Arc::new(run::Run::new(planned, &loaded.state));
+    let run = Arc::new(run::Run::new(planned, &loaded.state, reporter));
     let (old, old_current) = (loaded.old.as_ref(), loaded.old_current.as_ref());
 
     // 4. apply

@@ -16,11 +16,8 @@ pub(super) async fn link_logs(run: &Arc<Run>, runner: &Runner) -> Result<(), UpE
         .plan
         .hosts
         .iter()
-        .filter(|h| {
-            run.facts
-                .get(&h.address)
-                .is_none_or(|f| f.os_type != "windows")
-        })
+        // RKE1 links container logs on Linux hosts only (§8.5).
+        .filter(|h| !run.plan.windows.contains_key(&h.address))
         .map(|h| {
             let names = run.actions[&h.address]
                 .iter()

@@ -103,7 +103,7 @@ pub(super) async fn early_worker_plane(
 pub(super) async fn apply_plane_on(run: &Run, address: &str, names: &[&str]) -> Result<(), String> {
     let h = run.host_plan(address);
     let host = run.host(address);
-    remove_unplanned(run, host, h, names).await?;
+    remove_unplanned(run, h, names).await?;
     // Only when wins is about to start something: a run that changes nothing on the host
     // touches none of its containers, the sweep's one-shot included.
     if names == WORKER_PLANE

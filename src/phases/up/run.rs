@@ -1,9 +1,12 @@
 //! What the apply steps share: the run (plan, connections, actions), what was observed of
 //! each host, and the container groups each plane brings up.
 
+use super::files_root;
 use super::plan::Planned;
 use crate::diff::Action;
 use crate::hosts::{self, Host, HostPool};
+use crate::output::Reporter;
+use crate::phases::executor::HostExecutor;
 use crate::phases::files::{self, DesiredFile};
 use crate::phases::reconcile::{self, OldHost};
 use crate::pki::Bundle;
@@ -89,10 +92,12 @@ pub(super) struct Run {
     pub(super) facts: BTreeMap<String, plan::HostFacts>,
     pub(super) encryption_config: Option<String>,
     pub(super) default_tools_tag: Option<String>,
+    /// Where the executor reports each action it applied.
+    pub(super) reporter: Reporter,
 }
 
 impl Run {
-    pub(super) fn new(planned: Planned, state: &StateFile) -> Self {
+    pub(super) fn new(planned: Planned, state: &StateFile, reporter: &Reporter) -> Self {
         Run {
             pool: planned.pool,
             plan: planned.plan,
@@ -111,6 +116,7 @@ impl Run {
             encryption_config: (!state.desired_state.encryption_config.is_empty())
                 .then(|| state.desired_state.encryption_config.clone()),
             default_tools_tag: planned.default_tools_tag,
+            reporter: reporter.clone(),
         }
     }
 
@@ -120,6 +126,37 @@ impl Run {
             .iter()
             .find(|h| h.address == address)
             .expect("planned host")
+    }
+
+    /// The executor of one planned host's actions.
+    pub(super) fn executor(&self, address: &str) -> HostExecutor<'_> {
+        self.executor_for(address, &self.host_plan(address).containers)
+    }
+
+    /// The executor of one planned host's actions, with the containers of a plan other than
+    /// the run's (an etcd member joining with a partial member list).
+    pub(super) fn executor_for<'a>(
+        &'a self,
+        address: &str,
+        containers: &'a indexmap::IndexMap<String, plan::ContainerSpec>,
+    ) -> HostExecutor<'a> {
+        let h = self.host_plan(address);
+        let windows = self.plan.windows.contains_key(address);
+        HostExecutor {
+            host: self.host(address),
+            reporter: &self.reporter,
+            helper_image: &self.helper_image,
+            registries: &self.registries,
+            files_root: files_root(h, windows),
+            files: self
+                .files
+                .get(address)
+                .map(Vec::as_slice)
+                .unwrap_or_default(),
+            windows,
+            containers,
+            etcd_via: None,
+        }
     }
 
     pub(super) fn host(&self, address: &str) -> &Arc<Host> {

@@ -181,7 +181,14 @@ pub(super) fn an_uploaded_key_for_a_custom_etcd_user_is_chowned_after_the_upload
     let desired = vec![file("ssl/kube-etcd-10-0-0-2-key.pem", "key")];
     let shown: Vec<String> = host_actions(&h, &linux_observed(&[]), &desired, &[])
         .iter()
-        .filter(|a| !matches!(a, Action::CreateContainer { .. } | Action::PullImage { .. }))
+        .filter(|a| {
+            !matches!(
+                a,
+                Action::CreateContainer { .. }
+                    | Action::PullImage { .. }
+                    | Action::FixEtcdPermissions { .. }
+            )
+        })
         .map(|a| a.to_string())
         .collect();
     assert_eq!(
@@ -308,4 +315,43 @@ pub(super) fn windows_files_are_kept_from_the_drive_root_and_linux_files_under_e
     assert_eq!(view[0].relative_path, "ssl/kubecfg-kube-node.yaml");
     // The same plan read as Linux keeps nothing outside /etc/kubernetes.
     assert!(host_files(&h, &Bundle::default(), &pki::PkiSpec::default(), false).is_empty());
+}
+
+#[test]
+fn a_new_etcd_gets_its_data_directory_fixed_first_and_a_running_one_does_not() {
+    let mut h = linux_worker();
+    h.roles.etcd = true;
+    h.prefix_path = "/opt/rke".into();
+    h.containers.insert(
+        plan::ETCD.into(),
+        plan::ContainerSpec {
+            image: "rancher/etcd:v3".into(),
+            start: true,
+            ..Default::default()
+        },
+    );
+    let shown: Vec<String> = host_actions(&h, &linux_observed(&[]), &[], &[])
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "pull image rancher/etcd:v3",
+            "create /opt/rke/var/lib/etcd and make it private to its owner (etcd-fix-perm)",
+            "create and start container etcd (rancher/etcd:v3)",
+        ]
+    );
+    let mut obs = linux_observed(&[]);
+    obs.images
+        .insert("rancher/etcd:v3".into(), Some(Vec::new()));
+    obs.containers.insert(
+        plan::ETCD.into(),
+        crate::hosts::ObservedContainer {
+            image: "rancher/etcd:v3".into(),
+            running: true,
+            ..Default::default()
+        },
+    );
+    assert!(host_actions(&h, &obs, &[], &[]).is_empty());
 }
