@@ -100,6 +100,12 @@ pub enum Action {
         path: String,
         reason: String,
     },
+    // up's actions (wip-plan)
+    /// RKE1's `etcd-fix-perm` before a new etcd container: the data directory `path` exists and
+    /// only its owner reads it (a one-shot helper container).
+    FixEtcdPermissions {
+        path: String,
+    },
 }
 
 fn octal<S: serde::Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
@@ -189,6 +195,13 @@ impl std::fmt::Display for Action {
             } => write!(f, "ensure directory {path} {owner} {mode} (found: {found})"),
             Action::WriteTmpfilesEntry { path, reason } => {
                 write!(f, "write {path} ({reason})")
+            }
+            // up's actions (wip-plan)
+            Action::FixEtcdPermissions { path } => {
+                write!(
+                    f,
+                    "create {path} and make it private to its owner (etcd-fix-perm)"
+                )
             }
         }
     }

@@ -10,6 +10,7 @@ pub mod cert_rotate;
 pub mod certs;
 pub mod encryption;
 pub mod etcd_snapshot;
+pub mod executor;
 pub mod files;
 pub mod health;
 pub mod log_links;

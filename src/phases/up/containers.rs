@@ -1,0 +1,100 @@
+//! Apply: one container brought to its planned state (created, recreated beside the old one,
+//! started or restarted), then its health checked; once per run.
+
+use super::run::Run;
+use crate::diff::Action;
+use crate::hosts::Host;
+use crate::phases::health::{self, TlsMaterial};
+use crate::pki;
+use crate::plan::{self, HostPlan};
+
+/// Brings one container to its planned state, then checks its health; once per run (a
+/// concurrent caller waits for the first one, and tries again when that one failed).
+pub(super) async fn apply_container(
+    run: &Run,
+    host: &Host,
+    h: &HostPlan,
+    name: &str,
+) -> Result<(), String> {
+    let once = run
+        .applied
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(format!("{}/{name}", h.address))
+        .or_default()
+        .clone();
+    once.get_or_try_init(|| apply_container_once(run, host, h, name))
+        .await
+        .map(|_| ())
+}
+
+pub(super) async fn apply_container_once(
+    run: &Run,
+    host: &Host,
+    h: &HostPlan,
+    name: &str,
+) -> Result<(), String> {
+    let spec = &h.containers[name];
+    let docker = host.docker();
+    // The container's own actions, with what must precede them (etcd's data directory).
+    let actions: Vec<&Action> = run.actions[&h.address]
+        .iter()
+        .filter(|a| match a {
+            Action::CreateContainer { name: n, .. }
+            | Action::RecreateContainer { name: n, .. }
+            | Action::StartContainer { name: n }
+            | Action::RestartContainer { name: n } => n == name,
+            Action::FixEtcdPermissions { .. } => name == plan::ETCD,
+            _ => false,
+        })
+        .collect();
+    run.executor(&h.address)
+        .apply(&actions)
+        .await
+        .map_err(|e| e.to_string())?;
+    if spec.start
+        && let Some(check) = &spec.health_check
+    {
+        let tls = check_tls(run, check);
+        let attempts = if name == plan::ETCD { 18 } else { 24 };
+        let accept = |body: &str| name != plan::ETCD || health::etcd_body_healthy(body);
+        if let Err(e) =
+            health::wait_healthy(host.ssh(), &check.url, tls.as_ref(), attempts, accept).await
+        {
+            let logs = docker.logs(name, 5).await.unwrap_or_default();
+            let last = logs.lines().last().unwrap_or("").trim();
+            return Err(format!(
+                "{name}: Failed to verify healthcheck: {e}, log: {last}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub(super) async fn remove_unplanned(
+    run: &Run,
+    h: &HostPlan,
+    names: &[&str],
+) -> Result<(), String> {
+    let actions: Vec<&Action> = run.actions[&h.address]
+        .iter()
+        .filter(
+            |a| matches!(a, Action::RemoveContainer { name, .. } if names.contains(&name.as_str())),
+        )
+        .collect();
+    run.executor(&h.address)
+        .apply(&actions)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+pub(super) fn check_tls(run: &Run, check: &plan::HealthCheck) -> Option<TlsMaterial> {
+    check.client_certificate.as_ref().map(|c| TlsMaterial {
+        ca_pem: run
+            .bundle
+            .get(pki::names::CA_CERT_NAME)
+            .map(|ca| ca.certificate_pem.clone()),
+        client_cert_pem: run.bundle.get(c).map(|c| c.certificate_pem.clone()),
+        client_key_pem: run.bundle.get(c).map(|c| c.key_pem.clone()),
+    })
+}

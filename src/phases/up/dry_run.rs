@@ -1,0 +1,31 @@
+//! `up --dry-run`: the actions the plan step decided, and how an existing cluster would be
+//! rolled; nothing on the hosts changes.
+
+use super::plan::Planned;
+use super::rolling::rolling_summary;
+use super::state::Loaded;
+use super::{UpError, other};
+use crate::cluster::Cluster;
+use crate::output::Reporter;
+
+pub(super) async fn show(
+    cluster: &Cluster,
+    loaded: &Loaded,
+    planned: Planned,
+    reporter: &Reporter,
+) -> Result<(), UpError> {
+    // The changeset as every command shows it (text, or one `planned` event per action).
+    reporter.planned(&planned.shown);
+    if !reporter.is_json()
+        && let Some(old) = &loaded.old_current
+    {
+        for line in rolling_summary(cluster, old, &planned.plan, &planned.actions) {
+            println!("{line}");
+        }
+    }
+    crate::phases::addons::dry_run_addons(cluster, reporter)
+        .await
+        .map_err(other)?;
+    planned.pool.close().await;
+    Ok(())
+}

@@ -1,0 +1,191 @@
+//! `rkers up`: RKE1's workflow (§9) as a sequence of steps over one SSH connection per host.
+//! [`up`] reads as the list of steps in order; each step lives in its own file:
+//!
+//! 1. [`state`]: certificates generated or reconciled; the desired state is written before any
+//!    host is touched (§9.1).
+//! 2. [`connect`]: every host at once; any host that cannot be reached stops the run before
+//!    anything changes, with every host's problem listed (RKE1 silently dropped them, §33.18).
+//! 3. [`plan`] and [`observe`]: the desired containers and files of each host (pure), compared
+//!    with what each host runs and holds ([`host_actions`]); the result is the list of actions
+//!    `--dry-run` prints ([`dry_run`]).
+//! 4. apply: [`files`] and certificates, images, Windows hosts' wins ([`windows`]), the etcd
+//!    plane ([`etcd_members`], [`etcd`]), the control plane ([`planes`], [`rolling`]), RBAC and
+//!    the current state ([`cluster`]), the worker plane, node labels and taints and log links
+//!    ([`nodes`]), hosts that left ([`removed_hosts`]), in RKE1's order, hosts in parallel where
+//!    safe. [`containers`] brings one container to its planned state.
+
+mod cluster;
+mod connect;
+mod containers;
+mod dry_run;
+mod etcd;
+mod etcd_members;
+mod files;
+mod host_actions;
+mod host_files;
+mod nodes;
+mod observe;
+mod plan;
+mod planes;
+mod removed_hosts;
+mod rolling;
+mod run;
+mod state;
+#[cfg(test)]
+mod tests;
+mod windows;
+
+pub(crate) use host_files::{
+    etc_kubernetes, files_root, host_files, kubernetes_view, kubernetes_view_map,
+};
+
+use crate::cluster::{Cluster, ClusterError};
+use crate::hosts::SshOptions;
+use crate::output::Reporter;
+use crate::phases::{PhaseError, Runner};
+use run::{CONTROL_PLANE, WORKER_PLANE};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub struct UpOptions {
+    pub dry_run: bool,
+    pub force: bool,
+    pub disable_port_check: bool,
+    pub custom_certs: Option<PathBuf>,
+    /// `--ssh-agent-auth`.
+    pub agent_override: bool,
+    /// `--ignore-docker-version` given on the command line; otherwise the config's value counts.
+    pub ignore_docker_version_flag: bool,
+    pub ssh: SshOptions,
+    /// `--yes`: adopt a cluster whose state rkers did not write without asking.
+    pub yes: bool,
+    /// Asks the operator to confirm the adoption summary it is shown; `None` when nobody can be
+    /// asked (no terminal), and then only `yes` adopts.
+    pub confirm: Option<crate::phases::adoption::ConfirmAdoption>,
+    /// `--ignore-blocking-webhooks`: go on although a webhook blocks system pods.
+    pub ignore_blocking_webhooks: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UpError {
+    #[error("{0}")]
+    Cluster(#[from] ClusterError),
+    #[error("{0}")]
+    Phase(#[from] PhaseError),
+    #[error("{0}")]
+    Adoption(#[from] crate::phases::adoption::AdoptionRefused),
+    #[error("{0}")]
+    Other(String),
+}
+
+fn other(e: impl std::fmt::Display) -> UpError {
+    UpError::Other(e.to_string())
+}
+
+pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Result<(), UpError> {
+    let runner = Runner::new(reporter.clone(), opts.ssh.concurrency);
+
+    // 1. state
+    let loaded = state::load(cluster, opts, reporter)?;
+    // 2. connect
+    let connected = connect::connect(cluster, opts, &loaded, reporter).await?;
+    // 3. plan and observe
+    let planned = plan::plan(cluster, opts, &loaded, connected, reporter).await?;
+    plan::confirm(cluster, opts, &loaded, &planned, reporter).await?;
+    if opts.dry_run {
+        return dry_run::show(cluster, &loaded, planned, reporter).await;
+    }
+    // Written only now, once no check refused the run and the adoption (if any) is confirmed,
+    // and still before any host changes (§9.1): a run that refuses leaves the state file as it
+    // was.
+    state::save_desired_state(cluster, &loaded.state, reporter)?;
+    let run = Arc::new(run::Run::new(planned, &loaded.state, reporter));
+    let (old, old_current) = (loaded.old.as_ref(), loaded.old_current.as_ref());
+
+    // 4. apply
+    files::apply_files(&run, &runner).await?;
+    crate::doctor::guard::apply_calico_actions(cluster, &run.pool, &run.actions, reporter)
+        .await
+        .map_err(other)?;
+    cluster
+        .write_admin_kubeconfig(&run.bundle, reporter)
+        .map_err(other)?;
+    // A new cluster's kubelets start while etcd and the control plane come up
+    // (early_worker_plane); worker-only hosts pull their images there too. The set's task is
+    // aborted when `up` returns early.
+    let (early_hosts, worker_only) = match old_current {
+        None => planes::early_worker_hosts(&run),
+        Some(_) => (Vec::new(), Vec::new()),
+    };
+    // Every container below needs its image: the planes start once their hosts have them.
+    // etcd and control plane hosts pull first, so they never queue behind the workers at a
+    // registry.
+    files::pull_images(&run, &runner, &worker_only).await?;
+    let mut early_workers = tokio::task::JoinSet::new();
+    if !early_hosts.is_empty() {
+        // A budget of its own: hosts waiting for kubelet must not hold back etcd.
+        let early_runner = Runner::new(reporter.clone(), opts.ssh.concurrency);
+        early_workers.spawn(planes::early_worker_plane(
+            run.clone(),
+            early_runner,
+            early_hosts.clone(),
+            worker_only,
+        ));
+    }
+    windows::prepare_windows(&run, &runner).await?;
+    cluster::disable_encryption(cluster, old, &loaded.state, &run, reporter).await?;
+    // The waits that remain on a new cluster: kube-apiserver exits when etcd does not answer,
+    // so the control plane waits for the etcd plane; RBAC and the state Secret need the API.
+    etcd_members::remove_etcd_members(&run, &runner).await?;
+    etcd_members::join_etcd_members(cluster, &run, &runner).await?;
+    etcd::etcd_plane(&run, &runner).await?;
+    // An existing cluster is upgraded host by host within `upgrade_strategy`'s budgets, through
+    // the API server it already has; a new one comes up all at once (§17.1).
+    if let Some(old) = old_current {
+        let upgrade_api = cluster::existing_api(cluster).await?;
+        rolling::upgrade_control_plane(cluster, old, &run, &runner, upgrade_api.as_ref()).await?;
+    } else {
+        planes::plane(&run, &runner, "control plane", CONTROL_PLANE, |h| {
+            h.roles.controlplane
+        })
+        .await?;
+    }
+    let api = cluster::authz(cluster, reporter).await?;
+    cluster::rewrite_secrets(old, &loaded.state, &api, reporter).await?;
+    // RKE1's order (§9): the state is recorded once the control plane answers, before the
+    // worker plane; on a new cluster the kubelets already run, only kube-proxy waits for it.
+    cluster::save_state(cluster, loaded.state, &api, reporter).await?;
+    if let Some(old) = old_current {
+        rolling::upgrade_worker_plane(cluster, old, &run, &runner, Some(&api)).await?;
+    } else {
+        if let Some(early) = early_workers.join_next().await {
+            early.map_err(other)??;
+            cluster::wait_registered(&run, &early_hosts, &api, reporter).await;
+        }
+        // kube-proxy everywhere, and the worker components of etcd and control plane hosts.
+        planes::plane(&run, &runner, "worker plane", WORKER_PLANE, |_| true).await?;
+    }
+    nodes::sync_nodes(cluster, old_current, &run, &api, &runner).await?;
+    removed_hosts::remove_hosts(&run, &api, &runner).await?;
+    nodes::link_logs(&run, &runner).await?;
+    crate::phases::addons::deploy_addons(cluster, &api, reporter)
+        .await
+        .map_err(other)?;
+    run.pool.close().await;
+    reporter.info("Finished building Kubernetes cluster successfully");
+    Ok(())
+}
+
+/// Ends a phase with the outcome of its hosts.
+fn finish(phase: crate::output::PhaseGuard, result: Result<(), PhaseError>) -> Result<(), UpError> {
+    match result {
+        Ok(()) => {
+            phase.done();
+            Ok(())
+        }
+        Err(e) => {
+            phase.fail(&e.to_string());
+            Err(e.into())
+        }
+    }
+}

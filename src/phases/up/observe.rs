@@ -1,0 +1,122 @@
+//! What each planned host runs and holds: containers, images, and its files (read through a
+//! short-lived helper container on Linux, the host agent on Windows); and the refusal to build
+//! a new cluster over one that runs without state.
+
+use super::run::{KNOWN_CONTAINERS, Observed};
+use super::{UpError, etc_kubernetes, other};
+use crate::hosts::{self, HostPool};
+use crate::phases::files::{self, DesiredFile};
+use crate::pki::Bundle;
+use crate::plan::{self, ClusterPlan};
+use crate::state::StateFile;
+use std::collections::{BTreeMap, BTreeSet};
+
+pub(super) async fn observe(
+    pool: &HostPool,
+    cluster_plan: &ClusterPlan,
+    bundle: &Bundle,
+    desired_files: &BTreeMap<String, Vec<DesiredFile>>,
+    helper_image: &str,
+    registries: &[hosts::target::RegistryCredential],
+) -> Result<BTreeMap<String, Observed>, UpError> {
+    let tasks = cluster_plan.hosts.iter().map(|h| async move {
+        let host = pool
+            .get(&h.address)
+            .ok_or_else(|| other(format!("host {} not connected", h.address)))?;
+        let docker = host.docker();
+        let mut obs = Observed::default();
+        for name in KNOWN_CONTAINERS {
+            if let Some(c) = docker.inspect_container(name).await.map_err(other)? {
+                obs.containers.insert(name.to_string(), c);
+            }
+        }
+        let mut images: BTreeSet<&str> = h.containers.values().map(|c| c.image.as_str()).collect();
+        images.insert(helper_image);
+        for image in images {
+            let env = match docker.raw().inspect_image(image).await {
+                Ok(i) => Some(i.config.and_then(|c| c.env).unwrap_or_default()),
+                Err(_) => None,
+            };
+            obs.images.insert(image.to_string(), env);
+        }
+        if let Some(setup) = cluster_plan.windows.get(&h.address) {
+            // The file helper is a Linux image: a Windows worker is read by the host agent.
+            let mut paths: Vec<String> = desired_files[&h.address]
+                .iter()
+                .map(|f| f.relative_path.clone())
+                .collect();
+            paths.extend(
+                plan::optional_files(h.roles.controlplane)
+                    .iter()
+                    .filter_map(|p| p.strip_prefix('/'))
+                    .map(str::to_string),
+            );
+            // Keys an older run or RKE1 may have left there, for the least-privilege clean-up.
+            paths.extend(
+                bundle
+                    .values()
+                    .filter_map(|c| c.key_path.strip_prefix('/'))
+                    .map(str::to_string),
+            );
+            paths.sort();
+            paths.dedup();
+            let found = crate::phases::windows::observe_host(
+                host,
+                &h.prefix_path,
+                &setup.directories,
+                &paths,
+            )
+            .await
+            .map_err(other)?;
+            obs.files = found.files.clone();
+            obs.windows = Some(found);
+            return Ok((h.address.clone(), obs));
+        }
+        // Reading the files needs the helper image on the host.
+        docker
+            .ensure_image(helper_image, registries, &mut |_| {})
+            .await
+            .map_err(other)?;
+        (obs.files, obs.file_meta) =
+            files::read_dir_with_meta(docker, &etc_kubernetes(h), helper_image)
+                .await
+                .map_err(other)?;
+        Ok::<_, UpError>((h.address.clone(), obs))
+    });
+    futures::future::join_all(tasks).await.into_iter().collect()
+}
+
+/// RKE1 would create a new CA over a running cluster when the state file is lost (§32 pain
+/// point 5); rkers refuses unless told to.
+pub(super) fn guard_existing_cluster(
+    old: Option<&StateFile>,
+    observed: &BTreeMap<String, Observed>,
+    force: bool,
+    state_path: &std::path::Path,
+) -> Result<(), UpError> {
+    let known_cluster = old.is_some_and(|s| s.current_state.rke_config.is_some());
+    if known_cluster || force {
+        return Ok(());
+    }
+    let busy: Vec<String> = observed
+        .iter()
+        .filter_map(|(host, o)| {
+            let names: Vec<&str> = [plan::ETCD, plan::KUBE_APISERVER, plan::KUBELET]
+                .into_iter()
+                .filter(|n| o.containers.contains_key(*n))
+                .collect();
+            (!names.is_empty()).then(|| format!("{host} ({})", names.join(", ")))
+        })
+        .collect();
+    if busy.is_empty() {
+        return Ok(());
+    }
+    Err(UpError::Other(format!(
+        "hosts already run Kubernetes containers but there is no cluster state at {}: {}. \
+         Running `up` now would issue new certificates and break that cluster; nothing was \
+         written. Recover the state (`rkers util get-state-file`, or a backup \
+         <state>.<time>.bak next to it), or pass --force to build a new cluster over it.",
+        state_path.display(),
+        busy.join("; ")
+    )))
+}

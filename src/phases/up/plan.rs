@@ -1,0 +1,289 @@
+//! Step 3, plan and observe: each host's desired containers and files (pure, from the plan),
+//! what each host runs and holds, and the actions between the two, in the order `up` takes
+//! them; then the checks that may refuse the run before anything changes (webhooks, adoption).
+
+use super::connect::Connected;
+use super::host_actions::host_actions;
+use super::observe::{guard_existing_cluster, observe};
+use super::removed_hosts::observe_removed;
+use super::run::RemovedHost;
+use super::state::Loaded;
+use super::{UpError, UpOptions, host_files, kubernetes_view_map, other};
+use crate::cluster::Cluster;
+use crate::diff::{Action, HostActions};
+use crate::hosts::{self, HostPool};
+use crate::output::Reporter;
+use crate::phases::adoption::Adoption;
+use crate::phases::files::DesiredFile;
+use crate::phases::reconcile;
+use crate::pki::Bundle;
+use crate::plan::{self, ClusterPlan};
+use std::collections::BTreeMap;
+
+/// Everything the plan step found and decided.
+pub(super) struct Planned {
+    pub(super) pool: HostPool,
+    pub(super) plan: ClusterPlan,
+    pub(super) bundle: Bundle,
+    pub(super) files: BTreeMap<String, Vec<DesiredFile>>,
+    /// Each planned host's actions, in the order they are taken.
+    pub(super) actions: BTreeMap<String, Vec<Action>>,
+    /// What `--dry-run` shows: `actions`, then the hosts that left the cluster.
+    pub(super) shown: Vec<HostActions>,
+    pub(super) registries: Vec<hosts::target::RegistryCredential>,
+    pub(super) helper_image: String,
+    pub(super) recon: reconcile::Changes,
+    pub(super) removed: Vec<RemovedHost>,
+    pub(super) service_options: plan::ServiceOptions,
+    pub(super) windows_service_options: Option<plan::ServiceOptions>,
+    pub(super) facts: BTreeMap<String, plan::HostFacts>,
+    pub(super) default_tools_tag: Option<String>,
+    /// Set when the state was not written by rkers: what adopting the cluster changes.
+    pub(super) adoption: Option<Adoption>,
+}
+
+pub(super) async fn plan(
+    cluster: &Cluster,
+    opts: &UpOptions,
+    loaded: &Loaded,
+    connected: Connected,
+    reporter: &Reporter,
+) -> Result<Planned, UpError> {
+    let Connected {
+        pool,
+        recon,
+        removed_pool,
+    } = connected;
+    let (old, old_current, state) = (&loaded.old, &loaded.old_current, &loaded.state);
+    let phase = reporter.phase("plan");
+    let facts = host_facts(&pool);
+    let windows_problems = plan::validate_windows(&cluster.config, &facts);
+    if !windows_problems.is_empty() {
+        let message = format!(
+            "Windows hosts cannot be used as configured:\n  - {}",
+            windows_problems.join("\n  - ")
+        );
+        phase.fail(&message);
+        return Err(UpError::Other(message));
+    }
+    let service_options = cluster.service_options()?;
+    // Only asked for when a Windows host is present: Linux-only clusters need no Windows flags.
+    let windows_options = if facts.values().any(|f| f.os_type == "windows") {
+        Some(cluster.windows_service_options()?)
+    } else {
+        None
+    };
+    let default_tools_tag = cluster.default_rke_tools_tag();
+    let etcd = plan::EtcdContext::fresh();
+    let cluster_plan = plan::build(&plan::PlanInput {
+        config: &cluster.config,
+        service_options: &service_options,
+        windows_service_options: windows_options.as_ref(),
+        host_facts: &facts,
+        etcd: &etcd,
+        encryption_config: (!state.desired_state.encryption_config.is_empty())
+            .then_some(state.desired_state.encryption_config.as_str()),
+        default_rke_tools_tag: default_tools_tag.as_deref(),
+    })
+    .map_err(other)?;
+    let spec = cluster.pki_spec()?;
+    let bundle = state.desired_state.certificates_bundle.clone();
+    let desired_files: BTreeMap<String, Vec<DesiredFile>> = cluster_plan
+        .hosts
+        .iter()
+        .map(|h| {
+            let windows = cluster_plan.windows.contains_key(&h.address);
+            (h.address.clone(), host_files(h, &bundle, &spec, windows))
+        })
+        .collect();
+    let helper_image = cluster.config.system_images.cert_downloader.clone();
+    let registries = cluster.registry_credentials();
+    let observed = observe(
+        &pool,
+        &cluster_plan,
+        &bundle,
+        &desired_files,
+        &helper_image,
+        &registries,
+    )
+    .await?;
+    let expiry_view: Vec<(&str, BTreeMap<String, Vec<u8>>)> = observed
+        .iter()
+        .map(|(a, o)| {
+            let files = if o.windows.is_some() {
+                kubernetes_view_map(&o.files)
+            } else {
+                o.files.clone()
+            };
+            (a.as_str(), files)
+        })
+        .collect();
+    crate::phases::certs::warn_expiring(reporter, expiry_view.iter().map(|(a, f)| (*a, f)));
+    guard_existing_cluster(
+        old.as_ref(),
+        &observed,
+        opts.force,
+        &cluster.files.state_path,
+    )?;
+    let mut all_actions = Vec::new();
+    let mut actions = BTreeMap::new();
+    for host_plan in &cluster_plan.hosts {
+        let obs = &observed[&host_plan.address];
+        // What the containers were started with: a run stopped after writing files but before
+        // restarting their readers (e.g. `cert rotate`) still restarts them now.
+        let windows = cluster_plan.windows.contains_key(&host_plan.address);
+        let loaded = old.as_ref().map_or_else(Vec::new, |s| {
+            host_files(
+                host_plan,
+                &s.current_state.certificates_bundle,
+                &spec,
+                windows,
+            )
+        });
+        let list = host_actions(host_plan, obs, &desired_files[&host_plan.address], &loaded);
+        all_actions.push(HostActions {
+            host: host_plan.address.clone(),
+            actions: list.clone(),
+        });
+        actions.insert(host_plan.address.clone(), list);
+    }
+    for a in &recon.etcd_added {
+        if let (Some(list), Some(h)) = (
+            actions.get_mut(a),
+            cluster_plan.hosts.iter().find(|h| &h.address == a),
+        ) {
+            let add = Action::AddEtcdMember {
+                member: reconcile::member_name(&h.hostname),
+                peer_url: reconcile::peer_url(&h.internal_address),
+            };
+            list.insert(0, add.clone());
+            if let Some(shown) = all_actions.iter_mut().find(|x| &x.host == a) {
+                shown.actions.insert(0, add);
+            }
+        }
+    }
+    for gone in &recon.etcd_removed {
+        if let Some(list) = actions.get_mut(&gone.address) {
+            let remove = Action::RemoveEtcdMember {
+                member: reconcile::member_name(&gone.hostname),
+            };
+            list.insert(0, remove.clone());
+            if let Some(shown) = all_actions.iter_mut().find(|x| x.host == gone.address) {
+                shown.actions.insert(0, remove);
+            }
+        }
+    }
+    // calico/canal: the runtime directories and their tmpfiles.d entry (incidents.md §1).
+    let calico = crate::doctor::guard::calico_actions(cluster, &pool)
+        .await
+        .map_err(other)?;
+    for (address, extra) in calico {
+        crate::doctor::guard::append(&mut actions, &mut all_actions, &address, extra);
+    }
+    let removed = observe_removed(
+        cluster,
+        old_current.as_ref(),
+        &recon,
+        removed_pool.as_ref(),
+        &mut all_actions,
+    )
+    .await?;
+    let adoption = old
+        .as_ref()
+        .filter(|s| !s.current_state.is_empty() && !s.written_by_rkers())
+        .map(|_| {
+            let found = cluster_plan
+                .hosts
+                .iter()
+                .map(|h| crate::phases::adoption::FoundHost {
+                    host: h.address.clone(),
+                    containers: observed[&h.address].containers.keys().cloned().collect(),
+                })
+                .collect();
+            Adoption::new(
+                &cluster.files.state_path,
+                &cluster.config.kubernetes_version,
+                found,
+                &all_actions,
+            )
+        });
+    phase.done();
+    Ok(Planned {
+        pool,
+        plan: cluster_plan,
+        bundle,
+        files: desired_files,
+        actions,
+        shown: all_actions,
+        registries,
+        helper_image,
+        recon,
+        removed,
+        service_options,
+        windows_service_options: windows_options,
+        facts,
+        default_tools_tag,
+        adoption,
+    })
+}
+
+/// What the plan needs to know of each connected host.
+pub(super) fn host_facts(pool: &HostPool) -> BTreeMap<String, plan::HostFacts> {
+    pool.hosts()
+        .map(|h| {
+            let f = h.facts();
+            (
+                h.name().to_string(),
+                plan::HostFacts {
+                    os_type: f.os_type.clone(),
+                    operating_system: f.operating_system.clone(),
+                    docker_root_dir: f.docker_root_dir.clone(),
+                    selinux_enabled: f.selinux,
+                    arch: f.arch.clone(),
+                    cgroup_driver: f.cgroup_driver.clone(),
+                },
+            )
+        })
+        .collect()
+}
+
+/// The checks that may still refuse the run before anything changes: a webhook that would
+/// refuse the system pods (incidents.md §3), and the operator's confirmation of an adoption.
+pub(super) async fn confirm(
+    cluster: &Cluster,
+    opts: &UpOptions,
+    loaded: &Loaded,
+    planned: &Planned,
+    reporter: &Reporter,
+) -> Result<(), UpError> {
+    if loaded.old_current.is_some() {
+        crate::doctor::guard::check_webhooks_before_changes(
+            cluster,
+            opts.ignore_blocking_webhooks,
+            opts.dry_run,
+            reporter,
+        )
+        .await
+        .map_err(UpError::Other)?;
+    }
+    let Some(adoption) = &planned.adoption else {
+        return Ok(());
+    };
+    let mut event = crate::output::Event::new(crate::output::Status::Info);
+    event.phase = Some("adoption".into());
+    event.message = Some(format!(
+        "adopting a cluster whose state rkers did not write: {} change(s), {} restart or \
+         recreate a container",
+        adoption.changes.len(),
+        adoption.restarts()
+    ));
+    event.data = serde_json::to_value(adoption).ok();
+    reporter.emit(event);
+    if !reporter.is_json() {
+        eprint!("{}", adoption.render());
+    }
+    if !opts.dry_run {
+        crate::phases::adoption::confirm(adoption, opts.yes, opts.confirm.as_deref())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,223 @@
+//! Apply on an existing cluster: control plane and worker hosts upgraded host by host within
+//! the upgrade strategy's budgets (§17); and the summary of that rolling `--dry-run` prints.
+
+use super::planes::apply_plane_on;
+use super::run::{CONTROL_PLANE, Run, WORKER_PLANE};
+use super::{UpError, finish, other};
+use crate::cluster::Cluster;
+use crate::config::RkeConfig;
+use crate::diff::Action;
+use crate::kubeapi::KubeApi;
+use crate::kubeapi::drain::DrainOptions;
+use crate::phases::{Runner, upgrade};
+use crate::plan::{self, ClusterPlan, HostPlan};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Whether any of `names` changes on the host in this run.
+pub(super) fn plane_changes(run: &Run, address: &str, names: &[&str]) -> bool {
+    run.actions[address]
+        .iter()
+        .any(|a| changes_container(a, names))
+}
+
+/// Whether the action creates, changes or removes one of the containers `names`.
+pub(super) fn changes_container(action: &Action, names: &[&str]) -> bool {
+    match action {
+        Action::CreateContainer { name, .. }
+        | Action::RecreateContainer { name, .. }
+        | Action::StartContainer { name }
+        | Action::RestartContainer { name }
+        | Action::RemoveContainer { name, .. } => names.contains(&name.as_str()),
+        _ => false,
+    }
+}
+
+pub(super) fn upgrade_hosts(
+    run: &Run,
+    old: &RkeConfig,
+    names: &[&str],
+    select: impl Fn(&HostPlan) -> bool,
+) -> Vec<upgrade::UpgradeHost> {
+    run.plan
+        .hosts
+        .iter()
+        .filter(|h| select(h))
+        .map(|h| upgrade::UpgradeHost {
+            address: h.address.clone(),
+            hostname: h.hostname.clone(),
+            changed: plane_changes(run, &h.address, names),
+            new: !old.nodes.iter().any(|n| n.address == h.address),
+            serving: kubelet_runs(run, &h.address),
+        })
+        .collect()
+}
+
+/// Whether the host's kubelet runs now: one that is missing or stopped serves no pods, so
+/// the host is already out of service and its upgrade costs nothing of the budget, whatever the
+/// node's (possibly stale) Ready condition says.
+pub(super) fn kubelet_runs(run: &Run, address: &str) -> bool {
+    !run.actions[address].iter().any(|a| {
+        matches!(a, Action::CreateContainer { name, .. } | Action::StartContainer { name } if name == plan::KUBELET)
+    })
+}
+
+pub(super) fn upgrade_strategy(
+    cluster: &Cluster,
+    budget_of: fn(&crate::config::NodeUpgradeStrategy) -> &str,
+    hosts: usize,
+) -> Result<upgrade::Strategy, UpError> {
+    let configured = cluster.config.upgrade_strategy.clone().unwrap_or_default();
+    let value = budget_of(&configured);
+    let budget = upgrade::max_unavailable(if value.is_empty() { "1" } else { value }, hosts)
+        .map_err(|e| other(format!("upgrade_strategy: {e}")))?;
+    let drain = configured.drain.unwrap_or(false).then(|| {
+        let input = configured.node_drain_input.clone().unwrap_or_default();
+        let defaults = DrainOptions::default();
+        DrainOptions {
+            force: input.force,
+            ignore_daemonsets: input
+                .ignore_daemonsets
+                .unwrap_or(defaults.ignore_daemonsets),
+            delete_emptydir_data: input.delete_local_data,
+            grace_period: (input.grace_period >= 0).then_some(input.grace_period),
+            timeout: if input.timeout > 0 {
+                Duration::from_secs(input.timeout as u64)
+            } else {
+                defaults.timeout
+            },
+        }
+    });
+    Ok(upgrade::Strategy {
+        budget,
+        drain,
+        ready_timeout: NODE_READY_AFTER_UPGRADE,
+        cni_wait: None,
+    })
+}
+
+/// How `up` would roll the changes out over an existing cluster, for `--dry-run`.
+pub(super) fn rolling_summary(
+    cluster: &Cluster,
+    old: &RkeConfig,
+    cluster_plan: &ClusterPlan,
+    actions: &BTreeMap<String, Vec<Action>>,
+) -> Vec<String> {
+    let strategy = cluster.config.upgrade_strategy.clone().unwrap_or_default();
+    let changed = |h: &HostPlan, names: &[&str]| {
+        old.nodes.iter().any(|n| n.address == h.address)
+            && actions[&h.address]
+                .iter()
+                .any(|a| changes_container(a, names))
+    };
+    let both: Vec<&str> = CONTROL_PLANE.iter().chain(WORKER_PLANE).copied().collect();
+    let how = if strategy.drain == Some(true) {
+        "cordoned and drained"
+    } else {
+        "cordoned"
+    };
+    let mut lines = Vec::new();
+    let cp: Vec<&str> = cluster_plan
+        .hosts
+        .iter()
+        .filter(|h| h.roles.controlplane && changed(h, &both))
+        .map(|h| h.hostname.as_str())
+        .collect();
+    if !cp.is_empty() {
+        lines.push(format!(
+            "rolling upgrade of control plane hosts, {} at a time (max_unavailable_controlplane), each {how} first: {}",
+            strategy.max_unavailable_controlplane,
+            cp.join(", ")
+        ));
+    }
+    let workers: Vec<&str> = cluster_plan
+        .hosts
+        .iter()
+        .filter(|h| !h.roles.controlplane && changed(h, WORKER_PLANE))
+        .map(|h| h.hostname.as_str())
+        .collect();
+    if !workers.is_empty() {
+        lines.push(format!(
+            "rolling upgrade of workers, {} at a time (max_unavailable_worker; hosts with etcd one at a time), each {how} first: {}",
+            strategy.max_unavailable_worker,
+            workers.join(", ")
+        ));
+    }
+    lines
+}
+
+/// How long an upgraded host's node may take to report Ready again.
+pub(super) const NODE_READY_AFTER_UPGRADE: Duration = Duration::from_secs(180);
+
+/// §17.2: control plane hosts, `max_unavailable_controlplane` at a time, each with its worker
+/// components too.
+pub(super) async fn upgrade_control_plane(
+    cluster: &Cluster,
+    old: &RkeConfig,
+    run: &Arc<Run>,
+    runner: &Runner,
+    api: Option<&KubeApi>,
+) -> Result<(), UpError> {
+    let phase = runner.reporter.phase("control plane");
+    let both: Vec<&str> = CONTROL_PLANE.iter().chain(WORKER_PLANE).copied().collect();
+    let hosts = upgrade_hosts(run, old, &both, |h| h.roles.controlplane);
+    let mut strategy = upgrade_strategy(cluster, |s| &s.max_unavailable_controlplane, hosts.len())?;
+    strategy.cni_wait = Some(crate::doctor::guard::CniWait::for_cluster(
+        cluster,
+        run.pool.hosts(),
+    ));
+    let result = upgrade::rolling(runner, "control plane", api, hosts, &strategy, |address| {
+        let run = run.clone();
+        async move {
+            apply_plane_on(&run, &address, CONTROL_PLANE).await?;
+            apply_plane_on(&run, &address, WORKER_PLANE).await
+        }
+    })
+    .await;
+    finish(phase, result)
+}
+
+/// §17.3: the other hosts' worker components; hosts with etcd one at a time first, then the
+/// worker-only hosts `max_unavailable_worker` at a time.
+pub(super) async fn upgrade_worker_plane(
+    cluster: &Cluster,
+    old: &RkeConfig,
+    run: &Arc<Run>,
+    runner: &Runner,
+    api: Option<&KubeApi>,
+) -> Result<(), UpError> {
+    let phase = runner.reporter.phase("worker plane");
+    let apply = |address: String| {
+        let run = run.clone();
+        async move { apply_plane_on(&run, &address, WORKER_PLANE).await }
+    };
+    let etcd_hosts = upgrade_hosts(run, old, WORKER_PLANE, |h| {
+        !h.roles.controlplane && h.roles.etcd
+    });
+    let mut one_at_a_time = upgrade_strategy(cluster, |s| &s.max_unavailable_worker, 1)?;
+    one_at_a_time.budget = 1;
+    one_at_a_time.cni_wait = Some(crate::doctor::guard::CniWait::for_cluster(
+        cluster,
+        run.pool.hosts(),
+    ));
+    let result = upgrade::rolling(
+        runner,
+        "worker plane",
+        api,
+        etcd_hosts,
+        &one_at_a_time,
+        apply,
+    )
+    .await;
+    if result.is_err() {
+        return finish(phase, result);
+    }
+    let workers = upgrade_hosts(run, old, WORKER_PLANE, |h| {
+        !h.roles.controlplane && !h.roles.etcd
+    });
+    let mut strategy = upgrade_strategy(cluster, |s| &s.max_unavailable_worker, workers.len())?;
+    strategy.cni_wait = one_at_a_time.cni_wait.clone();
+    let result = upgrade::rolling(runner, "worker plane", api, workers, &strategy, apply).await;
+    finish(phase, result)
+}

@@ -1,0 +1,63 @@
+//! Step 1, state: the previous state read, the desired state (certificates generated or
+//! reconciled) built; it is written before any host changes (§9.1), once the run goes ahead.
+
+use super::{UpError, UpOptions, other};
+use crate::cluster::Cluster;
+use crate::config::RkeConfig;
+use crate::output::Reporter;
+use crate::state::StateFile;
+
+/// The states `up` starts from.
+pub(super) struct Loaded {
+    /// The state file as found, if any.
+    pub(super) old: Option<StateFile>,
+    /// The cluster.yml the previous run applied.
+    pub(super) old_current: Option<RkeConfig>,
+    /// The state this run writes: `desiredState` is what it applies.
+    pub(super) state: StateFile,
+}
+
+pub(super) fn load(
+    cluster: &Cluster,
+    opts: &UpOptions,
+    reporter: &Reporter,
+) -> Result<Loaded, UpError> {
+    let phase = reporter.phase("state");
+    let old = cluster.load_state()?;
+    let old_current = old
+        .as_ref()
+        .and_then(|s| s.current_state.rke_config.as_ref())
+        .map(RkeConfig::from_state_json)
+        .transpose()
+        .map_err(|e| {
+            other(format!(
+                "{}: currentState.rkeConfig: {e}",
+                cluster.files.state_path.display()
+            ))
+        })?;
+    // The new state is saved once the run is known to go ahead (after the adoption question
+    // and the check for a running cluster without state) and before any host changes.
+    let (state, changes) = cluster.init_state(old.as_ref(), opts.custom_certs.as_deref())?;
+    tracing::debug!(changed = ?changes.changed, removed = ?changes.removed, "certificates");
+    phase.done();
+    Ok(Loaded {
+        old,
+        old_current,
+        state,
+    })
+}
+
+pub(super) fn save_desired_state(
+    cluster: &Cluster,
+    state: &StateFile,
+    reporter: &Reporter,
+) -> Result<(), UpError> {
+    let path = &cluster.files.state_path;
+    let backup = state.save(path).map_err(other)?;
+    let kept = crate::state::backup_note(backup.as_deref());
+    reporter.info(format!(
+        "Successfully Deployed state file at [{}]{kept}",
+        path.display()
+    ));
+    Ok(())
+}

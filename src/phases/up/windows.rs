@@ -1,0 +1,101 @@
+//! Apply: wins installed, registered and (re)started on the Windows workers that need it, and
+//! the sweep of processes that outlived their wins server.
+
+use super::run::Run;
+use super::{UpError, finish};
+use crate::diff::Action;
+use crate::hosts::Host;
+use crate::phases::Runner;
+use crate::plan::{self, HostPlan};
+use std::sync::Arc;
+
+/// Installs, registers and (re)starts wins on the Windows workers that need it, after their
+/// files (the wins config among them) are written and their images pulled (`wins.exe` comes
+/// out of the sidekick's image). A restart first stops the wins-managed containers and waits
+/// for wins to stop their processes, then sweeps what outlived it and starts them again:
+/// restarting wins under running processes is what leaves a node in the "Access is denied"
+/// loop (windows-wins.md §5.1).
+pub(super) async fn prepare_windows(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
+    let hosts: Vec<String> = run
+        .plan
+        .windows
+        .keys()
+        .filter(|a| {
+            run.actions[*a]
+                .iter()
+                .any(|x| matches!(x, Action::InstallWins { .. } | Action::StartWins { .. }))
+        })
+        .cloned()
+        .collect();
+    if hosts.is_empty() {
+        return Ok(());
+    }
+    let phase = runner.reporter.phase("wins");
+    let r = run.clone();
+    let result = runner
+        .for_each_host("wins", "install and start wins", hosts, move |address| {
+            let run = r.clone();
+            async move { prepare_windows_host(&run, &address).await }
+        })
+        .await;
+    finish(phase, result)
+}
+
+pub(super) async fn prepare_windows_host(run: &Run, address: &str) -> Result<(), String> {
+    let h = run.host_plan(address);
+    let actions = &run.actions[address];
+    let step = crate::phases::windows::WinsStep {
+        install_from: actions.iter().find_map(|a| match a {
+            Action::InstallWins { image, .. } => Some(image.clone()),
+            _ => None,
+        }),
+        start: actions.iter().find_map(|a| match a {
+            Action::StartWins { restart, .. } => Some(*restart),
+            _ => None,
+        }),
+        containers: h.containers.keys().cloned().collect(),
+        // The worker plane creates or recreates these itself.
+        replaced: actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::CreateContainer { name, .. } | Action::RecreateContainer { name, .. } => {
+                    Some(name.clone())
+                }
+                _ => None,
+            })
+            .collect(),
+        sweep_image: h
+            .containers
+            .get(plan::SERVICE_SIDEKICK)
+            .map(|c| c.image.clone())
+            .unwrap_or_default(),
+        settle: crate::phases::windows::WINS_SETTLE,
+    };
+    let done = crate::phases::windows::prepare_host(run.host(address), &step)
+        .await
+        .map_err(|e| e.to_string())?;
+    tracing::info!(
+        host = address,
+        installed_from = ?done.installed_from,
+        service = ?done.service_changes,
+        restarted = ?done.restarted_containers,
+        swept = ?done.sweep.stopped,
+        "wins is ready"
+    );
+    Ok(())
+}
+
+/// Before wins starts anything on a Windows worker, processes that outlived their wins server
+/// must go, or every start fails at wins' rename (windows-wins.md §5.3).
+pub(super) async fn sweep_windows_orphans(host: &Host, h: &HostPlan) -> Result<(), String> {
+    let Some(sidekick) = h.containers.get(plan::SERVICE_SIDEKICK) else {
+        return Ok(());
+    };
+    let swept = crate::phases::windows::sweep_orphans(host, &sidekick.image)
+        .await
+        .map_err(|e| e.to_string())?;
+    if !swept.stopped.is_empty() {
+        tracing::warn!(host = host.name(), stopped = ?swept.stopped, "stopped wins-managed processes that outlived their wins server");
+    }
+    Ok(())
+}
