@@ -830,15 +830,30 @@ async fn observe(
             obs.windows = Some(found);
             return Ok((h.address.clone(), obs));
         }
-        // Reading the files needs the helper image on the host.
+        // Writing the files later needs the helper image on the host (and reading them
+        // when no container binds the directory yet): one look when it is there already.
         docker
             .ensure_image(helper_image, registries, &mut |_| {})
             .await
             .map_err(other)?;
-        (obs.files, obs.file_meta) =
-            files::read_dir_with_meta(docker, &etc_kubernetes(h), helper_image)
+        // Through a container that binds the directory already, no helper to create and
+        // remove; the helper reads when that fails.
+        let dir = etc_kubernetes(h);
+        let through = match files::reader_of(obs.containers.values(), &dir) {
+            Some((container, path)) => files::read_through(docker, &container, &path)
                 .await
-                .map_err(other)?;
+                .inspect_err(
+                    |e| tracing::debug!(%e, "reading through {container}; the helper reads"),
+                )
+                .ok(),
+            None => None,
+        };
+        (obs.files, obs.file_meta) = match through {
+            Some(found) => found,
+            None => files::read_dir_with_meta(docker, &dir, helper_image)
+                .await
+                .map_err(other)?,
+        };
         Ok::<_, UpError>((h.address.clone(), obs))
     });
     futures::future::join_all(tasks).await.into_iter().collect()
@@ -1453,6 +1468,11 @@ async fn apply_container_once(
         }
         _ => {}
     }
+    // A wait correctness needs: what comes after a component depends on it answering
+    // (kube-apiserver exits while etcd does not, RBAC and the state Secret need the API server,
+    // kube-proxy its node), and an unhealthy one must fail `up` with its log line, as RKE1's
+    // check after every component does (§9). Unchanged components are asked too: one request
+    // each, answered at once by a healthy one.
     if spec.start
         && let Some(check) = &spec.health_check
     {
