@@ -85,21 +85,26 @@ async fn addons_apply_prune_and_fail_clearly() {
     // Like RKE1's addon job, up applies user addons and does not wait for their workloads;
     // the Deployment must become available on its own shortly after.
     let mut available = None;
+    let mut managed = Vec::new();
     for _ in 0..60 {
         let d = deploys.get("pause").await.unwrap();
+        managed = d.metadata.managed_fields.unwrap_or_default();
         available = d.status.and_then(|s| s.available_replicas);
         if available == Some(1) {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     }
-    assert_eq!(available, Some(1), "the user addon's Deployment never became available");
+    assert_eq!(
+        available,
+        Some(1),
+        "the user addon's Deployment never became available"
+    );
     let cms: Api<ConfigMap> = Api::namespaced(api.client.clone(), NS);
     assert!(cms.get_opt("drop").await.unwrap().is_some());
     let stored: Api<ConfigMap> = Api::namespaced(api.client.clone(), "kube-system");
     let cm = stored.get("rke-user-addon").await.unwrap();
     assert!(cm.data.unwrap()["rke-user-addon"].contains("name: drop"));
-    let managed = d.metadata.managed_fields.unwrap_or_default();
     assert!(
         managed
             .iter()
