@@ -85,8 +85,10 @@ async fn addons_apply_prune_and_fail_clearly() {
     // Like RKE1's addon job, up applies user addons and does not wait for their workloads;
     // the Deployment must become available on its own shortly after.
     let mut available = None;
+    let mut managed = Vec::new();
     for _ in 0..60 {
         let d = deploys.get("pause").await.unwrap();
+        managed = d.metadata.managed_fields.unwrap_or_default();
         available = d.status.and_then(|s| s.available_replicas);
         if available == Some(1) {
             break;
@@ -103,7 +105,6 @@ async fn addons_apply_prune_and_fail_clearly() {
     let stored: Api<ConfigMap> = Api::namespaced(api.client.clone(), "kube-system");
     let cm = stored.get("rke-user-addon").await.unwrap();
     assert!(cm.data.unwrap()["rke-user-addon"].contains("name: drop"));
-    let managed = d.metadata.managed_fields.unwrap_or_default();
     assert!(
         managed
             .iter()

@@ -207,6 +207,10 @@ sandbox_host_init() {
         mount --bind "$dir/root$p" "$p"
     done
     mount --bind "$dir/machine-id" /etc/machine-id
+    # With a compressed store (scripts/lib/sandbox-store.sh) Docker's data lives there instead.
+    local store
+    store=$(sandbox_store_host_dir "$host")
+    [ -z "$store" ] || mount --bind "$store" /var/lib/docker
     # kubelet binds /var/lib/kubelet with shared propagation; that needs a shared root.
     mount --make-rshared /
     set +e

@@ -39,23 +39,32 @@ pub async fn calico_actions(
     }
     let image = &cluster.config.system_images.kubernetes;
     let registries = cluster.registry_credentials();
-    for host in pool.hosts().filter(|h| linux(h)) {
-        let sections = probe::probe(
-            host.docker(),
-            image,
-            &registries,
-            ProbeWants {
-                calico: true,
-                nat: false,
-            },
-        )
-        .await
-        .map_err(|e| {
-            format!(
-                "host {}: cannot read calico's directories: {e}",
-                host.name()
+    // Every host's probe (a one-shot container each) at once: one after the other, planning
+    // grew by a container run per host.
+    let probes = pool.hosts().filter(|h| linux(h)).map(|host| {
+        let registries = &registries;
+        async move {
+            let sections = probe::probe(
+                host.docker(),
+                image,
+                registries,
+                ProbeWants {
+                    calico: true,
+                    nat: false,
+                },
             )
-        })?;
+            .await
+            .map_err(|e| {
+                format!(
+                    "host {}: cannot read calico's directories: {e}",
+                    host.name()
+                )
+            })?;
+            Ok::<_, String>((host, sections))
+        }
+    });
+    for probed in futures::future::join_all(probes).await {
+        let (host, sections) = probed?;
         let mut actions = Vec::new();
         for d in calico::DIRECTORIES {
             let st = calico::parse_stat(

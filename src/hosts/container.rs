@@ -163,6 +163,10 @@ pub struct ObservedContainer {
     pub restart_policy: Option<String>,
     /// Where Docker's json-file driver writes the container's log on the host.
     pub log_path: Option<String>,
+    /// Every mount as (source on the host, destination in the container): binds, volumes and
+    /// those of `volumes_from`.
+    #[serde(default)]
+    pub mounts: Vec<(String, String)>,
 }
 
 impl ObservedContainer {
@@ -200,6 +204,12 @@ impl ObservedContainer {
                 .map(|n| n.to_string())
                 .filter(|s| !s.is_empty()),
             log_path: r.log_path.filter(|s| !s.is_empty()),
+            mounts: r
+                .mounts
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|m| Some((m.source?, m.destination?)))
+                .collect(),
         }
     }
 }

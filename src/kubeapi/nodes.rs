@@ -221,6 +221,8 @@ pub async fn sync_node(api: &KubeApi, sync: &NodeSync) -> Result<bool, KubeApiEr
         let name = node.metadata.name.clone().unwrap_or_default();
         match nodes.replace(&name, &PostParams::default(), &node).await {
             Ok(_) => return Ok(true),
+            // The kubelet writes its Node too: a conflict means the copy read is stale, and
+            // the labels and taints must be applied to the current one.
             Err(kube::Error::Api(s)) if s.code == 409 => {
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }

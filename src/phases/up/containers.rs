@@ -52,6 +52,11 @@ pub(super) async fn apply_container_once(
         .apply(&actions)
         .await
         .map_err(|e| e.to_string())?;
+    // A wait correctness needs: what comes after a component depends on it answering
+    // (kube-apiserver exits while etcd does not, RBAC and the state Secret need the API server,
+    // kube-proxy its node), and an unhealthy one must fail `up` with its log line, as RKE1's
+    // check after every component does (§9). Unchanged components are asked too: one request
+    // each, answered at once by a healthy one.
     if spec.start
         && let Some(check) = &spec.health_check
     {

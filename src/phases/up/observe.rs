@@ -72,15 +72,30 @@ pub(super) async fn observe(
             obs.windows = Some(found);
             return Ok((h.address.clone(), obs));
         }
-        // Reading the files needs the helper image on the host.
+        // Writing the files later needs the helper image on the host (and reading them
+        // when no container binds the directory yet): one look when it is there already.
         docker
             .ensure_image(helper_image, registries, &mut |_| {})
             .await
             .map_err(other)?;
-        (obs.files, obs.file_meta) =
-            files::read_dir_with_meta(docker, &etc_kubernetes(h), helper_image)
+        // Through a container that binds the directory already, no helper to create and
+        // remove; the helper reads when that fails.
+        let dir = etc_kubernetes(h);
+        let through = match files::reader_of(obs.containers.values(), &dir) {
+            Some((container, path)) => files::read_through(docker, &container, &path)
                 .await
-                .map_err(other)?;
+                .inspect_err(
+                    |e| tracing::debug!(%e, "reading through {container}; the helper reads"),
+                )
+                .ok(),
+            None => None,
+        };
+        (obs.files, obs.file_meta) = match through {
+            Some(found) => found,
+            None => files::read_dir_with_meta(docker, &dir, helper_image)
+                .await
+                .map_err(other)?,
+        };
         Ok::<_, UpError>((h.address.clone(), obs))
     });
     futures::future::join_all(tasks).await.into_iter().collect()

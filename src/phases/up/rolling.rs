@@ -147,7 +147,9 @@ pub(super) fn rolling_summary(
     lines
 }
 
-/// How long an upgraded host's node may take to report Ready again.
+/// How long an upgraded host's node may take to report Ready again. The wait itself is what
+/// keeps `upgrade_strategy`'s budget true: the next hosts may only go out of service once this
+/// one serves again (§17).
 pub(super) const NODE_READY_AFTER_UPGRADE: Duration = Duration::from_secs(180);
 
 /// §17.2: control plane hosts, `max_unavailable_controlplane` at a time, each with its worker
