@@ -73,6 +73,18 @@ pub struct Changeset {
 }
 
 impl Changeset {
+    /// Declares the stage `phase` (last) so stages keep the command's order whichever host
+    /// first has an action in them; a stage left without actions is skipped.
+    pub fn stage(&mut self, phase: &str, pace: Pace) {
+        if !self.stages.iter().any(|s| s.phase == phase) {
+            self.stages.push(Stage {
+                phase: phase.to_string(),
+                pace,
+                hosts: Vec::new(),
+            });
+        }
+    }
+
     /// Adds `action` for `host` to the stage named `phase`, creating that stage (last) when
     /// it does not exist yet.
     pub fn push(&mut self, phase: &str, pace: Pace, host: &str, action: Action) {
@@ -126,9 +138,12 @@ impl HostName for HostActions {
 /// action; a host stops at its first failed action. Returns the hosts that failed, with why.
 pub async fn apply_stage<F, Fut>(stage: &Stage, runner: &Runner, apply: F) -> Vec<(String, String)>
 where
-    F: Fn(String, Action) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<(), String>> + Send + 'static,
+    F: Fn(String, Action) -> Fut + Clone + Send + Sync,
+    Fut: Future<Output = Result<(), String>> + Send,
 {
+    if stage.hosts.is_empty() {
+        return Vec::new();
+    }
     let phase = runner.reporter.phase(&stage.phase);
     let failures = match stage.pace {
         Pace::Parallel => {
@@ -172,8 +187,8 @@ pub async fn apply_all<F, Fut>(
     apply: F,
 ) -> Result<(), Vec<(String, String)>>
 where
-    F: Fn(String, Action) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<(), String>> + Send + 'static,
+    F: Fn(String, Action) -> Fut + Clone + Send + Sync,
+    Fut: Future<Output = Result<(), String>> + Send,
 {
     for stage in &changeset.stages {
         let failures = apply_stage(stage, runner, apply.clone()).await;
