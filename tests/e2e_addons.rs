@@ -93,11 +93,7 @@ async fn addons_apply_prune_and_fail_clearly() {
         }
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     }
-    assert_eq!(
-        available,
-        Some(1),
-        "the user addon's Deployment never became available"
-    );
+    assert_eq!(available, Some(1), "the user addon's Deployment never became available");
     let cms: Api<ConfigMap> = Api::namespaced(api.client.clone(), NS);
     assert!(cms.get_opt("drop").await.unwrap().is_some());
     let stored: Api<ConfigMap> = Api::namespaced(api.client.clone(), "kube-system");

@@ -806,6 +806,17 @@ pub async fn restore(
         }
     };
     phase.done();
+    let source = changes.stages.iter().flat_map(|s| &s.hosts).find_map(|h| {
+        h.actions.iter().find_map(|a| match a {
+            Action::CopySnapshotFrom { from, .. } => Some(from.clone()),
+            _ => None,
+        })
+    });
+    if let Some(source) = source {
+        reporter.info(format!(
+            "using the snapshot [{name}] of host {source} on every etcd host"
+        ));
+    }
     if opts.dry_run {
         reporter.planned(&changes.planned());
         pool.close().await;
