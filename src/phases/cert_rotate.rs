@@ -21,7 +21,7 @@ use crate::kubeapi::KubeApi;
 use crate::output::Reporter;
 use crate::phases::certs::containers_to_restart;
 use crate::phases::changeset::{self, Changeset, FileWrite, Pace};
-use crate::phases::files::{self, DesiredFile};
+use crate::phases::files;
 use crate::phases::health::{self, TlsMaterial};
 use crate::phases::up::{
     etc_kubernetes, files_root, host_files, kubernetes_view, kubernetes_view_map,
@@ -418,14 +418,7 @@ async fn apply(
         Action::WriteFileSet { dir, files } => {
             let h = run.host_plan(address);
             let host = run.host(address);
-            let files: Vec<DesiredFile> = files
-                .iter()
-                .map(|f| DesiredFile {
-                    relative_path: f.path.clone(),
-                    contents: f.contents.clone(),
-                    mode: f.mode,
-                })
-                .collect();
+            let files = changeset::desired_files(files);
             if run.plan.windows.contains_key(address) {
                 return super::windows::write_host_files(host, &h.prefix_path, &[], &files, &[])
                     .await

@@ -35,6 +35,18 @@ pub struct FileWrite {
     pub contents: Vec<u8>,
 }
 
+/// The files of a `WriteFileSet`, as the file writers take them.
+pub fn desired_files(files: &[FileWrite]) -> Vec<crate::phases::files::DesiredFile> {
+    files
+        .iter()
+        .map(|f| crate::phases::files::DesiredFile {
+            relative_path: f.path.clone(),
+            contents: f.contents.clone(),
+            mode: f.mode,
+        })
+        .collect()
+}
+
 fn octal<S: serde::Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format!("{mode:04o}"))
 }

@@ -370,15 +370,7 @@ pub async fn rotate_key(
         return Ok(());
     }
 
-    let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(|e| {
-        format!(
-            "{}: {e} (run `rkers util get-kubeconfig`)",
-            cluster.files.kubeconfig_path.display()
-        )
-    })?;
-    let api = KubeApi::from_kubeconfig(&kubeconfig)
-        .await
-        .map_err(|e| e.to_string())?;
+    let api = admin_api(cluster).await?;
     let tls = apiserver_tls(&state);
     let registries = cluster.registry_credentials();
     let runner = crate::phases::Runner::new(reporter.clone(), opts.ssh.concurrency);
@@ -397,14 +389,7 @@ pub async fn rotate_key(
                     .map(drop)
                     .map_err(|e| e.to_string()),
                 Action::WriteFileSet { dir, files } => {
-                    let files: Vec<DesiredFile> = files
-                        .iter()
-                        .map(|f| DesiredFile {
-                            relative_path: f.path.clone(),
-                            contents: f.contents.clone(),
-                            mode: f.mode,
-                        })
-                        .collect();
+                    let files = changeset::desired_files(files);
                     files::write_files(need_host()?.docker(), dir, image, &files)
                         .await
                         .map_err(|e| format!("host {address}: {e}"))
@@ -526,6 +511,19 @@ pub async fn disable(
     Ok(())
 }
 
+/// The Kubernetes API through the admin kubeconfig.
+async fn admin_api(cluster: &Cluster) -> Result<KubeApi, String> {
+    let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(|e| {
+        format!(
+            "{}: {e} (run `rkers util get-kubeconfig`)",
+            cluster.files.kubeconfig_path.display()
+        )
+    })?;
+    KubeApi::from_kubeconfig(&kubeconfig)
+        .await
+        .map_err(|e| e.to_string())
+}
+
 fn controlplane_addresses(cluster: &Cluster) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for n in &cluster.config.nodes {
@@ -563,15 +561,7 @@ async fn context_from_pool(
         .iter()
         .filter_map(|a| pool.get(a).cloned())
         .collect();
-    let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(|e| {
-        format!(
-            "{}: {e} (run `rkers util get-kubeconfig`)",
-            cluster.files.kubeconfig_path.display()
-        )
-    })?;
-    let api = KubeApi::from_kubeconfig(&kubeconfig)
-        .await
-        .map_err(|e| e.to_string())?;
+    let api = admin_api(cluster).await?;
     Ok(Context {
         hosts,
         tls: apiserver_tls(state),

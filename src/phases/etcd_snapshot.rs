@@ -448,7 +448,17 @@ struct SnapshotContext<'a> {
     digests: std::sync::Mutex<BTreeMap<String, String>>,
 }
 
-impl SnapshotContext<'_> {
+impl<'a> SnapshotContext<'a> {
+    fn new(cluster: &Cluster, pool: &'a HostPool) -> Self {
+        SnapshotContext {
+            pool,
+            registries: cluster.registry_credentials(),
+            file_image: cluster.config.system_images.cert_downloader.clone(),
+            timeout: timeout_of(&cluster.config.services.etcd),
+            digests: Default::default(),
+        }
+    }
+
     fn host(&self, address: &str) -> Result<&Arc<Host>, String> {
         self.pool
             .get(address)
@@ -682,13 +692,7 @@ pub async fn save(
 
     let phase = reporter.phase(SAVE_STAGE);
     reporter.info(format!("Starting saving snapshot [{name}] on etcd hosts"));
-    let ctx = SnapshotContext {
-        pool: &pool,
-        registries: cluster.registry_credentials(),
-        file_image: cluster.config.system_images.cert_downloader.clone(),
-        timeout: timeout_of(etcd),
-        digests: Default::default(),
-    };
+    let ctx = SnapshotContext::new(cluster, &pool);
     let mut saved = 0;
     // One host after the other, each to its end whatever the others did.
     for h in changes.stages.iter().flat_map(|s| &s.hosts) {
@@ -778,7 +782,6 @@ pub async fn restore(
     if let Some(s3) = s3 {
         register_s3_secrets(s3);
     }
-    let etcd = &cluster.config.services.etcd;
     let image = backup_image(cluster);
     reporter.info(format!("Restoring etcd snapshot {name}"));
 
@@ -824,13 +827,7 @@ pub async fn restore(
     }
 
     let runner = crate::phases::Runner::new(reporter.clone(), opts.up.ssh.concurrency);
-    let ctx = SnapshotContext {
-        pool: &pool,
-        registries: cluster.registry_credentials(),
-        file_image: cluster.config.system_images.cert_downloader.clone(),
-        timeout: timeout_of(etcd),
-        digests: Default::default(),
-    };
+    let ctx = SnapshotContext::new(cluster, &pool);
     let apply_one = |address: String, action: Action| {
         let ctx = &ctx;
         async move { apply(ctx, &address, &action).await }
