@@ -185,7 +185,14 @@ async fn etcd_snapshots_save_restore_s3_and_rolling() {
         "snapshot-restore --dry-run",
         &["etcd", "snapshot-restore", "--name", "e2e-one", "--dry-run"],
     );
-    assert!(ok && out.contains("would restore"), "{out}");
+    // The one dry-run format: per host the snapshot restored into the scratch directory, the
+    // replaced containers and the data moved in, then `up` for the cluster.
+    assert!(
+        ok && out.contains("restore snapshot e2e-one into /opt/rke/etcd-snapshots-restore")
+            && out.contains("remove container kube-apiserver")
+            && out.contains("cluster:\n  - run `rkers up`"),
+        "{out}"
+    );
     assert!(
         !configmap_exists(&cluster, "rkers-e2e-snap"),
         "dry run changed nothing"

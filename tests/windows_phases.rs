@@ -452,7 +452,7 @@ async fn mixed_cluster_dry_run_lists_windows_and_linux_actions() {
     // cleaning for the Linux host, and changes nothing either.
     let (stdout, ok) = rkers_dry_run("remove", &yml, dir.path()).await;
     assert!(ok, "{stdout}");
-    let section = |host: &str| section_of(&stdout, &format!("host {host}:"));
+    let section = |host: &str| section_of(&stdout, &format!("{host}:"));
     let win = section("localhost");
     assert!(
         win.contains("through wins: stop the rancher-wins-* processes")

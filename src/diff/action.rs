@@ -100,6 +100,68 @@ pub enum Action {
         path: String,
         reason: String,
     },
+    // other commands' actions (wip-dryrun)
+    /// Files written under `dir` in one go (certificates, the encryption provider file, a copy
+    /// of the state): `cert rotate`, `encrypt rotate-key`, `etcd snapshot-save`.
+    WriteFileSet {
+        dir: String,
+        files: Vec<crate::phases::changeset::FileWrite>,
+    },
+    /// Stop and start a container, then wait until its health check passes (when it has one).
+    RestartAndCheck {
+        name: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        health_url: Option<String>,
+    },
+    /// Pseudo-host `cluster`: delete the pods matching any of `labels` in every namespace, so
+    /// their controllers recreate them (after a CA rotation, §25.2 step 5).
+    DeletePods {
+        labels: Vec<String>,
+    },
+    /// Pseudo-host `cluster`: store the state in the cluster's `full-cluster-state` Secret.
+    SaveStateSecret {
+        reason: String,
+    },
+    /// Pseudo-host `cluster`: rewrite every Secret so the API server stores it with its first
+    /// encryption provider.
+    RewriteSecrets {
+        reason: String,
+    },
+    /// Pseudo-host `local`: write the admin kubeconfig on the machine rkers runs on.
+    WriteKubeconfig {
+        path: String,
+    },
+    /// Pseudo-host `local`: delete a file on the machine rkers runs on.
+    DeleteLocalFile {
+        path: String,
+    },
+    /// Drop the dangling log links under `dir` (RKE1's `rke-log-cleaner`), in a one-shot
+    /// container of `image`.
+    CleanLogLinks {
+        dir: String,
+        image: String,
+    },
+    /// Run a one-shot rke-tools container to completion (the etcd snapshot helpers). The spec
+    /// is not serialized: its environment may carry S3 keys.
+    RunOneShot {
+        container: String,
+        image: String,
+        /// What it does, e.g. `save snapshot s1 as /opt/rke/etcd-snapshots/s1.zip`.
+        purpose: String,
+        #[serde(skip)]
+        spec: Box<crate::hosts::ContainerSpec>,
+    },
+    /// Copy the etcd snapshot `path` from host `from` onto this host (same path).
+    CopySnapshotFrom {
+        from: String,
+        path: String,
+        image: String,
+    },
+    /// Pseudo-host `cluster`: bring the cluster back with `up` (after a snapshot restore); the
+    /// actions of that `up` are its own, decided once the restored data is in place.
+    RunUp {
+        reason: String,
+    },
     // up's actions (wip-plan)
     /// RKE1's `etcd-fix-perm` before a new etcd container: the data directory `path` exists and
     /// only its owner reads it (a one-shot helper container).
@@ -196,6 +258,50 @@ impl std::fmt::Display for Action {
             Action::WriteTmpfilesEntry { path, reason } => {
                 write!(f, "write {path} ({reason})")
             }
+            // other commands' actions (wip-dryrun)
+            Action::WriteFileSet { dir, files } => {
+                write!(f, "write under {dir}:")?;
+                for file in files {
+                    write!(
+                        f,
+                        "\n      {} mode {:04o} ({})",
+                        file.path, file.mode, file.reason
+                    )?;
+                }
+                Ok(())
+            }
+            Action::RestartAndCheck { name, health_url } => {
+                write!(f, "restart container {name}")?;
+                if let Some(url) = health_url {
+                    write!(f, " and wait until {url} is healthy")?;
+                }
+                Ok(())
+            }
+            Action::DeletePods { labels } => write!(
+                f,
+                "delete the pods labelled {} in every namespace",
+                labels.join(", ")
+            ),
+            Action::SaveStateSecret { reason } => write!(
+                f,
+                "save the state in Secret kube-system/full-cluster-state ({reason})"
+            ),
+            Action::RewriteSecrets { reason } => write!(f, "rewrite every Secret ({reason})"),
+            Action::WriteKubeconfig { path } => write!(f, "write the admin kubeconfig {path}"),
+            Action::DeleteLocalFile { path } => write!(f, "delete {path}"),
+            Action::CleanLogLinks { dir, image } => {
+                write!(f, "remove the dangling log links under {dir} ({image})")
+            }
+            Action::RunOneShot {
+                container,
+                image,
+                purpose,
+                ..
+            } => write!(f, "{purpose} (one-shot container {container}, {image})"),
+            Action::CopySnapshotFrom { from, path, .. } => {
+                write!(f, "copy {path} from host {from}")
+            }
+            Action::RunUp { reason } => write!(f, "run `rkers up` ({reason})"),
             // up's actions (wip-plan)
             Action::FixEtcdPermissions { path } => {
                 write!(
@@ -214,7 +320,11 @@ pub struct HostActions {
     pub actions: Vec<Action>,
 }
 
-/// The text `--dry-run` prints: every host, and under it every action, or "no changes".
+/// The text `--dry-run` prints, for every command: every host, and under it every action, or
+/// "no changes". Besides host addresses, two pseudo-hosts hold what no host does: `cluster`
+/// (calls to the Kubernetes API: the state Secret, Secret rewrites, pod deletions, and handing
+/// over to `up`) and `local` (files on the machine rkers runs on: the admin kubeconfig, the
+/// state file and its backups).
 pub fn render_dry_run(hosts: &[HostActions]) -> String {
     let mut out = String::new();
     let total: usize = hosts.iter().map(|h| h.actions.len()).sum();

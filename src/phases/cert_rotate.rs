@@ -15,12 +15,13 @@
 //!    recreate them with the new one (§25.2 step 5).
 
 use crate::cluster::{Cluster, ClusterError};
-use crate::diff::{self, Action, HostActions};
+use crate::diff::Action;
 use crate::hosts::{self, Host, HostPool, SshOptions};
 use crate::kubeapi::KubeApi;
 use crate::output::Reporter;
 use crate::phases::certs::containers_to_restart;
-use crate::phases::files::{self, DesiredFile};
+use crate::phases::changeset::{self, Changeset, FileWrite, Pace};
+use crate::phases::files;
 use crate::phases::health::{self, TlsMaterial};
 use crate::phases::up::{
     etc_kubernetes, files_root, host_files, kubernetes_view, kubernetes_view_map,
@@ -94,9 +95,10 @@ struct Rotation {
     plan: ClusterPlan,
     bundle: Bundle,
     helper_image: String,
-    /// Per host: the files to write and the containers to restart.
-    uploads: BTreeMap<String, Vec<DesiredFile>>,
-    restarts: BTreeMap<String, BTreeSet<&'static str>>,
+    /// The state the `state secret` stage stores, set once the new bundle is current.
+    state_json: std::sync::Mutex<Option<String>>,
+    /// The API client, made on first use from the admin kubeconfig written by then.
+    api: tokio::sync::OnceCell<KubeApi>,
 }
 
 impl Rotation {
@@ -110,6 +112,18 @@ impl Rotation {
 
     fn host(&self, address: &str) -> &Arc<Host> {
         self.pool.get(address).expect("connected host")
+    }
+
+    async fn api(&self, cluster: &Cluster) -> Result<&KubeApi, String> {
+        self.api
+            .get_or_try_init(|| async {
+                let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path)
+                    .map_err(|e| format!("{}: {e}", cluster.files.kubeconfig_path.display()))?;
+                KubeApi::from_kubeconfig(&kubeconfig)
+                    .await
+                    .map_err(|e| e.to_string())
+            })
+            .await
     }
 }
 
@@ -186,9 +200,11 @@ pub async fn cert_rotate(
     let cluster_plan = build_plan(cluster, &pool, &state.desired_state.encryption_config)?;
     let helper_image = cluster.config.system_images.cert_downloader.clone();
     let registries = cluster.registry_credentials();
-    let mut uploads = BTreeMap::new();
-    let mut restarts = BTreeMap::new();
-    let mut shown = Vec::new();
+    let mut changes = Changeset::default();
+    changes.stage(WRITE_STAGE, Pace::Parallel);
+    for (title, _) in RESTART_PLANES {
+        changes.stage(title, Pace::Parallel);
+    }
     for h in &cluster_plan.hosts {
         let host = pool
             .get(&h.address)
@@ -213,9 +229,18 @@ pub async fn cert_rotate(
                 .await
                 .map_err(other)?
         };
-        let changed: Vec<DesiredFile> = files::changed(&desired, &on_disk)
+        let changed: Vec<FileWrite> = files::changed(&desired, &on_disk)
             .into_iter()
-            .cloned()
+            .map(|f| FileWrite {
+                path: f.relative_path.clone(),
+                mode: f.mode,
+                reason: if on_disk.contains_key(&f.relative_path) {
+                    "changed".into()
+                } else {
+                    "new".into()
+                },
+                contents: f.contents.clone(),
+            })
             .collect();
         let readers = if windows {
             containers_to_restart(
@@ -240,42 +265,69 @@ pub async fn cert_rotate(
                 running.insert(name);
             }
         }
-        let mut actions: Vec<Action> = changed
-            .iter()
-            .map(|f| Action::UploadFile {
-                path: plan::join_path(&[&files_root(h, windows), &f.relative_path]),
-                reason: if on_disk.contains_key(&f.relative_path) {
-                    "changed".into()
-                } else {
-                    "new".into()
+        if !changed.is_empty() {
+            changes.push(
+                WRITE_STAGE,
+                Pace::Parallel,
+                &h.address,
+                Action::WriteFileSet {
+                    dir: files_root(h, windows),
+                    files: changed,
                 },
-            })
-            .collect();
-        // In restart order, so the dry run reads as the run will go.
-        for (_, names) in RESTART_PLANES {
+            );
+        }
+        for (title, names) in RESTART_PLANES {
             for name in names.iter().filter(|n| running.contains(*n)) {
-                actions.push(Action::RestartContainer {
-                    name: name.to_string(),
-                });
+                let health_url = h
+                    .containers
+                    .get(*name)
+                    .and_then(|c| c.health_check.as_ref())
+                    .map(|c| c.url.clone());
+                changes.push(
+                    title,
+                    Pace::Parallel,
+                    &h.address,
+                    Action::RestartAndCheck {
+                        name: name.to_string(),
+                        health_url,
+                    },
+                );
             }
         }
-        shown.push(HostActions {
-            host: h.address.clone(),
-            actions,
-        });
-        uploads.insert(h.address.clone(), changed);
-        restarts.insert(h.address.clone(), running);
+    }
+    changes.push(
+        KUBECONFIG_STAGE,
+        Pace::OneAtATime,
+        changeset::LOCAL,
+        Action::WriteKubeconfig {
+            path: cluster.files.kubeconfig_path.display().to_string(),
+        },
+    );
+    changes.push(
+        STATE_SECRET_STAGE,
+        Pace::OneAtATime,
+        changeset::CLUSTER,
+        Action::SaveStateSecret {
+            reason: "the rotated certificates".into(),
+        },
+    );
+    if opts.rotate_ca {
+        changes.push(
+            PODS_STAGE,
+            Pace::OneAtATime,
+            changeset::CLUSTER,
+            Action::DeletePods {
+                labels: CA_CACHING_POD_LABELS
+                    .iter()
+                    .map(|l| l.to_string())
+                    .collect(),
+            },
+        );
     }
     phase.done();
 
     if opts.dry_run {
-        if reporter.is_json() {
-            for h in &shown {
-                println!("{}", serde_json::to_string(h).map_err(other)?);
-            }
-        } else {
-            print!("{}", diff::render_dry_run(&shown));
-        }
+        reporter.planned(&changes.planned());
         pool.close().await;
         return Ok(());
     }
@@ -289,57 +341,125 @@ pub async fn cert_rotate(
     ));
     phase.done();
 
-    let run = Arc::new(Rotation {
+    let run = Rotation {
         pool,
         plan: cluster_plan,
         bundle,
         helper_image,
-        uploads,
-        restarts,
-    });
-    write_certificates(&run, &runner).await?;
+        state_json: std::sync::Mutex::new(None),
+        api: tokio::sync::OnceCell::new(),
+    };
     // RKE1 restarts every component whatever `--service` says (§33.13, a bug fixed here): only
     // the containers that read a changed file restart, so rotating the kubelet's certificates
     // leaves etcd and the control plane running.
-    for (title, names) in RESTART_PLANES {
-        restart_plane(&run, &runner, title, names).await?;
-    }
-    cluster
-        .write_admin_kubeconfig(&run.bundle, reporter)
-        .map_err(other)?;
-
-    let phase = reporter.phase("current state");
-    state.promote_desired_to_current();
-    state.save(&cluster.files.state_path).map_err(other)?;
-    let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(other)?;
-    let api = KubeApi::from_kubeconfig(&kubeconfig).await.map_err(other)?;
-    // As in RKE1, the copy in the cluster is a convenience: failing to write it only warns.
-    match state.to_json() {
-        Ok(json) => {
-            if let Err(e) = api.save_state_secret(&json).await {
+    let apply_one = |host: String, action: Action| {
+        let run = &run;
+        async move { apply(run, cluster, reporter, &host, &action).await }
+    };
+    for stage in &changes.stages {
+        if stage.phase == STATE_SECRET_STAGE {
+            // The kubeconfig was written: the new bundle becomes the current state.
+            let phase = reporter.phase("current state");
+            state.promote_desired_to_current();
+            state.save(&cluster.files.state_path).map_err(other)?;
+            *run.state_json.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some(state.to_json().map_err(other)?);
+            phase.done();
+        }
+        let failures = changeset::apply_stage(stage, &runner, apply_one).await;
+        if failures.is_empty() {
+            continue;
+        }
+        if stage.phase == STATE_SECRET_STAGE {
+            // As in RKE1, the copy in the cluster is a convenience: failing to write it only warns.
+            for (_, e) in failures {
                 reporter.warn(format!("Failed to save full state to Kubernetes: {e}"));
             }
+            continue;
         }
-        Err(e) => reporter.warn(format!("Failed to save full state to Kubernetes: {e}")),
-    }
-    phase.done();
-
-    if opts.rotate_ca {
-        let phase = reporter.phase("system pods");
-        let deleted = delete_pods_by_labels(&api, CA_CACHING_POD_LABELS)
-            .await
-            .map_err(|e| {
-                let message = format!("Failed to restart system pods after the CA rotation: {e}");
-                other(message)
-            })?;
-        reporter.info(format!(
-            "Deleted {deleted} system pods so they restart with the new CA"
-        ));
-        phase.done();
+        run.pool.close().await;
+        let message = changeset::list_failures(&failures);
+        return Err(if stage.phase == PODS_STAGE {
+            other(format!(
+                "Failed to restart system pods after the CA rotation: {}",
+                failures
+                    .iter()
+                    .map(|(_, e)| e.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ))
+        } else {
+            other(format!(
+                "[{}] {} hosts failed:\n{message}",
+                stage.phase,
+                failures.len()
+            ))
+        });
     }
     run.pool.close().await;
     reporter.info("Finished rotating certificates successfully");
     Ok(())
+}
+
+const WRITE_STAGE: &str = "certificates";
+const KUBECONFIG_STAGE: &str = "admin kubeconfig";
+const STATE_SECRET_STAGE: &str = "state secret";
+const PODS_STAGE: &str = "system pods";
+
+/// Applies one action of `cert rotate`'s changeset.
+async fn apply(
+    run: &Rotation,
+    cluster: &Cluster,
+    reporter: &Reporter,
+    address: &str,
+    action: &Action,
+) -> Result<(), String> {
+    match action {
+        Action::WriteFileSet { dir, files } => {
+            let h = run.host_plan(address);
+            let host = run.host(address);
+            let files = changeset::desired_files(files);
+            if run.plan.windows.contains_key(address) {
+                return super::windows::write_host_files(host, &h.prefix_path, &[], &files, &[])
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string());
+            }
+            files::write_files(host.docker(), dir, &run.helper_image, &files)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        Action::RestartAndCheck { name, .. } => {
+            restart_container(run, run.host(address), run.host_plan(address), name).await
+        }
+        Action::WriteKubeconfig { .. } => cluster
+            .write_admin_kubeconfig(&run.bundle, reporter)
+            .map_err(|e| e.to_string()),
+        Action::SaveStateSecret { .. } => {
+            let json = run
+                .state_json
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+                .ok_or("the state to save is not ready")?;
+            run.api(cluster)
+                .await?
+                .save_state_secret(&json)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        Action::DeletePods { labels } => {
+            let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+            let deleted = delete_pods_by_labels(run.api(cluster).await?, &labels)
+                .await
+                .map_err(|e| e.to_string())?;
+            reporter.info(format!(
+                "Deleted {deleted} system pods so they restart with the new CA"
+            ));
+            Ok(())
+        }
+        other => Err(format!("`cert rotate` does not apply this action: {other}")),
+    }
 }
 
 /// `host3 (10.77.0.13)` for each node whose address the connection problems name.
@@ -406,105 +526,6 @@ fn build_plan(
         default_rke_tools_tag: default_tools_tag.as_deref(),
     })
     .map_err(other)
-}
-
-fn finish(
-    phase: crate::output::PhaseGuard,
-    result: Result<(), PhaseError>,
-) -> Result<(), RotateError> {
-    match result {
-        Ok(()) => {
-            phase.done();
-            Ok(())
-        }
-        Err(e) => {
-            phase.fail(&e.to_string());
-            Err(e.into())
-        }
-    }
-}
-
-async fn write_certificates(run: &Arc<Rotation>, runner: &Runner) -> Result<(), RotateError> {
-    let phase = runner.reporter.phase("certificates");
-    let hosts: Vec<String> = run
-        .uploads
-        .iter()
-        .filter(|(_, f)| !f.is_empty())
-        .map(|(h, _)| h.clone())
-        .collect();
-    let r = run.clone();
-    let result = runner
-        .for_each_host(
-            "certificates",
-            "write certificates",
-            hosts,
-            move |address| {
-                let run = r.clone();
-                async move {
-                    let h = run.host_plan(&address);
-                    let host = run.host(&address);
-                    if run.plan.windows.contains_key(&address) {
-                        return super::windows::write_host_files(
-                            host,
-                            &h.prefix_path,
-                            &[],
-                            &run.uploads[&address],
-                            &[],
-                        )
-                        .await
-                        .map(drop)
-                        .map_err(|e| e.to_string());
-                    }
-                    files::write_files(
-                        host.docker(),
-                        &etc_kubernetes(h),
-                        &run.helper_image,
-                        &run.uploads[&address],
-                    )
-                    .await
-                    .map_err(|e| e.to_string())
-                }
-            },
-        )
-        .await;
-    finish(phase, result)
-}
-
-/// Restarts `names` (in order) on every host that needs it, all hosts at once: etcd members
-/// that changed CA cannot talk to members still on the old one, so they restart together as
-/// RKE1 restarts them.
-async fn restart_plane(
-    run: &Arc<Rotation>,
-    runner: &Runner,
-    title: &'static str,
-    names: &'static [&'static str],
-) -> Result<(), RotateError> {
-    let hosts: Vec<String> = run
-        .restarts
-        .iter()
-        .filter(|(_, r)| names.iter().any(|n| r.contains(n)))
-        .map(|(h, _)| h.clone())
-        .collect();
-    if hosts.is_empty() {
-        return Ok(());
-    }
-    let phase = runner.reporter.phase(title);
-    let r = run.clone();
-    let result = runner
-        .for_each_host(title, title, hosts, move |address| {
-            let run = r.clone();
-            async move {
-                let h = run.host_plan(&address);
-                let host = run.host(&address);
-                let wanted = &run.restarts[&address];
-                for name in names.iter().filter(|n| wanted.contains(*n)) {
-                    restart_container(&run, host, h, name).await?;
-                }
-                Ok(())
-            }
-        })
-        .await;
-    finish(phase, result)
 }
 
 async fn restart_container(

@@ -8,9 +8,11 @@
 //! rotation was under way, and it continues with the same new key.
 
 use crate::cluster::Cluster;
+use crate::diff::Action;
 use crate::hosts::{Host, HostPool, SshOptions};
 use crate::kubeapi::KubeApi;
 use crate::output::Reporter;
+use crate::phases::changeset::{self, Changeset, FileWrite, Pace};
 use crate::phases::files::{self, DesiredFile};
 use crate::phases::health::{self, TlsMaterial};
 use crate::plan::encryption::{self, EncryptionKey};
@@ -103,7 +105,7 @@ pub async fn deploy_provider_file(
     text: &str,
 ) -> Result<(), String> {
     let file = DesiredFile {
-        relative_path: "ssl/encryption.yaml".into(),
+        relative_path: PROVIDER_FILE.into(),
         contents: text.as_bytes().to_vec(),
         mode: 0o600,
     };
@@ -137,26 +139,7 @@ pub async fn restart_apiservers(
 ) -> Result<(), String> {
     for host in hosts {
         let progress = reporter.host_action("encryption", host.name(), "restart kube-apiserver");
-        let result = async {
-            host.docker()
-                .stop_container(crate::plan::KUBE_APISERVER)
-                .await
-                .map_err(|e| e.to_string())?;
-            host.docker()
-                .start_container(crate::plan::KUBE_APISERVER)
-                .await
-                .map_err(|e| e.to_string())?;
-            health::wait_healthy(
-                host.ssh(),
-                "https://localhost:6443/healthz",
-                Some(tls),
-                24,
-                |_| true,
-            )
-            .await
-        }
-        .await;
-        match result {
+        match restart_apiserver(host, tls).await {
             Ok(()) => progress.ok(),
             Err(e) => {
                 progress.fail(&e);
@@ -165,6 +148,20 @@ pub async fn restart_apiservers(
         }
     }
     Ok(())
+}
+
+const APISERVER_HEALTH: &str = "https://localhost:6443/healthz";
+
+async fn restart_apiserver(host: &Host, tls: &TlsMaterial) -> Result<(), String> {
+    host.docker()
+        .stop_container(crate::plan::KUBE_APISERVER)
+        .await
+        .map_err(|e| e.to_string())?;
+    host.docker()
+        .start_container(crate::plan::KUBE_APISERVER)
+        .await
+        .map_err(|e| e.to_string())?;
+    health::wait_healthy(host.ssh(), APISERVER_HEALTH, Some(tls), 24, |_| true).await
 }
 
 /// The health check's TLS material: the cluster CA and the kube-apiserver client certificate.
@@ -182,35 +179,10 @@ pub fn apiserver_tls(state: &StateFile) -> TlsMaterial {
     }
 }
 
-/// One provider text applied: written on the hosts, recorded as current in the state (file
-/// and in-cluster copy), then the apiservers restarted with it.
-async fn apply_provider(
-    ctx: &Context<'_>,
-    state: &mut StateFile,
-    text: &str,
-) -> Result<(), String> {
-    deploy_provider_file(&ctx.hosts, ctx.cluster, text).await?;
-    state.current_state.encryption_config = text.to_string();
-    state
-        .save(&ctx.cluster.files.state_path)
-        .map_err(|e| e.to_string())?;
-    restart_apiservers(&ctx.hosts, &ctx.tls, ctx.reporter).await?;
-    if let Ok(json) = state.to_json()
-        && let Err(e) = ctx.api.save_state_secret(&json).await
-    {
-        ctx.reporter.warn(format!(
-            "the in-cluster copy of the state was not updated: {e}"
-        ));
-    }
-    Ok(())
-}
-
-struct Context<'a> {
-    cluster: &'a Cluster,
+struct Context {
     hosts: Vec<Arc<Host>>,
     tls: TlsMaterial,
     api: KubeApi,
-    reporter: &'a Reporter,
 }
 
 pub struct RotateOptions {
@@ -246,7 +218,7 @@ pub async fn rotate_key(
                 .into(),
         );
     }
-    let mut state = cluster
+    let state = cluster
         .load_state()
         .map_err(|e| e.to_string())?
         .ok_or_else(|| {
@@ -272,6 +244,7 @@ pub async fn rotate_key(
         crate::output::Redactor::global().register(&k.secret);
     }
     // Two keys applied: an earlier rotation stopped after adding its new key; finish it.
+    let resuming = keys.len() >= 2;
     let (new, old) = if keys.len() >= 2 {
         reporter.info(format!(
             "resuming the rotation to key {} left unfinished",
@@ -283,55 +256,222 @@ pub async fn rotate_key(
         crate::output::Redactor::global().register(&k.secret);
         (k, keys)
     };
-    if opts.dry_run {
-        reporter.info(format!(
-            "would add key {} before {}, restart kube-apiserver on the controlplane hosts, \
-             rewrite every Secret, then remove {}",
-            new.name,
-            old.iter()
-                .map(|k| k.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-            old.iter()
-                .map(|k| k.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        return Ok(());
-    }
-    let ctx = connect(cluster, &state, opts.agent_override, &opts.ssh, reporter).await?;
+    let with_both = {
+        let mut both = vec![new.clone()];
+        both.extend(old.iter().cloned());
+        encryption::render_provider(&both)
+    };
+    let final_text = encryption::render_provider(std::slice::from_ref(&new));
+    let old_names = old
+        .iter()
+        .map(|k| k.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    // A key generated by this run gets a new name in every run: the actions do not name it,
+    // so a dry run and the run it predicts show the same actions.
+    let new_key = if resuming {
+        format!("key {}", new.name)
+    } else {
+        "a new key".to_string()
+    };
 
-    let phase = reporter.phase("add new key");
-    let mut both = vec![new.clone()];
-    both.extend(old.iter().cloned());
-    let r = apply_provider(&ctx, &mut state, &encryption::render_provider(&both)).await;
-    finish(phase, r)?;
-
-    let phase = reporter.phase("rewrite secrets");
-    let r = rewrite_secrets(&ctx.api, reporter).await.map(|_| ());
-    if let Err(e) = r {
-        phase.fail(&e);
-        // RKE1 goes back to the old key alone here; keeping both keys is safer: every Secret
-        // stays readable whichever key wrote it, and running the command again finishes.
-        return Err(format!(
-            "{e}\nthe cluster keeps both keys; run `rkers encrypt rotate-key` again to finish"
-        ));
+    let phase = reporter.phase("plan");
+    let hosts = match connect_controlplane(cluster, opts.agent_override, &opts.ssh).await {
+        Ok(h) => h,
+        Err(e) => {
+            phase.fail(&e);
+            return Err(e);
+        }
+    };
+    let image = cluster.config.system_images.cert_downloader.clone();
+    let mut changes = Changeset::default();
+    let rounds = [
+        (
+            ADD_KEY,
+            with_both.as_str(),
+            format!("{new_key} first, then {old_names}"),
+        ),
+        (
+            REMOVE_KEY,
+            final_text.as_str(),
+            format!("{new_key} alone, {old_names} removed"),
+        ),
+    ];
+    for (round, text, reason) in &rounds {
+        let write = format!("{round}: write");
+        let restart = format!("{round}: restart kube-apiserver");
+        for host in &hosts {
+            let name = host.name();
+            if *round == ADD_KEY
+                && !host
+                    .docker()
+                    .image_exists(&image)
+                    .await
+                    .map_err(|e| e.to_string())?
+            {
+                changes.push(
+                    &write,
+                    Pace::OneAtATime,
+                    name,
+                    Action::PullImage {
+                        image: image.clone(),
+                    },
+                );
+            }
+            changes.push(
+                &write,
+                Pace::OneAtATime,
+                name,
+                Action::WriteFileSet {
+                    dir: etc_kubernetes(cluster, host),
+                    files: vec![FileWrite {
+                        path: PROVIDER_FILE.into(),
+                        mode: 0o600,
+                        reason: reason.clone(),
+                        contents: text.as_bytes().to_vec(),
+                    }],
+                },
+            );
+        }
+        for host in &hosts {
+            changes.push(
+                &restart,
+                Pace::OneAtATime,
+                host.name(),
+                Action::RestartAndCheck {
+                    name: crate::plan::KUBE_APISERVER.into(),
+                    health_url: Some(APISERVER_HEALTH.into()),
+                },
+            );
+        }
+        changes.push(
+            &format!("{round}: state secret"),
+            Pace::OneAtATime,
+            changeset::CLUSTER,
+            Action::SaveStateSecret {
+                reason: format!("the provider file with {reason}"),
+            },
+        );
+        if *round == ADD_KEY {
+            changes.push(
+                REWRITE,
+                Pace::OneAtATime,
+                changeset::CLUSTER,
+                Action::RewriteSecrets {
+                    reason: format!("store every Secret with {new_key}"),
+                },
+            );
+        }
     }
     phase.done();
+    if opts.dry_run {
+        reporter.planned(&changes.planned());
+        close(&hosts).await;
+        return Ok(());
+    }
 
-    let phase = reporter.phase("remove old key");
-    let final_text = encryption::render_provider(std::slice::from_ref(&new));
-    let r = apply_provider(&ctx, &mut state, &final_text).await;
-    finish(phase, r)?;
+    let api = admin_api(cluster).await?;
+    let tls = apiserver_tls(&state);
+    let registries = cluster.registry_credentials();
+    let runner = crate::phases::Runner::new(reporter.clone(), opts.ssh.concurrency);
+    let state = std::sync::Mutex::new(state);
+    let apply_one = |address: String, action: Action| {
+        let (hosts, state, api, tls, registries, image) =
+            (&hosts, &state, &api, &tls, &registries, &image);
+        async move {
+            let host = hosts.iter().find(|h| h.name() == address);
+            let need_host = || host.ok_or_else(|| format!("host {address} is not connected"));
+            match &action {
+                Action::PullImage { image } => need_host()?
+                    .docker()
+                    .ensure_image(image, registries, &mut |_| {})
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string()),
+                Action::WriteFileSet { dir, files } => {
+                    let files = changeset::desired_files(files);
+                    files::write_files(need_host()?.docker(), dir, image, &files)
+                        .await
+                        .map_err(|e| format!("host {address}: {e}"))
+                }
+                Action::RestartAndCheck { .. } => restart_apiserver(need_host()?, tls)
+                    .await
+                    .map_err(|e| format!("host {address}: kube-apiserver: {e}")),
+                Action::SaveStateSecret { .. } => {
+                    let json = state
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .to_json()
+                        .map_err(|e| e.to_string())?;
+                    api.save_state_secret(&json)
+                        .await
+                        .map_err(|e| e.to_string())
+                }
+                Action::RewriteSecrets { .. } => rewrite_secrets(api, reporter).await.map(drop),
+                other => Err(format!(
+                    "`encrypt rotate-key` does not apply this action: {other}"
+                )),
+            }
+        }
+    };
+    for stage in &changes.stages {
+        let failures = changeset::apply_stage(stage, &runner, apply_one).await;
+        let failed = changeset::list_failures(&failures);
+        if stage.phase.ends_with(": state secret") {
+            if !failures.is_empty() {
+                reporter.warn(format!(
+                    "the in-cluster copy of the state was not updated:\n{failed}"
+                ));
+            }
+            continue;
+        }
+        if stage.phase == REWRITE && !failures.is_empty() {
+            // RKE1 goes back to the old key alone here; keeping both keys is safer: every
+            // Secret stays readable whichever key wrote it, and running the command again
+            // finishes.
+            close(&hosts).await;
+            return Err(format!(
+                "{failed}\nthe cluster keeps both keys; run `rkers encrypt rotate-key` again to finish"
+            ));
+        }
+        if !failures.is_empty() {
+            close(&hosts).await;
+            return Err(format!("[{}]\n{failed}", stage.phase));
+        }
+        if stage.phase.ends_with(": write") {
+            // Written on every controlplane host: recorded as current before any apiserver
+            // restarts with it, so an interrupted rotation resumes with the same keys.
+            let text = if stage.phase.starts_with(ADD_KEY) {
+                &with_both
+            } else {
+                &final_text
+            };
+            let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+            state.current_state.encryption_config = text.clone();
+            state
+                .save(&cluster.files.state_path)
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    let mut state = state.into_inner().unwrap_or_else(|p| p.into_inner());
     state.desired_state.encryption_config = final_text;
     state
         .save(&cluster.files.state_path)
         .map_err(|e| e.to_string())?;
-    for h in &ctx.hosts {
-        h.ssh().close().await;
-    }
+    close(&hosts).await;
     reporter.info("Cluster secrets encryption key rotated successfully");
     Ok(())
+}
+
+const ADD_KEY: &str = "add new key";
+const REMOVE_KEY: &str = "remove old key";
+const REWRITE: &str = "rewrite secrets";
+const PROVIDER_FILE: &str = "ssl/encryption.yaml";
+
+async fn close(hosts: &[Arc<Host>]) {
+    for h in hosts {
+        h.ssh().close().await;
+    }
 }
 
 /// Turning encryption off on a cluster that has it (§23): `identity` first with the old key
@@ -346,7 +486,7 @@ pub async fn disable(
     let applied = &state.current_state.encryption_config;
     let keys = encryption::aescbc_keys(applied).map_err(|e| e.to_string())?;
     let text = encryption::render_disabled(&keys[0]);
-    let ctx = context_from_pool(cluster, state, pool, reporter).await?;
+    let ctx = context_from_pool(cluster, state, pool).await?;
     let mut running = 0;
     for h in &ctx.hosts {
         if let Ok(Some(c)) = h
@@ -371,17 +511,17 @@ pub async fn disable(
     Ok(())
 }
 
-fn finish(phase: crate::output::PhaseGuard, r: Result<(), String>) -> Result<(), String> {
-    match r {
-        Ok(()) => {
-            phase.done();
-            Ok(())
-        }
-        Err(e) => {
-            phase.fail(&e);
-            Err(e)
-        }
-    }
+/// The Kubernetes API through the admin kubeconfig.
+async fn admin_api(cluster: &Cluster) -> Result<KubeApi, String> {
+    let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(|e| {
+        format!(
+            "{}: {e} (run `rkers util get-kubeconfig`)",
+            cluster.files.kubeconfig_path.display()
+        )
+    })?;
+    KubeApi::from_kubeconfig(&kubeconfig)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 fn controlplane_addresses(cluster: &Cluster) -> Vec<String> {
@@ -394,13 +534,12 @@ fn controlplane_addresses(cluster: &Cluster) -> Vec<String> {
     out
 }
 
-async fn connect<'a>(
-    cluster: &'a Cluster,
-    state: &StateFile,
+/// The controlplane hosts, connected; one unreachable host stops the command.
+async fn connect_controlplane(
+    cluster: &Cluster,
     agent_override: bool,
     ssh: &SshOptions,
-    reporter: &'a Reporter,
-) -> Result<Context<'a>, String> {
+) -> Result<Vec<Arc<Host>>, String> {
     let cp = controlplane_addresses(cluster);
     let targets: Vec<_> = cluster
         .ssh_targets(agent_override)
@@ -410,33 +549,22 @@ async fn connect<'a>(
     let pool = HostPool::connect(&targets, ssh)
         .await
         .map_err(|e| format!("cannot reach every controlplane host:\n{e}"))?;
-    context_from_pool(cluster, state, &pool, reporter).await
+    Ok(cp.iter().filter_map(|a| pool.get(a).cloned()).collect())
 }
 
-async fn context_from_pool<'a>(
-    cluster: &'a Cluster,
+async fn context_from_pool(
+    cluster: &Cluster,
     state: &StateFile,
     pool: &HostPool,
-    reporter: &'a Reporter,
-) -> Result<Context<'a>, String> {
+) -> Result<Context, String> {
     let hosts: Vec<Arc<Host>> = controlplane_addresses(cluster)
         .iter()
         .filter_map(|a| pool.get(a).cloned())
         .collect();
-    let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(|e| {
-        format!(
-            "{}: {e} (run `rkers util get-kubeconfig`)",
-            cluster.files.kubeconfig_path.display()
-        )
-    })?;
-    let api = KubeApi::from_kubeconfig(&kubeconfig)
-        .await
-        .map_err(|e| e.to_string())?;
+    let api = admin_api(cluster).await?;
     Ok(Context {
-        cluster,
         hosts,
         tls: apiserver_tls(state),
         api,
-        reporter,
     })
 }

@@ -19,8 +19,10 @@
 use crate::cli::args::S3Args;
 use crate::cluster::{Cluster, ClusterError};
 use crate::config::{EtcdService, RkeConfig, S3BackupConfig};
+use crate::diff::Action;
 use crate::hosts::{self, ContainerSpec, Host, HostPool, SshOptions};
 use crate::output::{Redactor, Reporter};
+use crate::phases::changeset::{self, Changeset, FileWrite, Pace};
 use crate::phases::up::{UpError, UpOptions};
 use crate::plan;
 use base64::Engine;
@@ -419,12 +421,153 @@ pub struct SaveOptions {
     pub s3: Option<S3BackupConfig>,
     pub ssh: SshOptions,
     pub agent_override: bool,
+    pub dry_run: bool,
 }
+
+/// `s3://bucket/folder/name.zip at endpoint`.
+pub fn s3_location(s3: &S3BackupConfig, name: &str) -> String {
+    let folder = if s3.folder.is_empty() {
+        String::new()
+    } else {
+        format!("{}/", s3.folder.trim_end_matches('/'))
+    };
+    format!(
+        "s3://{}/{folder}{name}.zip at {}",
+        s3.bucket_name, s3.endpoint
+    )
+}
+
+/// What applying a snapshot command's actions needs.
+struct SnapshotContext<'a> {
+    pool: &'a HostPool,
+    registries: Vec<hosts::target::RegistryCredential>,
+    /// Helper image of file uploads and copies (`cert_downloader`).
+    file_image: String,
+    timeout: Duration,
+    /// The checksum each `etcd-restore` printed, by host.
+    digests: std::sync::Mutex<BTreeMap<String, String>>,
+}
+
+impl<'a> SnapshotContext<'a> {
+    fn new(cluster: &Cluster, pool: &'a HostPool) -> Self {
+        SnapshotContext {
+            pool,
+            registries: cluster.registry_credentials(),
+            file_image: cluster.config.system_images.cert_downloader.clone(),
+            timeout: timeout_of(&cluster.config.services.etcd),
+            digests: Default::default(),
+        }
+    }
+
+    fn host(&self, address: &str) -> Result<&Arc<Host>, String> {
+        self.pool
+            .get(address)
+            .ok_or_else(|| format!("host {address} is not connected"))
+    }
+}
+
+/// Applies one action of `snapshot-save`'s or `snapshot-restore`'s changeset (`RunUp` is the
+/// restore's own last step, not applied here).
+async fn apply(ctx: &SnapshotContext<'_>, address: &str, action: &Action) -> Result<(), String> {
+    let e = |e: hosts::HostError| e.to_string();
+    match action {
+        Action::PullImage { image } => ctx
+            .host(address)?
+            .docker()
+            .ensure_image(image, &ctx.registries, &mut |_| {})
+            .await
+            .map(drop)
+            .map_err(e),
+        Action::WriteFileSet { dir, files } => {
+            let host = ctx.host(address)?;
+            for f in files {
+                let upload = hosts::UploadOptions {
+                    mode: f.mode,
+                    ..hosts::UploadOptions::new(ctx.file_image.clone())
+                };
+                host.docker()
+                    .upload_file(&plan::join_path(&[dir, &f.path]), &f.contents, &upload)
+                    .await
+                    .map_err(|e| format!("deploying {}: {e}", f.path))?;
+            }
+            Ok(())
+        }
+        Action::RunOneShot {
+            container, spec, ..
+        } => {
+            let logs = ctx
+                .host(address)?
+                .docker()
+                .run_to_success(container, spec, ctx.timeout)
+                .await
+                .map_err(|e| crate::output::redact(&e.to_string()))?;
+            if container == RESTORE {
+                let digest = logs
+                    .lines()
+                    .find_map(|l| l.trim().strip_prefix("sha256 ").map(str::to_string))
+                    .ok_or_else(|| format!("{RESTORE} printed no checksum"))?;
+                ctx.digests
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(address.to_string(), digest);
+            }
+            Ok(())
+        }
+        Action::CopySnapshotFrom { from, path, image } => {
+            let (dir, _) = path.rsplit_once('/').unwrap_or((SNAPSHOT_DIR, ""));
+            let copied = ctx
+                .host(from)?
+                .docker()
+                .copy_file_to(path, ctx.host(address)?.docker(), dir, image)
+                .await
+                .map_err(e)?;
+            if copied {
+                Ok(())
+            } else {
+                Err(format!("{path} is gone from host {from}"))
+            }
+        }
+        Action::RemoveContainer { name, .. } => ctx
+            .host(address)?
+            .docker()
+            .remove_container(name)
+            .await
+            .map_err(e),
+        other => Err(format!("etcd snapshots do not apply this action: {other}")),
+    }
+}
+
+/// Adds `PullImage` for `image` on `host` when the host does not have it.
+async fn pull_if_missing(
+    changes: &mut Changeset,
+    stage: &str,
+    host: &Host,
+    image: &str,
+) -> Result<(), String> {
+    if !host
+        .docker()
+        .image_exists(image)
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        changes.push(
+            stage,
+            Pace::OneAtATime,
+            host.name(),
+            Action::PullImage {
+                image: image.to_string(),
+            },
+        );
+    }
+    Ok(())
+}
+
+const SAVE_STAGE: &str = "etcd snapshot";
 
 /// `rkers etcd snapshot-save` (§26.1): on every etcd host, one after the other, the local state
 /// file is put beside the snapshot and `etcd-snapshot-once` takes, zips and (with S3) uploads it.
-/// Hosts that cannot be reached or fail are named; the command fails only when no host saved
-/// the snapshot, as RKE1's did.
+/// Hosts that cannot be reached, whose etcd is not running, or that fail are named; the command
+/// fails only when no host saved the snapshot, as RKE1's did.
 pub async fn save(
     cluster: &Cluster,
     opts: &SaveOptions,
@@ -441,8 +584,7 @@ pub async fn save(
     if let Some(s3) = s3 {
         register_s3_secrets(s3);
     }
-    let phase = reporter.phase("etcd snapshot");
-    reporter.info(format!("Starting saving snapshot [{name}] on etcd hosts"));
+    let phase = reporter.phase("plan");
     let state = std::fs::read(&cluster.files.state_path).ok();
     if state.is_none() {
         reporter.warn(format!(
@@ -467,70 +609,128 @@ pub async fn save(
         .await
         .map_err(|p| SnapshotError::Failed(p.to_string()))?;
     let image = backup_image(cluster);
-    let registries = cluster.registry_credentials();
     let etcd = &cluster.config.services.etcd;
-    let mut saved = 0;
+    let zip = format!("{SNAPSHOT_DIR}/{name}.zip");
+    let purpose = match s3 {
+        Some(s3) => format!(
+            "save snapshot {name} as {zip} and upload it to {}",
+            s3_location(s3, name)
+        ),
+        None => format!("save snapshot {name} as {zip}"),
+    };
+    let mut changes = Changeset::default();
     for member in &members {
         let Some(host) = pool.get(&member.address) else {
             continue;
         };
-        let step = reporter.host_action("etcd snapshot", &member.address, "save snapshot");
-        let prefix = prefix_of(cluster, host);
-        let result = async {
-            let running = host
-                .docker()
-                .inspect_container(plan::ETCD)
-                .await
-                .map_err(|e| e.to_string())?
-                .is_some_and(|c| c.running);
-            if !running {
-                return Err(format!("etcd is not running on host [{}]", member.address));
-            }
-            if let Some(state) = &state {
-                let path = plan::join_path(&[&prefix, &format!("/etc/kubernetes/{name}.rkestate")]);
-                let upload = hosts::UploadOptions {
-                    mode: 0o600,
-                    ..hosts::UploadOptions::new(
-                        cluster.config.system_images.cert_downloader.clone(),
-                    )
-                };
-                host.docker()
-                    .upload_file(&path, state, &upload)
-                    .await
-                    .map_err(|e| format!("deploying the state file: {e}"))?;
-            }
-            let spec = snapshot_once_spec(&image, name, member, &prefix, etcd, s3);
-            run_helper(host, SNAPSHOT_ONCE, &spec, &registries, timeout_of(etcd)).await
+        let running = host
+            .docker()
+            .inspect_container(plan::ETCD)
+            .await
+            .map_err(|e| SnapshotError::Failed(e.to_string()))?
+            .is_some_and(|c| c.running);
+        if !running {
+            failures.push((
+                member.address.clone(),
+                format!("etcd is not running on host [{}]", member.address),
+            ));
+            continue;
         }
-        .await;
+        let prefix = prefix_of(cluster, host);
+        if let Some(state) = &state {
+            changes.push(
+                SAVE_STAGE,
+                Pace::OneAtATime,
+                &member.address,
+                Action::WriteFileSet {
+                    dir: plan::join_path(&[&prefix, "/etc/kubernetes"]),
+                    files: vec![FileWrite {
+                        path: format!("{name}.rkestate"),
+                        mode: 0o600,
+                        reason: "the cluster state, zipped with the snapshot".into(),
+                        contents: state.clone(),
+                    }],
+                },
+            );
+        }
+        pull_if_missing(&mut changes, SAVE_STAGE, host, &image)
+            .await
+            .map_err(SnapshotError::Failed)?;
+        changes.push(
+            SAVE_STAGE,
+            Pace::OneAtATime,
+            &member.address,
+            Action::RunOneShot {
+                container: SNAPSHOT_ONCE.into(),
+                image: image.clone(),
+                purpose: purpose.clone(),
+                spec: Box::new(snapshot_once_spec(&image, name, member, &prefix, etcd, s3)),
+            },
+        );
+    }
+    phase.done();
+    let listed = |failures: &[(String, String)]| {
+        failures
+            .iter()
+            .map(|(h, e)| format!("  - host {h}: {e}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    if opts.dry_run {
+        if !failures.is_empty() {
+            reporter.warn(format!(
+                "[etcd] snapshot {name} would be missing on {} of {} etcd hosts:\n{}",
+                failures.len(),
+                members.len(),
+                listed(&failures)
+            ));
+        }
+        reporter.planned(&changes.planned());
+        pool.close().await;
+        return Ok(());
+    }
+
+    let phase = reporter.phase(SAVE_STAGE);
+    reporter.info(format!("Starting saving snapshot [{name}] on etcd hosts"));
+    let ctx = SnapshotContext::new(cluster, &pool);
+    let mut saved = 0;
+    // One host after the other, each to its end whatever the others did.
+    for h in changes.stages.iter().flat_map(|s| &s.hosts) {
+        let step = reporter.host_action(SAVE_STAGE, &h.host, "save snapshot");
+        let mut result = Ok(());
+        for action in &h.actions {
+            result = apply(&ctx, &h.host, action).await;
+            reporter.applied(&h.host, action, result.as_ref().err().map(String::as_str));
+            if result.is_err() {
+                break;
+            }
+        }
         match result {
-            Ok(_) => {
+            Ok(()) => {
                 saved += 1;
                 step.ok();
             }
             Err(e) => {
-                let e = crate::output::redact(&e);
                 step.fail(&e);
-                failures.push((member.address.clone(), e));
+                failures.push((h.host.clone(), e));
             }
         }
     }
     pool.close().await;
-    let listed = failures
-        .iter()
-        .map(|(h, e)| format!("  - host {h}: {e}"))
-        .collect::<Vec<_>>()
-        .join("\n");
     if saved == 0 {
-        let message = format!("[etcd] snapshot {name} was not saved on any etcd host:\n{listed}");
+        let message = format!(
+            "[etcd] snapshot {name} was not saved on any etcd host:\n{}",
+            listed(&failures)
+        );
         phase.fail(&message);
         return Err(SnapshotError::Failed(message));
     }
     if !failures.is_empty() {
         reporter.warn(format!(
-            "[etcd] snapshot {name} is missing on {} of {} etcd hosts:\n{listed}",
+            "[etcd] snapshot {name} is missing on {} of {} etcd hosts:\n{}",
             failures.len(),
-            members.len()
+            members.len(),
+            listed(&failures)
         ));
     }
     phase.done();
@@ -550,7 +750,13 @@ pub struct RestoreOptions {
     pub name: String,
     pub s3: Option<S3BackupConfig>,
     pub up: UpOptions,
+    pub dry_run: bool,
 }
+
+const SHARE_STAGE: &str = "etcd restore: share snapshot";
+const PREPARE_STAGE: &str = "etcd restore: prepare";
+const REPLACE_STAGE: &str = "etcd restore: replace data";
+const UP_STAGE: &str = "etcd restore: up";
 
 /// `rkers etcd snapshot-restore --name N` (§26.3, in the safer order of this module's doc).
 /// The local state file provides the certificates: the state stored in the archive is not read.
@@ -576,12 +782,10 @@ pub async fn restore(
     if let Some(s3) = s3 {
         register_s3_secrets(s3);
     }
-    let etcd = &cluster.config.services.etcd;
     let image = backup_image(cluster);
-    let registries = cluster.registry_credentials();
     reporter.info(format!("Restoring etcd snapshot {name}"));
 
-    let phase = reporter.phase("etcd restore: prepare");
+    let phase = reporter.phase("plan");
     let targets = cluster.ssh_targets(opts.up.agent_override);
     let pool = match HostPool::connect(&targets, &opts.up.ssh).await {
         Ok(p) => p,
@@ -592,220 +796,246 @@ pub async fn restore(
             ));
         }
     };
-    let initial = initial_cluster(&members);
-    if s3.is_none() && members.len() > 1 {
-        let step = reporter.host_action("etcd restore", "all etcd hosts", "share snapshot");
-        let shared = async {
-            for m in &members {
-                if let Some(host) = pool.get(&m.address) {
-                    host.docker()
-                        .ensure_image(&image, &registries, &mut |_| {})
-                        .await
-                        .map_err(|e| e.to_string())?;
-                }
-            }
-            share_local_snapshot(&pool, &members, name, &image).await
-        };
-        match shared.await {
-            Ok(source) => {
-                reporter.info(format!(
-                    "using the snapshot [{name}] of host {source} on every etcd host"
-                ));
-                step.ok();
-            }
-            Err(e) => {
-                step.fail(&e);
-                pool.close().await;
-                let message = format!(
-                    "[etcd] cannot restore snapshot {name}; the cluster was left as it was: {e}"
-                );
-                phase.fail(&message);
-                return Err(SnapshotError::Failed(message));
-            }
+    let planned = plan_restore(cluster, &pool, &members, name, s3, &image).await;
+    let changes = match planned {
+        Ok(c) => c,
+        Err(e) => {
+            pool.close().await;
+            let message = format!(
+                "[etcd] cannot restore snapshot {name}; the cluster was left as it was: {e}"
+            );
+            phase.fail(&message);
+            return Err(SnapshotError::Failed(message));
         }
-    }
-    let mut digests: BTreeMap<String, String> = BTreeMap::new();
-    let mut failures: Vec<(String, String)> = Vec::new();
-    // Sequential like RKE1: a snapshot may be large and the hosts share the S3 server.
-    for member in &members {
-        let host = pool.get(&member.address).expect("connected host").clone();
-        let step =
-            reporter.host_action("etcd restore", &member.address, "fetch and check snapshot");
-        let prefix = prefix_of(cluster, &host);
-        let result = async {
-            if let Some(s3) = s3 {
-                let spec = s3_download_spec(&image, name, &prefix, etcd, s3);
-                run_helper(&host, DOWNLOAD, &spec, &registries, timeout_of(etcd)).await?;
-            }
-            let spec = restore_prepare_spec(&image, name, member, &initial, etcd);
-            let logs = run_helper(&host, RESTORE, &spec, &registries, timeout_of(etcd)).await?;
-            logs.lines()
-                .find_map(|l| l.trim().strip_prefix("sha256 ").map(str::to_string))
-                .ok_or_else(|| format!("{RESTORE} printed no checksum"))
-        }
-        .await;
-        match result {
-            Ok(digest) => {
-                step.ok();
-                digests.insert(member.address.clone(), digest);
-            }
-            Err(e) => {
-                let e = crate::output::redact(&e);
-                step.fail(&e);
-                failures.push((member.address.clone(), e));
-            }
-        }
-    }
-    let distinct: std::collections::BTreeSet<&String> = digests.values().collect();
-    if failures.is_empty() && distinct.len() > 1 {
-        failures.push((
-            "all etcd hosts".into(),
-            format!("the snapshot differs between hosts (sha256 per host: {digests:?})"),
+    };
+    phase.done();
+    let source = changes.stages.iter().flat_map(|s| &s.hosts).find_map(|h| {
+        h.actions.iter().find_map(|a| match a {
+            Action::CopySnapshotFrom { from, .. } => Some(from.clone()),
+            _ => None,
+        })
+    });
+    if let Some(source) = source {
+        reporter.info(format!(
+            "using the snapshot [{name}] of host {source} on every etcd host"
         ));
     }
-    if !failures.is_empty() {
+    if opts.dry_run {
+        reporter.planned(&changes.planned());
+        pool.close().await;
+        return Ok(());
+    }
+
+    let runner = crate::phases::Runner::new(reporter.clone(), opts.up.ssh.concurrency);
+    let ctx = SnapshotContext::new(cluster, &pool);
+    let apply_one = |address: String, action: Action| {
+        let ctx = &ctx;
+        async move { apply(ctx, &address, &action).await }
+    };
+    for stage in &changes.stages {
+        if stage.phase == UP_STAGE {
+            pool.close().await;
+            for h in &stage.hosts {
+                for action in &h.actions {
+                    let result = crate::phases::up::up(cluster, &opts.up, reporter).await;
+                    let error = result.as_ref().err().map(|e| e.to_string());
+                    reporter.applied(&h.host, action, error.as_deref());
+                    result.map_err(|cause| SnapshotError::Up {
+                        name: name.clone(),
+                        cause,
+                    })?;
+                }
+            }
+            continue;
+        }
+        let mut failures = changeset::apply_stage(stage, &runner, apply_one).await;
+        if stage.phase == PREPARE_STAGE && failures.is_empty() {
+            let digests = ctx
+                .digests
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            let distinct: std::collections::BTreeSet<&String> = digests.values().collect();
+            if distinct.len() > 1 {
+                failures.push((
+                    "all etcd hosts".into(),
+                    format!("the snapshot differs between hosts (sha256 per host: {digests:?})"),
+                ));
+            }
+        }
+        if failures.is_empty() {
+            continue;
+        }
+        let listed = changeset::list_failures(&failures);
+        if stage.phase == REPLACE_STAGE {
+            pool.close().await;
+            return Err(SnapshotError::Failed(format!(
+                "[etcd] restoring snapshot {name} failed after etcd was stopped:\n{listed}\nrun `rkers etcd snapshot-restore` again or `rkers up`"
+            )));
+        }
+        // Nothing the cluster runs on was touched yet: the scratch directories go again (a
+        // rollback outside the changeset, only on failure).
         for member in &members {
             if let Some(host) = pool.get(&member.address) {
                 let _ = run_helper(
                     host,
                     RESTORE_CLEAN,
                     &restore_clean_spec(&image),
-                    &registries,
+                    &ctx.registries,
                     DEFAULT_TIMEOUT,
                 )
                 .await;
             }
         }
         pool.close().await;
-        let message = format!(
-            "[etcd] cannot restore snapshot {name}; the cluster was left as it was:\n{}",
-            failures
-                .iter()
-                .map(|(h, e)| format!("  - host {h}: {e}"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
-        phase.fail(&message);
-        return Err(SnapshotError::Failed(message));
+        return Err(SnapshotError::Failed(format!(
+            "[etcd] cannot restore snapshot {name}; the cluster was left as it was:\n{listed}"
+        )));
     }
-    phase.done();
-
-    let phase = reporter.phase("etcd restore: replace data");
-    let result = replace_data(cluster, &pool, &members, &image, &registries, reporter).await;
-    pool.close().await;
-    if let Err(e) = result {
-        let message = format!(
-            "[etcd] restoring snapshot {name} failed after etcd was stopped: {e}\nrun `rkers etcd snapshot-restore` again or `rkers up`"
-        );
-        phase.fail(&message);
-        return Err(SnapshotError::Failed(message));
-    }
-    phase.done();
-
-    crate::phases::up::up(cluster, &opts.up, reporter)
-        .await
-        .map_err(|cause| SnapshotError::Up {
-            name: name.clone(),
-            cause,
-        })?;
     reporter.info(format!(
         "Finished restoring snapshot [{name}] on all etcd hosts"
     ));
     Ok(())
 }
 
-/// Each etcd host took its own snapshot of the same name a few seconds apart, so their files
-/// differ; like RKE1 (which served the first host's file to the others), the first etcd host that
-/// has the snapshot gives its copy to every other one, here streamed through rkers rather than
-/// served on port 2379, so etcd keeps running until the restore is known to work. Returns the
-/// source host.
-async fn share_local_snapshot(
+/// The changeset of a restore: the snapshot shared from the first etcd host that has it
+/// (without S3), fetched (with S3) and restored into the scratch directory on every etcd host;
+/// then etcd and the control plane removed everywhere, the restored data moved in, and `up`.
+async fn plan_restore(
+    cluster: &Cluster,
     pool: &HostPool,
     members: &[EtcdMember],
     name: &str,
-    helper_image: &str,
-) -> Result<String, String> {
+    s3: Option<&S3BackupConfig>,
+    image: &str,
+) -> Result<Changeset, String> {
+    let etcd = &cluster.config.services.etcd;
+    let initial = initial_cluster(members);
+    let file_image = &cluster.config.system_images.cert_downloader;
+    let mut changes = Changeset::default();
+    changes.stage(SHARE_STAGE, Pace::OneAtATime);
+    changes.stage(PREPARE_STAGE, Pace::OneAtATime);
     let hosts: Vec<&Arc<Host>> = members
         .iter()
-        .filter_map(|m| pool.get(&m.address))
-        .collect();
-    for (i, source) in hosts.iter().enumerate() {
-        let mut file: Option<String> = None;
-        for (j, target) in hosts.iter().enumerate() {
-            if i == j {
-                continue;
-            }
-            let candidates = match &file {
-                Some(f) => vec![f.clone()],
-                None => vec![format!("{name}.zip"), name.to_string()],
-            };
-            let mut copied = false;
-            for candidate in candidates {
-                copied = source
-                    .docker()
-                    .copy_file_to(
-                        &format!("{SNAPSHOT_DIR}/{candidate}"),
-                        target.docker(),
-                        SNAPSHOT_DIR,
-                        helper_image,
-                    )
-                    .await
-                    .map_err(|e| e.to_string())?;
-                if copied {
-                    file = Some(candidate);
-                    break;
-                }
-            }
-            if !copied {
-                break; // not on this host: try the next one as the source
+        .map(|m| {
+            pool.get(&m.address)
+                .ok_or_else(|| format!("host {} is not connected", m.address))
+        })
+        .collect::<Result<_, _>>()?;
+    if s3.is_none() && members.len() > 1 {
+        let (source, path) = find_local_snapshot(&hosts, name).await?;
+        for target in hosts.iter().filter(|h| h.name() != source) {
+            pull_if_missing(&mut changes, SHARE_STAGE, target, file_image).await?;
+            changes.push(
+                SHARE_STAGE,
+                Pace::OneAtATime,
+                target.name(),
+                Action::CopySnapshotFrom {
+                    from: source.clone(),
+                    path: path.clone(),
+                    image: file_image.clone(),
+                },
+            );
+        }
+    }
+    for (member, host) in members.iter().zip(&hosts) {
+        pull_if_missing(&mut changes, PREPARE_STAGE, host, image).await?;
+        let prefix = prefix_of(cluster, host);
+        if let Some(s3) = s3 {
+            changes.push(
+                PREPARE_STAGE,
+                Pace::OneAtATime,
+                &member.address,
+                Action::RunOneShot {
+                    container: DOWNLOAD.into(),
+                    image: image.to_string(),
+                    purpose: format!(
+                        "download snapshot {name} from {} into {SNAPSHOT_DIR}",
+                        s3_location(s3, name)
+                    ),
+                    spec: Box::new(s3_download_spec(image, name, &prefix, etcd, s3)),
+                },
+            );
+        }
+        changes.push(PREPARE_STAGE, Pace::OneAtATime, &member.address, Action::RunOneShot {
+            container: RESTORE.into(),
+            image: image.to_string(),
+            purpose: format!(
+                "restore snapshot {name} into {RESTORE_DIR} while the cluster runs, and print its sha256"
+            ),
+            spec: Box::new(restore_prepare_spec(image, name, member, &initial, etcd)),
+        });
+    }
+    for host in pool.hosts() {
+        for c in REPLACED {
+            if host
+                .docker()
+                .inspect_container(c)
+                .await
+                .map_err(|e| e.to_string())?
+                .is_some()
+            {
+                changes.push(
+                    REPLACE_STAGE,
+                    Pace::Parallel,
+                    host.name(),
+                    Action::RemoveContainer {
+                        name: c.to_string(),
+                        reason: "replaced on the restored data".into(),
+                    },
+                );
             }
         }
-        if file.is_some() {
-            return Ok(source.name().to_string());
+    }
+    for host in &hosts {
+        let prefix = prefix_of(cluster, host);
+        changes.push(
+            REPLACE_STAGE,
+            Pace::Parallel,
+            host.name(),
+            Action::RunOneShot {
+                container: RESTORE_MOVE.into(),
+                image: image.to_string(),
+                purpose: format!(
+                    "move the restored data into {}",
+                    plan::join_path(&[&prefix, "/var/lib/etcd"])
+                ),
+                spec: Box::new(restore_move_spec(image, &prefix)),
+            },
+        );
+    }
+    changes.push(
+        UP_STAGE,
+        Pace::OneAtATime,
+        changeset::CLUSTER,
+        Action::RunUp {
+            reason: "bring etcd and the control plane back on the restored data".into(),
+        },
+    );
+    Ok(changes)
+}
+
+/// The first etcd host with the snapshot (`<name>.zip`, else `<name>`), asked over SSH.
+async fn find_local_snapshot(hosts: &[&Arc<Host>], name: &str) -> Result<(String, String), String> {
+    for host in hosts {
+        for candidate in [format!("{name}.zip"), name.to_string()] {
+            let path = format!("{SNAPSHOT_DIR}/{candidate}");
+            let out = host
+                .ssh()
+                .exec(&format!(
+                    "test -f {} && echo yes; true",
+                    shell_words::quote(&path)
+                ))
+                .await
+                .map_err(|e| format!("host {}: {e}", host.name()))?;
+            if out.stdout_str().trim() == "yes" {
+                return Ok((host.name().to_string(), path));
+            }
         }
     }
     Err(format!(
         "snapshot {name} is on no etcd host (looked for {SNAPSHOT_DIR}/{name}.zip and {SNAPSHOT_DIR}/{name})"
     ))
-}
-
-/// Removes etcd and the control plane everywhere, then moves each member's restored data in.
-async fn replace_data(
-    cluster: &Cluster,
-    pool: &HostPool,
-    members: &[EtcdMember],
-    image: &str,
-    registries: &[hosts::target::RegistryCredential],
-    reporter: &Reporter,
-) -> Result<(), String> {
-    for host in pool.hosts() {
-        let step =
-            reporter.host_action("etcd restore", host.name(), "remove etcd and control plane");
-        for c in REPLACED {
-            if let Err(e) = host.docker().remove_container(c).await {
-                step.fail(&e.to_string());
-                return Err(e.to_string());
-            }
-        }
-        step.ok();
-    }
-    let hosts: Vec<Arc<Host>> = members
-        .iter()
-        .filter_map(|m| pool.get(&m.address).cloned())
-        .collect();
-    for host in hosts {
-        let step = reporter.host_action("etcd restore", host.name(), "move restored data");
-        let prefix = prefix_of(cluster, &host);
-        let spec = restore_move_spec(image, &prefix);
-        match run_helper(&host, RESTORE_MOVE, &spec, registries, DEFAULT_TIMEOUT).await {
-            Ok(_) => step.ok(),
-            Err(e) => {
-                step.fail(&e);
-                return Err(format!("host {}: {e}", host.name()));
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

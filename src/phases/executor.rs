@@ -169,7 +169,19 @@ impl HostExecutor<'_> {
                 Action::EnsureCniDirectory { .. } | Action::WriteTmpfilesEntry { .. } => {
                     Err(ExecFailure::OwnStep("calico runtime"))
                 }
-                // up's actions (wip-plan)
+                // The day-2 commands' actions: their changesets apply them (phases::changeset
+                // with each command's `apply`); `up` never plans them.
+                Action::WriteFileSet { .. }
+                | Action::RestartAndCheck { .. }
+                | Action::DeletePods { .. }
+                | Action::SaveStateSecret { .. }
+                | Action::RewriteSecrets { .. }
+                | Action::WriteKubeconfig { .. }
+                | Action::DeleteLocalFile { .. }
+                | Action::CleanLogLinks { .. }
+                | Action::RunOneShot { .. }
+                | Action::CopySnapshotFrom { .. }
+                | Action::RunUp { .. } => Err(ExecFailure::OwnStep("a day-2 command's changeset")),
                 Action::FixEtcdPermissions { path } => self.fix_etcd_permissions(path).await,
             };
             self.report(action, result)?;

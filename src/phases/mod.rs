@@ -8,6 +8,7 @@ pub mod adoption;
 pub mod cert_list;
 pub mod cert_rotate;
 pub mod certs;
+pub mod changeset;
 pub mod encryption;
 pub mod etcd_snapshot;
 pub mod executor;

@@ -13,9 +13,11 @@
 
 use crate::cluster::Cluster;
 use crate::config::RkeConfig;
+use crate::diff::Action;
 use crate::hosts::{ContainerSpec, Host, HostPool, SshOptions};
 use crate::output::Reporter;
-use crate::phases::{PhaseError, Runner, reconcile};
+use crate::phases::changeset::{self, Changeset, Pace};
+use crate::phases::{Runner, reconcile};
 use crate::plan;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -177,23 +179,6 @@ pub async fn remove(
     phase.done();
 
     let work = host_work(config, &pool);
-    if opts.dry_run {
-        print_dry_run(
-            cluster,
-            &pool,
-            &work,
-            &failures,
-            external_etcd,
-            opts.keep_backups,
-            reporter,
-        )
-        .await;
-        pool.close().await;
-        return Ok(());
-    }
-
-    let phase = reporter.phase("remove");
-    let pool = Arc::new(pool);
     let context = Arc::new(CleanContext {
         image: config.system_images.alpine.clone(),
         windows_image: config.system_images.kubernetes_services_sidecar.clone(),
@@ -201,26 +186,57 @@ pub async fn remove(
         prefix: config.prefix_path.clone(),
         external_etcd,
     });
-    let p = pool.clone();
-    let result = runner
-        .for_each_host("remove", "remove containers and clean", work, move |w| {
-            let host = p.get(&w.address).cloned();
-            let context = context.clone();
-            async move {
-                let host = host.ok_or("not connected")?;
-                remove_host(&host, w.roles, &context).await
-            }
-        })
-        .await;
-    match result {
-        Ok(()) => phase.done(),
-        Err(PhaseError::Hosts { failures: f, .. }) => {
-            phase.fail(&format!("{} hosts failed", f.len()));
-            failures.extend(f);
+    let phase = reporter.phase("plan");
+    let changes = plan_removal(
+        cluster,
+        &pool,
+        &work,
+        &context,
+        &failures,
+        opts.keep_backups,
+    )
+    .await;
+    let changes = match changes {
+        Ok(c) => {
+            phase.done();
+            c
         }
         Err(e) => {
-            phase.fail(&e.to_string());
-            failures.push(("(all hosts)".into(), e.to_string()));
+            phase.fail(&e);
+            pool.close().await;
+            return Err(RemoveError::Other(e));
+        }
+    };
+    if !failures.is_empty() {
+        reporter.warn(
+            "the state file and kubeconfig are kept: not every host can be cleaned".to_string(),
+        );
+    }
+    if opts.keep_backups {
+        warn_kept_backups(cluster, reporter);
+    }
+    if opts.dry_run {
+        reporter.planned(&changes.planned());
+        pool.close().await;
+        return Ok(());
+    }
+
+    let pool = Arc::new(pool);
+    let p = pool.clone();
+    let apply_one = move |address: String, action: Action| {
+        let host = p.get(&address).cloned();
+        let context = context.clone();
+        async move { apply(host.as_deref(), &context, &action).await }
+    };
+    for stage in &changes.stages {
+        let stage_failures = changeset::apply_stage(stage, &runner, apply_one.clone()).await;
+        if stage.phase == LOCAL_STAGE {
+            // As before: a local file that cannot be deleted is only a warning.
+            for (_, e) in stage_failures {
+                reporter.warn(e);
+            }
+        } else {
+            failures.extend(stage_failures);
         }
     }
     pool.close().await;
@@ -228,9 +244,151 @@ pub async fn remove(
     if !failures.is_empty() {
         return Err(RemoveError::Hosts(failures));
     }
-    remove_local_files(cluster, opts.keep_backups, reporter);
     reporter.info("Cluster removed successfully");
     Ok(())
+}
+
+const HOST_STAGE: &str = "remove";
+const LOCAL_STAGE: &str = "remove local files";
+
+/// The changeset of `remove`: per host the RKE containers it has, the directories that exist
+/// and the dangling log links, all hosts in parallel; then, only when every host can be
+/// cleaned, the local files. Reads the hosts only (container and image inspections, one
+/// `test -d` over SSH).
+async fn plan_removal(
+    cluster: &Cluster,
+    pool: &HostPool,
+    work: &[HostWork],
+    context: &CleanContext,
+    unreachable: &[(String, String)],
+    keep_backups: bool,
+) -> Result<Changeset, String> {
+    let mut changes = Changeset::default();
+    for w in work {
+        let host = pool.get(&w.address).expect("connected host");
+        let mut push = |a: Action| changes.push(HOST_STAGE, Pace::Parallel, &w.address, a);
+        let e = |e: crate::hosts::HostError| e.to_string();
+        if host.facts().os_type.eq_ignore_ascii_case("windows") {
+            let cleanup = reconcile::HostCleanup::windows(&context.windows_image);
+            for c in cleanup.containers(&[]) {
+                if host
+                    .docker()
+                    .inspect_container(c)
+                    .await
+                    .map_err(e)?
+                    .is_some()
+                {
+                    push(Action::RemoveContainer {
+                        name: c.to_string(),
+                        reason: "remove the cluster".into(),
+                    });
+                }
+            }
+            push(cleanup.action());
+            continue;
+        }
+        for name in containers_to_remove(w.roles, context.external_etcd) {
+            if host
+                .docker()
+                .inspect_container(name)
+                .await
+                .map_err(e)?
+                .is_some()
+            {
+                push(Action::RemoveContainer {
+                    name: name.to_string(),
+                    reason: "remove the cluster".into(),
+                });
+            }
+        }
+        let prefix = plan::host_prefix_path(&context.prefix, &host.facts().operating_system);
+        let mut wanted = directories_to_clean(&prefix, context.external_etcd);
+        wanted.push(RKE_LOG_DIR.to_string());
+        let mut dirs = existing_directories(host, &wanted).await?;
+        let log_dir = dirs.iter().any(|d| d == RKE_LOG_DIR);
+        dirs.retain(|d| d != RKE_LOG_DIR);
+        if (!dirs.is_empty() || log_dir)
+            && !host
+                .docker()
+                .image_exists(&context.image)
+                .await
+                .map_err(e)?
+        {
+            push(Action::PullImage {
+                image: context.image.clone(),
+            });
+        }
+        if !dirs.is_empty() {
+            push(Action::CleanDirectories { paths: dirs });
+        }
+        if log_dir {
+            push(Action::CleanLogLinks {
+                dir: RKE_LOG_DIR.to_string(),
+                image: context.image.clone(),
+            });
+        }
+    }
+    if unreachable.is_empty() {
+        for path in local_files_to_delete(cluster, keep_backups) {
+            if path.exists() {
+                changes.push(
+                    LOCAL_STAGE,
+                    Pace::OneAtATime,
+                    changeset::LOCAL,
+                    Action::DeleteLocalFile {
+                        path: path.display().to_string(),
+                    },
+                );
+            }
+        }
+    }
+    Ok(changes)
+}
+
+/// Applies one action of `remove`'s changeset (`host` is `None` for the pseudo-host `local`).
+pub async fn apply(
+    host: Option<&Host>,
+    context: &CleanContext,
+    action: &Action,
+) -> Result<(), String> {
+    let e = |e: crate::hosts::HostError| e.to_string();
+    let need_host = || host.ok_or_else(|| format!("{action}: the host is not connected"));
+    match action {
+        Action::RemoveContainer { name, .. } => need_host()?
+            .docker()
+            .remove_container(name)
+            .await
+            .map_err(e),
+        Action::PullImage { image } => need_host()?
+            .docker()
+            .ensure_image(image, &context.registries, &mut |_| {})
+            .await
+            .map(drop)
+            .map_err(e),
+        Action::CleanDirectories { paths } => {
+            reconcile::clean_directories(need_host()?, &context.image, paths).await
+        }
+        Action::CleanLogLinks { dir, image } => clean_log_links(need_host()?, image, dir).await,
+        Action::CleanWindowsHost {
+            unregister_wins, ..
+        } => {
+            // The plan refuses every Windows prefix but c:/ (the Linux prefix rule would give `/`).
+            let steps = plan::remove_plan_windows(plan::WINDOWS_PREFIX_PATH, *unregister_wins);
+            crate::phases::windows::remove_windows_host(
+                need_host()?,
+                &steps,
+                &context.windows_image,
+            )
+            .await
+            .map_err(|e| e.to_string())
+        }
+        Action::DeleteLocalFile { path } => match std::fs::remove_file(path) {
+            Ok(()) => Ok(()),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(err) => Err(format!("cannot remove {path}: {err}")),
+        },
+        other => Err(format!("`remove` does not apply this action: {other}")),
+    }
 }
 
 /// The hosts to clean, in config order, each once with the union of its roles.
@@ -257,45 +415,13 @@ fn host_work(config: &RkeConfig, pool: &HostPool) -> Vec<HostWork> {
         .collect()
 }
 
-struct CleanContext {
+pub struct CleanContext {
     image: String,
     /// Runs Windows hosts' privileged steps (the sidekick image, as RKE1 uses on Windows).
     windows_image: String,
     registries: Vec<crate::hosts::target::RegistryCredential>,
     prefix: String,
     external_etcd: bool,
-}
-
-async fn remove_host(host: &Host, roles: Roles, context: &CleanContext) -> Result<(), String> {
-    let facts = plan::HostFacts {
-        os_type: host.facts().os_type.clone(),
-        ..Default::default()
-    };
-    if plan::is_windows(&facts) {
-        // Containers, wins-managed processes, wins' firewall rules, HNS networks and the
-        // directories the plan wrote; `up` installs and registers wins, so it is unregistered
-        // and deleted too.
-        // The plan refuses every Windows prefix but c:/ (the Linux prefix rule would give `/`).
-        let steps = plan::remove_plan_windows(plan::WINDOWS_PREFIX_PATH, true);
-        return crate::phases::windows::remove_windows_host(host, &steps, &context.windows_image)
-            .await
-            .map_err(|e| e.to_string());
-    }
-    for name in containers_to_remove(roles, context.external_etcd) {
-        host.docker()
-            .remove_container(name)
-            .await
-            .map_err(|e| e.to_string())?;
-    }
-    let prefix = plan::host_prefix_path(&context.prefix, &host.facts().operating_system);
-    let dirs =
-        existing_directories(host, &directories_to_clean(&prefix, context.external_etcd)).await?;
-    host.docker()
-        .ensure_image(&context.image, &context.registries, &mut |_| {})
-        .await
-        .map_err(|e| e.to_string())?;
-    reconcile::clean_directories(host, &context.image, &dirs).await?;
-    clean_log_links(host, &context.image).await
 }
 
 /// The subset of `dirs` that exists on the host, asked over SSH so nothing is created.
@@ -320,12 +446,12 @@ async fn existing_directories(host: &Host, dirs: &[String]) -> Result<Vec<String
         .collect())
 }
 
-async fn clean_log_links(host: &Host, image: &str) -> Result<(), String> {
+async fn clean_log_links(host: &Host, image: &str, dir: &str) -> Result<(), String> {
     let spec = ContainerSpec {
         image: image.to_string(),
         entrypoint: vec!["/bin/sh".into(), "-c".into()],
         cmd: vec![format!(
-            "[ -d {RKE_LOG_DIR} ] && find {RKE_LOG_DIR} -type l ! -exec test -e {{}} \\; -print -delete; true"
+            "[ -d {dir} ] && find {dir} -type l ! -exec test -e {{}} \\; -print -delete; true"
         )],
         binds: vec!["/var/lib:/var/lib".into()],
         privileged: true,
@@ -351,103 +477,17 @@ fn local_files_to_delete(cluster: &Cluster, keep_backups: bool) -> Vec<std::path
     paths
 }
 
-fn remove_local_files(cluster: &Cluster, keep_backups: bool, reporter: &Reporter) {
-    for path in local_files_to_delete(cluster, keep_backups) {
-        match std::fs::remove_file(&path) {
-            Ok(()) => reporter.info(format!("Removed {}", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => reporter.warn(format!("cannot remove {}: {e}", path.display())),
-        }
-    }
-    if keep_backups {
-        let kept = crate::state::list_backups(&cluster.files.state_path).unwrap_or_default();
-        if !kept.is_empty() {
-            let list: Vec<String> = kept.iter().map(|p| p.display().to_string()).collect();
-            reporter.warn(format!(
-                "kept {} backup(s) of the state, which hold every private key of the removed \
-                 cluster: {}",
-                kept.len(),
-                list.join(", ")
-            ));
-        }
-    }
-}
-
-/// What `remove` would do on a Windows worker: the same steps [`remove_host`] takes there.
-async fn windows_dry_run(host: &Host, image: &str) -> Vec<String> {
-    let cleanup = reconcile::HostCleanup::windows(image);
-    let mut lines = Vec::new();
-    for c in cleanup.containers(&[]) {
-        if let Ok(Some(_)) = host.docker().inspect_container(c).await {
-            lines.push(format!("  - remove container {c}"));
-        }
-    }
-    lines.push(format!("  - {}", cleanup.action()));
-    lines
-}
-
-async fn print_dry_run(
-    cluster: &Cluster,
-    pool: &HostPool,
-    work: &[HostWork],
-    unreachable: &[(String, String)],
-    external_etcd: bool,
-    keep_backups: bool,
-    reporter: &Reporter,
-) {
-    let mut lines = Vec::new();
-    for w in work {
-        let host = pool.get(&w.address).expect("connected host");
-        if host.facts().os_type.eq_ignore_ascii_case("windows") {
-            lines.push(format!("host {}:", w.address));
-            lines.extend(
-                windows_dry_run(
-                    host,
-                    &cluster.config.system_images.kubernetes_services_sidecar,
-                )
-                .await,
-            );
-            continue;
-        }
-        let mut present = Vec::new();
-        for name in containers_to_remove(w.roles, external_etcd) {
-            if let Ok(Some(_)) = host.docker().inspect_container(name).await {
-                present.push(name);
-            }
-        }
-        let prefix =
-            plan::host_prefix_path(&cluster.config.prefix_path, &host.facts().operating_system);
-        let dirs = directories_to_clean(&prefix, external_etcd);
-        let dirs = existing_directories(host, &dirs).await.unwrap_or(dirs);
-        lines.push(format!("host {}:", w.address));
-        for c in &present {
-            lines.push(format!("  - remove container {c}"));
-        }
-        if !dirs.is_empty() {
-            lines.push(format!("  - clean the contents of {}", dirs.join(", ")));
-        }
-    }
-    for (h, e) in unreachable {
-        lines.push(format!("host {h}: cannot be reached ({e})"));
-    }
-    for path in local_files_to_delete(cluster, keep_backups) {
-        if path.exists() {
-            lines.push(format!("local: delete {}", path.display()));
-        }
-    }
-    if keep_backups {
-        for path in crate::state::list_backups(&cluster.files.state_path).unwrap_or_default() {
-            lines.push(format!("local: keep {}", path.display()));
-        }
-    }
-    if reporter.is_json() {
-        for l in &lines {
-            println!("{}", serde_json::json!({ "dry_run": l }));
-        }
-    } else {
-        for l in &lines {
-            println!("{l}");
-        }
+/// The backups `--keep-backups` keeps: they hold every private key of the removed cluster.
+fn warn_kept_backups(cluster: &Cluster, reporter: &Reporter) {
+    let kept = crate::state::list_backups(&cluster.files.state_path).unwrap_or_default();
+    if !kept.is_empty() {
+        let list: Vec<String> = kept.iter().map(|p| p.display().to_string()).collect();
+        reporter.warn(format!(
+            "keeping {} backup(s) of the state, which hold every private key of the removed \
+             cluster: {}",
+            kept.len(),
+            list.join(", ")
+        ));
     }
 }
 

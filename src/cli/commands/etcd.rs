@@ -23,26 +23,6 @@ fn cli_error(e: SnapshotError) -> CliError {
     }
 }
 
-fn etcd_hosts(cluster: &Cluster) -> String {
-    etcd_snapshot::etcd_members(&cluster.config)
-        .iter()
-        .map(|m| m.address.clone())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn s3_location(s3: &crate::config::S3BackupConfig, name: &str) -> String {
-    let folder = if s3.folder.is_empty() {
-        String::new()
-    } else {
-        format!("{}/", s3.folder.trim_end_matches('/'))
-    };
-    format!(
-        "s3://{}/{folder}{name}.zip at {}",
-        s3.bucket_name, s3.endpoint
-    )
-}
-
 pub async fn run(
     cluster: &Cluster,
     command: &EtcdCommand,
@@ -71,22 +51,12 @@ pub async fn run(
                 reporter.warn(w);
             }
             let s3 = s3_from_args(s3).map_err(cli_error)?;
-            if *dry_run {
-                let s3 = etcd_snapshot::effective_s3(&cluster.config.services.etcd, s3.as_ref());
-                reporter.info(format!(
-                    "would save snapshot [{name}] as {}/{name}.zip on etcd hosts {}, one after the other{}",
-                    etcd_snapshot::SNAPSHOT_DIR,
-                    etcd_hosts(cluster),
-                    s3.map(|s| format!(", and upload it to {}", s3_location(s, &name)))
-                        .unwrap_or_default()
-                ));
-                return Ok(());
-            }
             let opts = SaveOptions {
                 name,
                 s3,
-                ssh: super::up::ssh_options(connect),
+                ssh: super::up::ssh_options_for(connect, *dry_run),
                 agent_override: connect.ssh_agent_auth,
+                dry_run: *dry_run,
             };
             etcd_snapshot::save(cluster, &opts, reporter)
                 .await
@@ -117,26 +87,10 @@ pub async fn run(
                 );
             }
             let s3 = s3_from_args(s3).map_err(cli_error)?;
-            if *dry_run {
-                let s3 = etcd_snapshot::effective_s3(&cluster.config.services.etcd, s3.as_ref());
-                let source = match s3 {
-                    Some(s) => format!("downloaded from {}", s3_location(s, &name)),
-                    None => format!(
-                        "from {}/{name}.zip of the first etcd host that has it",
-                        etcd_snapshot::SNAPSHOT_DIR
-                    ),
-                };
-                reporter.info(format!(
-                    "would restore snapshot [{name}] ({source}) into a scratch directory on etcd hosts {}; \
-                     if that works on every one, remove etcd, kube-apiserver, kube-controller-manager and \
-                     kube-scheduler, put the restored data in place and run `up`",
-                    etcd_hosts(cluster)
-                ));
-                return Ok(());
-            }
             let opts = RestoreOptions {
                 name,
                 s3,
+                dry_run: *dry_run,
                 up: UpOptions {
                     dry_run: false,
                     force: false,
@@ -148,7 +102,7 @@ pub async fn run(
                     }),
                     agent_override: connect.ssh_agent_auth,
                     ignore_docker_version_flag: connect.ignore_docker_version,
-                    ssh: super::up::ssh_options(connect),
+                    ssh: super::up::ssh_options_for(connect, *dry_run),
                     // A restore rebuilds etcd and the control plane by the operator's explicit
                     // request; there is nothing left to confirm about adopting the cluster.
                     yes: true,

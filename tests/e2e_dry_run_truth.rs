@@ -1,0 +1,253 @@
+//! The dry run is the truth: for each command, `<command> --dry-run --output json` and then the
+//! command itself with `--output json` on the sandbox; the `planned` events of the first must
+//! equal the `applied` events of the second, action for action and in order per host (the host
+//! keys include the pseudo-hosts `cluster` and `local`), every applied action succeeded, and
+//! the dry run changed nothing on the hosts.
+//!
+//! One cluster serves the commands that leave it running (`etcd snapshot-save`, `cert rotate
+//! --service kubelet`, `encrypt rotate-key`); `remove` comes last, in the same test function,
+//! so the steps run in this order. nextest runs this binary in the `sandbox` group, in CI's
+//! lane A (it is no `e2e_day2_*` test).
+
+mod support;
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::Instant;
+use support::e2e::{E2e, HOSTS};
+
+/// Per host, the `(action text, action data)` of every event of `kind` (`planned` or
+/// `applied`), in output order.
+type Actions = BTreeMap<String, Vec<(String, Value)>>;
+
+fn action_events(out: &str, kind: &str) -> Actions {
+    let mut by_host: Actions = BTreeMap::new();
+    for v in out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == kind)
+    {
+        let host = v["host"].as_str().expect("an action event names its host");
+        by_host.entry(host.to_string()).or_default().push((
+            v["action"].as_str().unwrap_or_default().to_string(),
+            v["data"].clone(),
+        ));
+    }
+    by_host
+}
+
+/// Failed `applied` events, as `host: action: error`.
+fn failed_actions(out: &str) -> Vec<String> {
+    out.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == "applied" && v["status"] != "ok")
+        .map(|v| format!("{}: {}: {}", v["host"], v["action"], v["error"]))
+        .collect()
+}
+
+fn show(actions: &Actions) -> String {
+    let mut out = String::new();
+    for (host, list) in actions {
+        out.push_str(&format!("{host}:\n"));
+        for (text, _) in list {
+            out.push_str(&format!("  - {text}\n"));
+        }
+    }
+    out
+}
+
+/// Runs `args` as a dry run, then for real (with `real_extra` added, e.g. `--force`), and
+/// asserts that what the run applied is what the dry run planned. Returns the plan.
+fn dry_run_is_the_truth(cluster: &E2e, args: &[&str], real_extra: &[&str]) -> Actions {
+    let state_before = std::fs::read(cluster.state_path()).ok();
+    let ids_before = cluster.env.container_ids(&HOSTS);
+    let t = Instant::now();
+    let mut dry_args = args.to_vec();
+    dry_args.extend(["--dry-run", "--output", "json"]);
+    let (ok, dry) = cluster.rkers(&dry_args);
+    assert!(ok, "{dry_args:?} failed:\n{dry}");
+    eprintln!("{dry_args:?}: {:.1}s", t.elapsed().as_secs_f64());
+    let planned = action_events(&dry, "planned");
+    eprintln!("planned:\n{}", show(&planned));
+    assert!(
+        action_events(&dry, "applied").is_empty(),
+        "a dry run applies nothing:\n{dry}"
+    );
+    assert_eq!(
+        std::fs::read(cluster.state_path()).ok(),
+        state_before,
+        "the dry run changed the state file"
+    );
+    assert_eq!(
+        cluster.env.container_ids(&HOSTS),
+        ids_before,
+        "the dry run changed containers"
+    );
+
+    let t = Instant::now();
+    let mut real_args = args.to_vec();
+    real_args.extend(real_extra);
+    real_args.extend(["--output", "json"]);
+    let (ok, real) = cluster.rkers(&real_args);
+    assert!(ok, "{real_args:?} failed:\n{real}");
+    eprintln!("{real_args:?}: {:.1}s", t.elapsed().as_secs_f64());
+    assert_eq!(failed_actions(&real), Vec::<String>::new(), "{real}");
+    let applied = action_events(&real, "applied");
+    assert_eq!(
+        applied,
+        planned,
+        "{args:?}: applied (left) differs from the dry run (right):\napplied:\n{}\nplanned:\n{}",
+        show(&applied),
+        show(&planned)
+    );
+    planned
+}
+
+/// The action texts of `host`.
+fn texts<'a>(plan: &'a Actions, host: &str) -> Vec<&'a str> {
+    plan.get(host)
+        .map(|l| l.iter().map(|(t, _)| t.as_str()).collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn other_commands_apply_exactly_their_dry_run() {
+    let Some(cluster) = E2e::new() else { return };
+    let sb = cluster.env.clone();
+    let started = Instant::now();
+    cluster.standard().await;
+    eprintln!("standard: {:.1}s", started.elapsed().as_secs_f64());
+    let (h1, h2, h3) = (sb.ip(1), sb.ip(2), sb.ip(3));
+
+    // etcd snapshot-save: host1 (the one etcd host) gets the state copy and the one-shot
+    // snapshot helper; the archive is there afterwards.
+    let plan = dry_run_is_the_truth(
+        &cluster,
+        &["etcd", "snapshot-save", "--name", "truth-1"],
+        &[],
+    );
+    assert_eq!(plan.keys().collect::<Vec<_>>(), [&h1], "{}", show(&plan));
+    let actions = texts(&plan, &h1);
+    assert!(
+        actions[0].contains("truth-1.rkestate")
+            && actions
+                .last()
+                .unwrap()
+                .starts_with("save snapshot truth-1 as /opt/rke/etcd-snapshots/truth-1.zip"),
+        "{actions:?}"
+    );
+    sb.on_host("host1", "test -s /opt/rke/etcd-snapshots/truth-1.zip");
+
+    // cert rotate --service kubelet: per host the kubelet's files written, then only the
+    // kubelet restarted; the admin kubeconfig and the state Secret follow.
+    let plan = dry_run_is_the_truth(&cluster, &["cert", "rotate", "--service", "kubelet"], &[]);
+    for h in [&h1, &h2, &h3] {
+        let actions = texts(&plan, h);
+        assert_eq!(actions.len(), 2, "{h}: {actions:?}");
+        assert!(
+            actions[0].starts_with("write under /etc/kubernetes:"),
+            "{actions:?}"
+        );
+        assert!(
+            actions[1].starts_with("restart container kubelet"),
+            "{actions:?}"
+        );
+    }
+    assert_eq!(texts(&plan, "local").len(), 1, "{}", show(&plan));
+    assert_eq!(
+        texts(&plan, "cluster"),
+        ["save the state in Secret kube-system/full-cluster-state (the rotated certificates)"]
+    );
+
+    // encrypt rotate-key on a cluster with encryption on: host1 (the one controlplane host)
+    // writes the provider file and restarts kube-apiserver twice; the cluster rewrites every
+    // Secret in between.
+    cluster.edit(|t| {
+        t.replace(
+            "services:\n",
+            "services:\n  kube-api:\n    secrets_encryption_config:\n      enabled: true\n",
+        )
+    });
+    cluster.up();
+    let plan = dry_run_is_the_truth(&cluster, &["encrypt", "rotate-key"], &[]);
+    let actions = texts(&plan, &h1);
+    let restarts = actions
+        .iter()
+        .filter(|a| a.starts_with("restart container kube-apiserver"))
+        .count();
+    assert_eq!(restarts, 2, "{actions:?}");
+    assert!(
+        texts(&plan, "cluster")
+            .iter()
+            .any(|a| a.starts_with("rewrite every Secret")),
+        "{}",
+        show(&plan)
+    );
+    assert!(!plan.contains_key(&h2), "{}", show(&plan));
+
+    // remove, last: every host loses its containers, the local files go.
+    let plan = dry_run_is_the_truth(&cluster, &["remove"], &["--force"]);
+    for h in [&h1, &h2, &h3] {
+        assert!(
+            texts(&plan, h)
+                .iter()
+                .any(|a| a.starts_with("remove container kubelet")),
+            "{h}: {}",
+            show(&plan)
+        );
+    }
+    assert!(
+        texts(&plan, "local")
+            .iter()
+            .any(|a| a.ends_with("cluster.rkestate")),
+        "{}",
+        show(&plan)
+    );
+    for h in HOSTS {
+        assert_eq!(
+            sb.container_names(h)
+                .iter()
+                .filter(|n| !n.starts_with("k8s_"))
+                .count(),
+            0,
+            "{h}: {:?}",
+            sb.container_names(h)
+        );
+    }
+    assert!(!cluster.state_path().exists());
+}
+
+/// `up` on an unchanged cluster: nothing planned, nothing applied.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs the executor from wip-plan"]
+async fn up_no_op_applies_exactly_its_dry_run() {
+    let Some(cluster) = E2e::new() else { return };
+    cluster.standard().await;
+    let plan = dry_run_is_the_truth(&cluster, &["up"], &[]);
+    assert!(plan.values().all(|l| l.is_empty()), "{}", show(&plan));
+}
+
+/// `up` after one kube-api flag changed: kube-apiserver recreated, as planned.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs the executor from wip-plan"]
+async fn up_with_one_changed_flag_applies_exactly_its_dry_run() {
+    let Some(cluster) = E2e::new() else { return };
+    cluster.standard().await;
+    cluster.edit(|t| {
+        t.replace(
+            "services:\n",
+            "services:\n  kube-api:\n    extra_args:\n      audit-log-maxage: \"7\"\n",
+        )
+    });
+    let plan = dry_run_is_the_truth(&cluster, &["up"], &[]);
+    let h1 = cluster.env.ip(1);
+    assert!(
+        texts(&plan, &h1)
+            .iter()
+            .any(|a| a.starts_with("recreate container kube-apiserver")),
+        "{}",
+        show(&plan)
+    );
+    // Back to the standard config for the tests that follow.
+    cluster.standard().await;
+}
