@@ -871,8 +871,22 @@ fn guard_existing_cluster(
     if known_cluster || force {
         return Ok(());
     }
+    // A first `up` stopped midway (killed, interrupted, a host failed) wrote the state's desired
+    // side and started containers: hosts that hold that state's CA are this cluster's, and
+    // going on finishes it (fault matrix, scripts/faults, fault 13).
+    let state_ca = old
+        .and_then(|s| s.desired_state.certificates_bundle.get("kube-ca"))
+        .map(|ca| ca.certificate_pem.trim());
+    let ours = |o: &Observed| {
+        state_ca.is_some_and(|ca| {
+            o.files
+                .get("ssl/kube-ca.pem")
+                .is_some_and(|f| String::from_utf8_lossy(f).trim() == ca)
+        })
+    };
     let busy: Vec<String> = observed
         .iter()
+        .filter(|(_, o)| !ours(o))
         .filter_map(|(host, o)| {
             let names: Vec<&str> = [plan::ETCD, plan::KUBE_APISERVER, plan::KUBELET]
                 .into_iter()
@@ -2538,6 +2552,45 @@ async fn port_checks(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Fault 13 of scripts/faults: a first `up` killed after it started containers is finished
+    /// by the next `up`, since the hosts hold the CA its state holds; other CAs stay refused.
+    #[test]
+    fn a_first_up_stopped_midway_is_finished_but_a_foreign_cluster_is_refused() {
+        let mut state = StateFile::default();
+        state.desired_state.certificates_bundle.insert(
+            "kube-ca".into(),
+            crate::pki::CertificatePki {
+                certificate_pem: "-----BEGIN CERTIFICATE-----\nOURS\n-----END CERTIFICATE-----\n"
+                    .into(),
+                ..Default::default()
+            },
+        );
+        let host = |ca: &str| {
+            let mut o = Observed::default();
+            o.containers
+                .insert(plan::KUBELET.into(), hosts::ObservedContainer::default());
+            o.files.insert(
+                "ssl/kube-ca.pem".into(),
+                format!("-----BEGIN CERTIFICATE-----\n{ca}\n-----END CERTIFICATE-----")
+                    .into_bytes(),
+            );
+            o
+        };
+        let path = std::path::Path::new("cluster.rkestate");
+        let ours = BTreeMap::from([("10.0.0.1".to_string(), host("OURS"))]);
+        assert!(guard_existing_cluster(Some(&state), &ours, false, path).is_ok());
+        let foreign = BTreeMap::from([
+            ("10.0.0.1".to_string(), host("OURS")),
+            ("10.0.0.2".to_string(), host("THEIRS")),
+        ]);
+        let err = guard_existing_cluster(Some(&state), &foreign, false, path)
+            .err()
+            .expect("a host with another CA is refused");
+        assert!(err.to_string().contains("10.0.0.2 (kubelet)"), "{err}");
+        assert!(!err.to_string().contains("10.0.0.1"), "{err}");
+        assert!(guard_existing_cluster(None, &ours, false, path).is_err());
+    }
     use crate::phases::windows::WindowsObserved;
     use crate::plan::WinsStatus;
 
