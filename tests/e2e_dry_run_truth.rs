@@ -219,7 +219,6 @@ async fn other_commands_apply_exactly_their_dry_run() {
 
 /// `up` on an unchanged cluster: nothing planned, nothing applied.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "needs the executor from wip-plan"]
 async fn up_no_op_applies_exactly_its_dry_run() {
     let Some(cluster) = E2e::new() else { return };
     cluster.standard().await;
@@ -229,7 +228,6 @@ async fn up_no_op_applies_exactly_its_dry_run() {
 
 /// `up` after one kube-api flag changed: kube-apiserver recreated, as planned.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "needs the executor from wip-plan"]
 async fn up_with_one_changed_flag_applies_exactly_its_dry_run() {
     let Some(cluster) = E2e::new() else { return };
     cluster.standard().await;

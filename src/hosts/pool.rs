@@ -62,10 +62,17 @@ pub struct HostProblems(pub Vec<HostError>);
 
 impl std::fmt::Display for HostProblems {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The first line is what a log or a one-line report keeps: it names the hosts, and a
+        // single host's whole error.
+        if let [only] = self.0.as_slice() {
+            return writeln!(f, "{only}; nothing was changed");
+        }
+        let hosts: Vec<&str> = self.0.iter().map(|e| e.host()).collect();
         writeln!(
             f,
-            "{} host(s) cannot be used; nothing was changed:",
-            self.0.len()
+            "{} hosts cannot be used ({}); nothing was changed:",
+            self.0.len(),
+            hosts.join(", ")
         )?;
         for e in &self.0 {
             writeln!(f, "  - {e}")?;

@@ -322,12 +322,45 @@ async fn start_listener(
         .await?;
     match d.start_container(name).await {
         Ok(()) => Ok(()),
-        // The real component already serves the port: that is what the check wants.
+        // The real component already serves the port: that is what the check wants. Anything
+        // else holding it would make the component fail to start later, with a less clear
+        // message (fault matrix, scripts/faults: a port taken on one host).
         Err(e) if e.to_string().contains("address already in use") => {
-            tracing::debug!(host, "{name}: port already served, listener not needed");
-            d.remove_container(name).await
+            d.remove_container(name).await?;
+            let component = port_owner(name);
+            let served = d
+                .inspect_container(component)
+                .await?
+                .is_some_and(|c| c.running);
+            if served {
+                tracing::debug!(host, "{name}: port already served by {component}");
+                return Ok(());
+            }
+            Err(HostError::Container {
+                host: host.to_owned(),
+                container: name.to_owned(),
+                detail: format!(
+                    "port {} already in use on this host, and not by {component} (not running \
+                     here): stop the process that holds it (`ss -ltnp`), or skip the check with \
+                     --disable-port-check",
+                    ports
+                        .iter()
+                        .map(u16::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            })
         }
         Err(e) => Err(e),
+    }
+}
+
+/// The container that serves a listener's ports once the cluster runs.
+fn port_owner(listener: &str) -> &'static str {
+    match listener {
+        ETCD_LISTENER => "etcd",
+        CP_LISTENER => "kube-apiserver",
+        _ => "kubelet",
     }
 }
 

@@ -423,6 +423,18 @@ fn render_progress(
     bars: &Mutex<HashMap<(String, String), ProgressBar>>,
     e: &Event,
 ) {
+    if e.event == Some("applied") {
+        // The phase's live host line already shows the step; only a failed action gets a line
+        // of its own (the phase's failure follows it).
+        if let (Status::Failed | Status::Interrupted, Some(host)) = (e.status, &e.host) {
+            let _ = multi.println(format!(
+                "  ✗ {host}: {}: {}",
+                e.action.as_deref().unwrap_or_default(),
+                e.error.as_deref().unwrap_or_default()
+            ));
+        }
+        return;
+    }
     let (Some(phase), Some(host)) = (&e.phase, &e.host) else {
         // Phase headers and free-standing messages print above the live lines.
         let text = match (e.status, &e.phase) {

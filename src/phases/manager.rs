@@ -17,13 +17,35 @@ pub enum PhaseError {
         host: String,
         message: String,
     },
-    #[error("[{phase}] {} hosts failed:\n{}", failures.len(), failures.iter().map(|(h, m)| format!("  - {h}: {m}")).collect::<Vec<_>>().join("\n"))]
+    #[error("{}", hosts_failed(phase, failures))]
     Hosts {
         phase: String,
         failures: Vec<(String, String)>,
     },
     #[error("interrupted")]
     Interrupted,
+}
+
+/// The first line names every failed host (a one-line report or a log keeps only it), and a
+/// single host's whole error; more hosts get one line each below.
+fn hosts_failed(phase: &str, failures: &[(String, String)]) -> String {
+    if let [(host, message)] = failures {
+        return format!("[{phase}] {host}: {message}");
+    }
+    let hosts: Vec<&str> = failures.iter().map(|(h, _)| h.as_str()).collect();
+    let first = failures
+        .first()
+        .map(|(h, m)| format!("; {h}: {}", m.lines().next().unwrap_or_default()))
+        .unwrap_or_default();
+    let mut text = format!(
+        "[{phase}] {} hosts failed ({}){first}",
+        failures.len(),
+        hosts.join(", ")
+    );
+    for (h, m) in failures {
+        text.push_str(&format!("\n  - {h}: {m}"));
+    }
+    text
 }
 
 /// Shared by all phases of a run: the reporter and the concurrency limit.
@@ -137,6 +159,30 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
+
+    /// Fault matrix (scripts/faults): a report that keeps one line still names the hosts.
+    #[test]
+    fn the_first_line_of_a_hosts_failure_names_the_hosts() {
+        let one = PhaseError::Hosts {
+            phase: "worker plane".into(),
+            failures: vec![("10.0.0.3".into(), "SSH connection lost".into())],
+        };
+        assert_eq!(
+            one.to_string(),
+            "[worker plane] 10.0.0.3: SSH connection lost"
+        );
+        let two = PhaseError::Hosts {
+            phase: "worker plane".into(),
+            failures: vec![
+                ("10.0.0.2".into(), "a".into()),
+                ("10.0.0.3".into(), "b".into()),
+            ],
+        };
+        assert_eq!(
+            two.to_string(),
+            "[worker plane] 2 hosts failed (10.0.0.2, 10.0.0.3); 10.0.0.2: a\n  - 10.0.0.2: a\n  - 10.0.0.3: b"
+        );
+    }
 
     #[tokio::test]
     async fn concurrency_limit_holds_and_every_host_is_attempted() {

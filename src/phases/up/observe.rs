@@ -113,8 +113,22 @@ pub(super) fn guard_existing_cluster(
     if known_cluster || force {
         return Ok(());
     }
+    // A first `up` stopped midway (killed, interrupted, a host failed) wrote the state's desired
+    // side and started containers: hosts that hold that state's CA are this cluster's, and
+    // going on finishes it (fault matrix, scripts/faults, fault 13).
+    let state_ca = old
+        .and_then(|s| s.desired_state.certificates_bundle.get("kube-ca"))
+        .map(|ca| ca.certificate_pem.as_bytes());
+    let ours = |o: &Observed| {
+        state_ca.is_some_and(|ca| {
+            o.files
+                .get("ssl/kube-ca.pem")
+                .is_some_and(|f| crate::diff::same_file_content("ssl/kube-ca.pem", ca, f))
+        })
+    };
     let busy: Vec<String> = observed
         .iter()
+        .filter(|(_, o)| !ours(o))
         .filter_map(|(host, o)| {
             let names: Vec<&str> = [plan::ETCD, plan::KUBE_APISERVER, plan::KUBELET]
                 .into_iter()

@@ -10,6 +10,47 @@ use std::collections::BTreeMap;
 use crate::phases::windows::WindowsObserved;
 use crate::plan::WinsStatus;
 
+/// Fault 13 of scripts/faults: a first `up` killed after it started containers is finished
+/// by the next `up`, since the hosts hold the CA its state holds; other CAs stay refused.
+#[test]
+fn a_first_up_stopped_midway_is_finished_but_a_foreign_cluster_is_refused() {
+    use super::observe::guard_existing_cluster;
+    let mut state = crate::state::StateFile::default();
+    state.desired_state.certificates_bundle.insert(
+        "kube-ca".into(),
+        crate::pki::CertificatePki {
+            certificate_pem: "-----BEGIN CERTIFICATE-----\nOURS\n-----END CERTIFICATE-----\n"
+                .into(),
+            ..Default::default()
+        },
+    );
+    let host = |ca: &str| {
+        let mut o = Observed::default();
+        o.containers.insert(
+            plan::KUBELET.into(),
+            crate::hosts::ObservedContainer::default(),
+        );
+        o.files.insert(
+            "ssl/kube-ca.pem".into(),
+            format!("-----BEGIN CERTIFICATE-----\n{ca}\n-----END CERTIFICATE-----").into_bytes(),
+        );
+        o
+    };
+    let path = std::path::Path::new("cluster.rkestate");
+    let ours = BTreeMap::from([("10.0.0.1".to_string(), host("OURS"))]);
+    assert!(guard_existing_cluster(Some(&state), &ours, false, path).is_ok());
+    let foreign = BTreeMap::from([
+        ("10.0.0.1".to_string(), host("OURS")),
+        ("10.0.0.2".to_string(), host("THEIRS")),
+    ]);
+    let err = guard_existing_cluster(Some(&state), &foreign, false, path)
+        .err()
+        .expect("a host with another CA is refused");
+    assert!(err.to_string().contains("10.0.0.2 (kubelet)"), "{err}");
+    assert!(!err.to_string().contains("10.0.0.1"), "{err}");
+    assert!(guard_existing_cluster(None, &ours, false, path).is_err());
+}
+
 pub(super) fn windows_worker() -> HostPlan {
     let sidekick = plan::ContainerSpec {
         name: plan::SERVICE_SIDEKICK.into(),
