@@ -21,7 +21,7 @@ pub struct ExecError {
     pub host: String,
     pub action: String,
     #[source]
-    pub source: ExecFailure,
+    pub source: Box<ExecFailure>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -66,7 +66,7 @@ impl HostExecutor<'_> {
         ExecError {
             host: self.host.name().to_string(),
             action: action.to_string(),
-            source: source.into(),
+            source: Box::new(source.into()),
         }
     }
 
@@ -215,6 +215,8 @@ impl HostExecutor<'_> {
         result.map_err(|e| self.fail(first, e))
     }
 
+    // An ExecFailure lives for one call before ExecError boxes it.
+    #[allow(clippy::result_large_err)]
     fn spec(&self, name: &str) -> Result<hosts::ContainerSpec, ExecFailure> {
         self.containers
             .get(name)

@@ -57,7 +57,8 @@ pub async fn read_dir_with_meta(
     host_dir: &str,
     helper_image: &str,
 ) -> Result<(BTreeMap<String, Vec<u8>>, BTreeMap<String, FileMeta>), HostError> {
-    with_helper(docker, host_dir, helper_image, |docker| async move {
+    // Read-only: a dry run reads through this helper and must not be able to change a file.
+    with_helper(docker, host_dir, helper_image, true, |docker| async move {
         read_through(&docker, HELPER, MOUNT).await
     })
     .await
@@ -135,7 +136,7 @@ pub async fn write_files(
         container: HELPER.into(),
         detail: format!("cannot build the archive: {e}"),
     })?;
-    with_helper(docker, host_dir, helper_image, |docker| async move {
+    with_helper(docker, host_dir, helper_image, false, |docker| async move {
         docker
             .raw()
             .upload_to_container(
@@ -248,6 +249,7 @@ async fn with_helper<T, F, Fut>(
     docker: &DockerClient,
     host_dir: &str,
     image: &str,
+    read_only: bool,
     f: F,
 ) -> Result<T, HostError>
 where
@@ -257,7 +259,11 @@ where
     let spec = ContainerSpec {
         image: image.to_string(),
         cmd: vec!["true".into()],
-        binds: vec![format!("{host_dir}:{MOUNT}")],
+        binds: vec![if read_only {
+            format!("{host_dir}:{MOUNT}:ro")
+        } else {
+            format!("{host_dir}:{MOUNT}")
+        }],
         network_mode: Some("none".into()),
         ..Default::default()
     };

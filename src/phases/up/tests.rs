@@ -43,9 +43,9 @@ fn a_first_up_stopped_midway_is_finished_but_a_foreign_cluster_is_refused() {
         ("10.0.0.1".to_string(), host("OURS")),
         ("10.0.0.2".to_string(), host("THEIRS")),
     ]);
-    let err = guard_existing_cluster(Some(&state), &foreign, false, path)
-        .err()
-        .expect("a host with another CA is refused");
+    let Err(err) = guard_existing_cluster(Some(&state), &foreign, false, path) else {
+        panic!("a host with another CA is refused");
+    };
     assert!(err.to_string().contains("10.0.0.2 (kubelet)"), "{err}");
     assert!(!err.to_string().contains("10.0.0.1"), "{err}");
     assert!(guard_existing_cluster(None, &ours, false, path).is_err());
