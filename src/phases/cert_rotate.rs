@@ -29,7 +29,7 @@ use crate::phases::up::{
 use crate::phases::{PhaseError, Runner};
 use crate::pki::{self, Bundle, RotateService};
 use crate::plan::{self, ClusterPlan, HostPlan};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 pub struct RotateOptions {
@@ -492,23 +492,7 @@ fn build_plan(
     pool: &HostPool,
     encryption_config: &str,
 ) -> Result<ClusterPlan, RotateError> {
-    let facts: BTreeMap<String, plan::HostFacts> = pool
-        .hosts()
-        .map(|h| {
-            let f = h.facts();
-            (
-                h.name().to_string(),
-                plan::HostFacts {
-                    os_type: f.os_type.clone(),
-                    operating_system: f.operating_system.clone(),
-                    docker_root_dir: f.docker_root_dir.clone(),
-                    selinux_enabled: f.selinux,
-                    arch: f.arch.clone(),
-                    cgroup_driver: f.cgroup_driver.clone(),
-                },
-            )
-        })
-        .collect();
+    let facts = crate::phases::host_facts(pool);
     let service_options = cluster.service_options()?;
     let windows_options = if facts.values().any(|f| f.os_type == "windows") {
         Some(cluster.windows_service_options()?)
@@ -554,18 +538,7 @@ async fn restart_container(
         client_cert_pem: run.bundle.get(c).map(|c| c.certificate_pem.clone()),
         client_key_pem: run.bundle.get(c).map(|c| c.key_pem.clone()),
     });
-    let attempts = if name == plan::ETCD { 18 } else { 24 };
-    let accept = |body: &str| name != plan::ETCD || health::etcd_body_healthy(body);
-    if let Err(e) =
-        health::wait_healthy(host.ssh(), &check.url, tls.as_ref(), attempts, accept).await
-    {
-        let logs = docker.logs(name, 5).await.unwrap_or_default();
-        let last = logs.lines().last().unwrap_or("").trim();
-        return Err(format!(
-            "{name}: Failed to verify healthcheck: {e}, log: {last}"
-        ));
-    }
-    Ok(())
+    health::wait_component(host, name, &check.url, tls.as_ref()).await
 }
 
 /// Deletes every pod matching any of `labels`, in every namespace; returns how many.

@@ -244,6 +244,28 @@ pub fn etcd_body_healthy(body: &str) -> bool {
         .is_some_and(|h| h == "true" || h == true)
 }
 
+/// Waits until a component answers its health check, as RKE1 checks each one it starts (§9):
+/// etcd has fewer tries and must report itself healthy in the body. A failure carries the
+/// component's last log line, the first thing an operator needs.
+pub async fn wait_component(
+    host: &crate::hosts::Host,
+    name: &str,
+    url: &str,
+    tls: Option<&TlsMaterial>,
+) -> Result<(), String> {
+    let etcd = name == crate::plan::ETCD;
+    let attempts = if etcd { 18 } else { 24 };
+    let accept = |body: &str| !etcd || etcd_body_healthy(body);
+    if let Err(e) = wait_healthy(host.ssh(), url, tls, attempts, accept).await {
+        let logs = host.docker().logs(name, 5).await.unwrap_or_default();
+        let last = logs.lines().last().unwrap_or("").trim();
+        return Err(format!(
+            "{name}: Failed to verify healthcheck: {e}, log: {last}"
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,3 +21,25 @@ pub mod remove;
 pub mod up;
 pub mod upgrade;
 pub mod windows;
+
+/// What the plan needs to know of each connected host (`up`, `cert rotate`).
+pub(crate) fn host_facts(
+    pool: &crate::hosts::HostPool,
+) -> std::collections::BTreeMap<String, crate::plan::HostFacts> {
+    pool.hosts()
+        .map(|h| {
+            let f = h.facts();
+            (
+                h.name().to_string(),
+                crate::plan::HostFacts {
+                    os_type: f.os_type.clone(),
+                    operating_system: f.operating_system.clone(),
+                    docker_root_dir: f.docker_root_dir.clone(),
+                    selinux_enabled: f.selinux,
+                    arch: f.arch.clone(),
+                    cgroup_driver: f.cgroup_driver.clone(),
+                },
+            )
+        })
+        .collect()
+}

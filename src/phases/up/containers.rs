@@ -35,7 +35,6 @@ pub(super) async fn apply_container_once(
     name: &str,
 ) -> Result<(), String> {
     let spec = &h.containers[name];
-    let docker = host.docker();
     // The container's own actions, with what must precede them (etcd's data directory).
     let actions: Vec<&Action> = run.actions[&h.address]
         .iter()
@@ -61,17 +60,7 @@ pub(super) async fn apply_container_once(
         && let Some(check) = &spec.health_check
     {
         let tls = check_tls(run, check);
-        let attempts = if name == plan::ETCD { 18 } else { 24 };
-        let accept = |body: &str| name != plan::ETCD || health::etcd_body_healthy(body);
-        if let Err(e) =
-            health::wait_healthy(host.ssh(), &check.url, tls.as_ref(), attempts, accept).await
-        {
-            let logs = docker.logs(name, 5).await.unwrap_or_default();
-            let last = logs.lines().last().unwrap_or("").trim();
-            return Err(format!(
-                "{name}: Failed to verify healthcheck: {e}, log: {last}"
-            ));
-        }
+        health::wait_component(host, name, &check.url, tls.as_ref()).await?;
     }
     Ok(())
 }

@@ -56,7 +56,7 @@ pub(super) async fn plan(
     } = connected;
     let (old, old_current, state) = (&loaded.old, &loaded.old_current, &loaded.state);
     let phase = reporter.phase("plan");
-    let facts = host_facts(&pool);
+    let facts = crate::phases::host_facts(&pool);
     let windows_problems = plan::validate_windows(&cluster.config, &facts);
     if !windows_problems.is_empty() {
         let message = format!(
@@ -225,26 +225,6 @@ pub(super) async fn plan(
         default_tools_tag,
         adoption,
     })
-}
-
-/// What the plan needs to know of each connected host.
-pub(super) fn host_facts(pool: &HostPool) -> BTreeMap<String, plan::HostFacts> {
-    pool.hosts()
-        .map(|h| {
-            let f = h.facts();
-            (
-                h.name().to_string(),
-                plan::HostFacts {
-                    os_type: f.os_type.clone(),
-                    operating_system: f.operating_system.clone(),
-                    docker_root_dir: f.docker_root_dir.clone(),
-                    selinux_enabled: f.selinux,
-                    arch: f.arch.clone(),
-                    cgroup_driver: f.cgroup_driver.clone(),
-                },
-            )
-        })
-        .collect()
 }
 
 /// The checks that may still refuse the run before anything changes: a webhook that would
