@@ -52,6 +52,18 @@ async fn cluster_lifecycle_on_the_sandbox() {
         );
     }
 
+    // They were made inside the running kubelet, not by a helper container per host (issue 19).
+    let linkers = sb.on_host(
+        "host1",
+        "docker events --since 30m --until 0s --filter event=create --filter event=exec_create \
+         --format '{{.Action}} {{.Actor.Attributes.name}}' \
+         | sed -n -e 's|^exec_create: .*/var/lib/rancher/rke/log.*|log links by exec|p' -e '/rke-log-linker/p'",
+    );
+    assert!(
+        linkers.contains("log links by exec") && !linkers.contains("rke-log-linker"),
+        "log links were not made inside kubelet: {linkers}"
+    );
+
     // 2. etcd is healthy through etcdctl with the certificates rkers made and deployed.
     let health = sb.on_host("host1", "docker exec etcd etcdctl endpoint health 2>&1");
     assert!(health.contains("is healthy"), "{health}");

@@ -3,14 +3,19 @@
 //! them; links whose log is gone are removed.
 //!
 //! RKE1 starts a privileged `rke-log-linker` container after every component and an
-//! `rke-log-cleaner` at the end of `up`; rkers does both in one helper container per host, and
-//! only on hosts where a component container was created in this run.
+//! `rke-log-cleaner` at the end of `up`; rkers does both at once per host, and only on hosts
+//! where a component container was created in this run: inside the running kubelet, which
+//! mounts `/var/lib/rancher` and Docker's root directory at their host paths, or, when there is
+//! no kubelet to run it in, in one helper container like RKE1's.
 
 use crate::hosts::{self, Host};
 use std::time::Duration;
 
 /// The directory RKE1 keeps the links in.
 pub const LOG_LINK_DIR: &str = "/var/lib/rancher/rke/log";
+
+/// The start of the kubelet bind that makes [`LOG_LINK_DIR`] the host's directory.
+const LOG_LINK_ROOT_BIND: &str = "/var/lib/rancher:/var/lib/rancher";
 
 /// The shell script that links `(container name, id, log path)` and removes dangling links.
 /// Names, IDs and paths come from Docker and contain no quote characters; they are still quoted.
@@ -49,6 +54,31 @@ pub async fn link_logs(
             links.push((name.clone(), c.id, path));
         }
     }
+    let script = link_script(&links);
+    // Every Linux host runs kubelet; a command in it costs one exec instead of a container's
+    // create, start, wait and removal, which at 30 hosts on two cores took two minutes.
+    let kubelet_running = docker
+        .inspect_container("kubelet")
+        .await
+        .map_err(|e| e.to_string())?
+        .is_some_and(|k| k.running && k.binds.iter().any(|b| b.starts_with(LOG_LINK_ROOT_BIND)));
+    if kubelet_running {
+        match docker
+            .exec_detached(
+                "kubelet",
+                &["/bin/sh", "-c", &script],
+                Duration::from_secs(60),
+            )
+            .await
+        {
+            Ok(0) => return Ok(()),
+            // The helper container below reports why, with the script's output.
+            Ok(code) => tracing::debug!(host = host.name(), code, "log links in kubelet failed"),
+            Err(e) => {
+                tracing::debug!(host = host.name(), error = %e, "log links in kubelet failed")
+            }
+        }
+    }
     let mut binds = vec!["/var/lib:/var/lib".to_string()];
     if !docker_root.is_empty() && !docker_root.starts_with("/var/lib/") {
         binds.push(format!("{docker_root}:{docker_root}"));
@@ -56,7 +86,7 @@ pub async fn link_logs(
     let spec = hosts::ContainerSpec {
         image: helper_image.to_string(),
         entrypoint: vec!["/bin/sh".into(), "-c".into()],
-        cmd: vec![link_script(&links)],
+        cmd: vec![script],
         binds,
         privileged: true,
         ..Default::default()
