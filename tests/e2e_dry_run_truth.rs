@@ -215,6 +215,31 @@ async fn other_commands_apply_exactly_their_dry_run() {
         );
     }
     assert!(!cluster.state_path().exists());
+
+    // A cold up of the standard cluster on the hosts `remove` left clean: the dry run plans
+    // every file, image and container of a new cluster, and the run applies exactly that.
+    // (Standard, so the tests after this one start from it.)
+    cluster.reset_config(3);
+    let plan = dry_run_is_the_truth(&cluster, &["up"], &[]);
+    for h in [&h1, &h2, &h3] {
+        for container in ["kubelet", "kube-proxy"] {
+            assert!(
+                texts(&plan, h)
+                    .iter()
+                    .any(|a| a.starts_with("create")
+                        && a.contains(&format!(" container {container} ("))),
+                "{h}: {}",
+                show(&plan)
+            );
+        }
+    }
+    assert!(
+        texts(&plan, &h1)
+            .iter()
+            .any(|a| a.starts_with("create") && a.contains(" container etcd (")),
+        "{}",
+        show(&plan)
+    );
 }
 
 /// `up` on an unchanged cluster: nothing planned, nothing applied.

@@ -2,7 +2,7 @@
 //! (files, least privilege on keys, images, wins, containers, restarts for changed
 //! certificates, containers its roles no longer ask for).
 
-use super::run::{KNOWN_CONTAINERS, Observed};
+use super::run::{EARLY_WORKER_PLANE, KNOWN_CONTAINERS, Observed};
 use super::{files_root, kubernetes_view, kubernetes_view_map};
 use crate::diff::{self, Action, ContainerView};
 use crate::hosts;
@@ -36,6 +36,37 @@ pub(super) fn observed_view(c: &hosts::ObservedContainer) -> diff::ObservedConta
             security_opt: c.security_opt.clone(),
         },
     }
+}
+
+/// Puts one host's actions in the order `up` applies them: files first (every host at once),
+/// then calico's directories, then images, then the rest as listed (etcd membership, wins, the
+/// planes). With `early_workers` (a new cluster's Linux host) the host's
+/// [`EARLY_WORKER_PLANE`] comes before its etcd and control plane, as the run starts it.
+/// The sort is stable: actions of one stage keep their order.
+pub(crate) fn in_run_order(actions: &mut Vec<Action>, early_workers: bool) {
+    let container_of = |a: &Action| match a {
+        Action::CreateContainer { name, .. }
+        | Action::RecreateContainer { name, .. }
+        | Action::StartContainer { name }
+        | Action::RestartContainer { name }
+        | Action::RemoveContainer { name, .. } => Some(name.clone()),
+        _ => None,
+    };
+    let stage = |a: &Action| match a {
+        Action::UploadFile { .. }
+        | Action::RemoveFile { .. }
+        | Action::SetFileMode { .. }
+        | Action::CreateDirectories { .. } => 0,
+        Action::EnsureCniDirectory { .. } | Action::WriteTmpfilesEntry { .. } => 1,
+        Action::PullImage { .. } => 2,
+        _ if early_workers
+            && container_of(a).is_some_and(|n| EARLY_WORKER_PLANE.contains(&n.as_str())) =>
+        {
+            3
+        }
+        _ => 4,
+    };
+    actions.sort_by_key(stage);
 }
 
 pub(super) fn host_actions(

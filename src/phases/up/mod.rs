@@ -103,6 +103,10 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     let (old, old_current) = (loaded.old.as_ref(), loaded.old_current.as_ref());
 
     // 4. apply
+    // Encryption turned off: Secrets go back to plain text while the cluster still runs as it
+    // was, before the files step removes the provider file; done after it, the step wrote the
+    // file back and the next `up` had to remove it again (§23).
+    cluster::disable_encryption(cluster, old, &loaded.state, &run, reporter).await?;
     files::apply_files(&run, &runner).await?;
     crate::doctor::guard::apply_calico_actions(cluster, &run.pool, &run.actions, reporter)
         .await
@@ -121,19 +125,37 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     // etcd and control plane hosts pull first, so they never queue behind the workers at a
     // registry.
     files::pull_images(&run, &runner, &worker_only).await?;
+    // etcd and control plane hosts start theirs now, before their etcd and control plane, so
+    // each host applies its actions in the order the dry run lists them; the worker-only
+    // hosts start theirs meanwhile, pulling their images first.
+    let with_planes: Vec<String> = early_hosts
+        .iter()
+        .filter(|h| !worker_only.contains(h))
+        .cloned()
+        .collect();
+    if !with_planes.is_empty() {
+        planes::early_worker_plane(
+            run.clone(),
+            runner.clone(),
+            "kubelets on etcd and control plane hosts",
+            with_planes,
+            Vec::new(),
+        )
+        .await?;
+    }
     let mut early_workers = tokio::task::JoinSet::new();
-    if !early_hosts.is_empty() {
+    if !worker_only.is_empty() {
         // A budget of its own: hosts waiting for kubelet must not hold back etcd.
         let early_runner = Runner::new(reporter.clone(), opts.ssh.concurrency);
         early_workers.spawn(planes::early_worker_plane(
             run.clone(),
             early_runner,
-            early_hosts.clone(),
+            "kubelets",
+            worker_only.clone(),
             worker_only,
         ));
     }
     windows::prepare_windows(&run, &runner).await?;
-    cluster::disable_encryption(cluster, old, &loaded.state, &run, reporter).await?;
     // The waits that remain on a new cluster: kube-apiserver exits when etcd does not answer,
     // so the control plane waits for the etcd plane; RBAC and the state Secret need the API.
     etcd_members::remove_etcd_members(&run, &runner).await?;
@@ -160,6 +182,8 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     } else {
         if let Some(early) = early_workers.join_next().await {
             early.map_err(other)??;
+        }
+        if !early_hosts.is_empty() {
             cluster::wait_registered(&run, &early_hosts, &api, reporter).await;
         }
         // kube-proxy everywhere, and the worker components of etcd and control plane hosts.

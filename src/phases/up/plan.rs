@@ -3,7 +3,7 @@
 //! them; then the checks that may refuse the run before anything changes (webhooks, adoption).
 
 use super::connect::Connected;
-use super::host_actions::host_actions;
+use super::host_actions::{host_actions, in_run_order};
 use super::observe::{guard_existing_cluster, observe};
 use super::removed_hosts::observe_removed;
 use super::run::RemovedHost;
@@ -179,6 +179,19 @@ pub(super) async fn plan(
         .map_err(other)?;
     for (address, extra) in calico {
         crate::doctor::guard::append(&mut actions, &mut all_actions, &address, extra);
+    }
+    // Each host's list in the order the run applies it, which is what the dry run shows.
+    for shown in all_actions.iter_mut() {
+        if let Some(list) = actions.get_mut(&shown.host) {
+            let early_workers = old_current.is_none()
+                && !cluster_plan.windows.contains_key(&shown.host)
+                && cluster_plan
+                    .hosts
+                    .iter()
+                    .any(|h| h.address == shown.host && h.containers.contains_key(plan::KUBELET));
+            in_run_order(list, early_workers);
+            shown.actions = list.clone();
+        }
     }
     let removed = observe_removed(
         cluster,

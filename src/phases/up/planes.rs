@@ -4,7 +4,7 @@
 use super::containers::{apply_container, remove_unplanned};
 use super::files::pull_host_images;
 use super::rolling::plane_changes;
-use super::run::{Run, WORKER_PLANE};
+use super::run::{EARLY_WORKER_PLANE, Run, WORKER_PLANE};
 use super::windows::sweep_windows_orphans;
 use super::{UpError, finish};
 use crate::phases::Runner;
@@ -72,11 +72,10 @@ pub(super) fn early_worker_hosts(run: &Run) -> (Vec<String>, Vec<String>) {
 pub(super) async fn early_worker_plane(
     run: Arc<Run>,
     runner: Runner,
+    title: &'static str,
     hosts: Vec<String>,
     pull: Vec<String>,
 ) -> Result<(), UpError> {
-    const FIRST: &[&str] = &[plan::NGINX_PROXY, plan::SERVICE_SIDEKICK, plan::KUBELET];
-    let title = "kubelets";
     let phase = runner.reporter.phase(title);
     let r = run.clone();
     let pull = Arc::new(pull);
@@ -91,7 +90,7 @@ pub(super) async fn early_worker_plane(
                     if pull.contains(&address) {
                         pull_host_images(&run, &address).await?;
                     }
-                    apply_plane_on(&run, &address, FIRST).await
+                    apply_plane_on(&run, &address, EARLY_WORKER_PLANE).await
                 }
             },
         )

@@ -37,6 +37,11 @@ pub(super) const CONTROL_PLANE: &[&str] = &[
     plan::KUBE_SCHEDULER,
 ];
 
+/// What a new cluster starts on each Linux host before its etcd and control plane (the early
+/// worker plane): kubelet retries the API server by itself.
+pub(super) const EARLY_WORKER_PLANE: &[&str] =
+    &[plan::NGINX_PROXY, plan::SERVICE_SIDEKICK, plan::KUBELET];
+
 pub(super) const WORKER_PLANE: &[&str] = &[
     plan::NGINX_PROXY,
     plan::SERVICE_SIDEKICK,

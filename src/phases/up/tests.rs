@@ -396,3 +396,74 @@ fn a_new_etcd_gets_its_data_directory_fixed_first_and_a_running_one_does_not() {
     );
     assert!(host_actions(&h, &obs, &[], &[]).is_empty());
 }
+
+/// The dry run lists each host's actions in the order `up` applies them: files, calico's
+/// directories and images first, etcd membership after them, and on a new cluster the
+/// kubelet before etcd (the early worker plane), every other action keeping its place.
+#[test]
+fn actions_are_listed_in_the_order_the_run_applies_them() {
+    let create = |name: &str| Action::CreateContainer {
+        name: name.into(),
+        image: "img".into(),
+        start: true,
+    };
+    let upload = |path: &str| Action::UploadFile {
+        path: path.into(),
+        reason: "new".into(),
+    };
+    let listed = vec![
+        Action::AddEtcdMember {
+            member: "etcd-h1".into(),
+            peer_url: "https://10.0.0.1:2380".into(),
+        },
+        upload("/etc/kubernetes/ssl/a.pem"),
+        Action::PullImage {
+            image: "img".into(),
+        },
+        upload("/etc/kubernetes/ssl/b.pem"),
+        Action::FixEtcdPermissions {
+            path: "/var/lib/etcd".into(),
+        },
+        create("etcd"),
+        create("service-sidekick"),
+        create("kube-apiserver"),
+        create("kubelet"),
+        create("kube-proxy"),
+    ];
+    let texts = |l: &[Action]| l.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+
+    let mut existing = listed.clone();
+    in_run_order(&mut existing, false);
+    assert_eq!(
+        texts(&existing),
+        texts(&[
+            upload("/etc/kubernetes/ssl/a.pem"),
+            upload("/etc/kubernetes/ssl/b.pem"),
+            Action::PullImage {
+                image: "img".into()
+            },
+            listed[0].clone(),
+            listed[4].clone(),
+            create("etcd"),
+            create("service-sidekick"),
+            create("kube-apiserver"),
+            create("kubelet"),
+            create("kube-proxy"),
+        ])
+    );
+
+    let mut new_cluster = listed.clone();
+    in_run_order(&mut new_cluster, true);
+    assert_eq!(
+        texts(&new_cluster[3..]),
+        texts(&[
+            create("service-sidekick"),
+            create("kubelet"),
+            listed[0].clone(),
+            listed[4].clone(),
+            create("etcd"),
+            create("kube-apiserver"),
+            create("kube-proxy"),
+        ])
+    );
+}
