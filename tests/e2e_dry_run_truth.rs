@@ -274,3 +274,71 @@ async fn up_with_one_changed_flag_applies_exactly_its_dry_run() {
     // Back to the standard config for the tests that follow.
     cluster.standard().await;
 }
+
+/// A host leaving and coming back, and etcd going from 1 member to 3 and back to 1: each `up`
+/// applies exactly its dry run, etcd membership included.
+#[tokio::test(flavor = "multi_thread")]
+async fn up_with_hosts_and_etcd_members_coming_and_going_applies_exactly_its_dry_run() {
+    let Some(cluster) = E2e::new() else { return };
+    cluster.standard().await;
+    let (h1, h2, h3) = (cluster.env.ip(1), cluster.env.ip(2), cluster.env.ip(3));
+    let has = |plan: &Actions, host: &str, prefix: &str| {
+        texts(plan, host).iter().any(|a| a.starts_with(prefix))
+    };
+
+    // host3 leaves: its containers go.
+    cluster.edit(|t| t.replace(&support::e2e::node_entry(t, &h3), ""));
+    let plan = dry_run_is_the_truth(&cluster, &["up"], &[]);
+    assert!(
+        has(&plan, &h3, "remove container kubelet"),
+        "{}",
+        show(&plan)
+    );
+
+    // host3 comes back: files and containers again.
+    cluster.reset_config(3);
+    let plan = dry_run_is_the_truth(&cluster, &["up"], &[]);
+    assert!(
+        has(&plan, &h3, "upload /etc/kubernetes/ssl/kube-node.pem"),
+        "{}",
+        show(&plan)
+    );
+    assert!(
+        has(&plan, &h3, "create and start container kubelet"),
+        "{}",
+        show(&plan)
+    );
+
+    // etcd from 1 member to 3: host2 and host3 join.
+    let etcd_on_workers = |t: &str| {
+        let mut out = t.to_string();
+        for ip in [&h2, &h3] {
+            let entry = support::e2e::node_entry(t, ip);
+            out = out.replace(
+                &entry,
+                &entry.replace("role: [worker]", "role: [etcd, worker]"),
+            );
+        }
+        out
+    };
+    cluster.edit(etcd_on_workers);
+    let plan = dry_run_is_the_truth(&cluster, &["up"], &[]);
+    for h in [&h2, &h3] {
+        assert!(has(&plan, h, "add etcd member"), "{h}: {}", show(&plan));
+        assert!(
+            has(&plan, h, "create and start container etcd "),
+            "{h}: {}",
+            show(&plan)
+        );
+    }
+    assert_eq!(support::e2e::etcd_members(&cluster.env, "host1").len(), 3);
+
+    // And back to 1: host2 and host3 leave etcd.
+    cluster.reset_config(3);
+    let plan = dry_run_is_the_truth(&cluster, &["up"], &[]);
+    for h in [&h2, &h3] {
+        assert!(has(&plan, h, "remove etcd member"), "{h}: {}", show(&plan));
+    }
+    assert!(!has(&plan, &h1, "remove etcd member"), "{}", show(&plan));
+    assert_eq!(support::e2e::etcd_members(&cluster.env, "host1").len(), 1);
+}

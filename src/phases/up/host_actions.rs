@@ -38,12 +38,13 @@ pub(super) fn observed_view(c: &hosts::ObservedContainer) -> diff::ObservedConta
     }
 }
 
-/// Puts one host's actions in the order `up` applies them: files first (every host at once),
-/// then calico's directories, then images, then the rest as listed (etcd membership, wins, the
-/// planes). With `early_workers` (a new cluster's Linux host) the host's
-/// [`EARLY_WORKER_PLANE`] comes before its etcd and control plane, as the run starts it.
-/// The sort is stable: actions of one stage keep their order.
-pub(crate) fn in_run_order(actions: &mut Vec<Action>, early_workers: bool) {
+/// Puts one host's actions in the order `up` applies them, which is what the dry run shows:
+/// files first (every host at once), calico's directories, images; on a new cluster's Linux
+/// host (`early_workers`) its [`EARLY_WORKER_PLANE`]; wins; etcd members leaving (their etcd
+/// containers with them), then joining; then the containers plane by plane, in the order of
+/// `planes` (the host's etcd, control and worker planes) and of each plane's list. The sort is
+/// stable: actions of one rank keep their order.
+pub(crate) fn in_run_order(actions: &mut [Action], early_workers: bool, planes: &[&[&str]]) {
     let container_of = |a: &Action| match a {
         Action::CreateContainer { name, .. }
         | Action::RecreateContainer { name, .. }
@@ -52,21 +53,38 @@ pub(crate) fn in_run_order(actions: &mut Vec<Action>, early_workers: bool) {
         | Action::RemoveContainer { name, .. } => Some(name.clone()),
         _ => None,
     };
-    let stage = |a: &Action| match a {
-        Action::UploadFile { .. }
-        | Action::RemoveFile { .. }
-        | Action::SetFileMode { .. }
-        | Action::CreateDirectories { .. } => 0,
-        Action::EnsureCniDirectory { .. } | Action::WriteTmpfilesEntry { .. } => 1,
-        Action::PullImage { .. } => 2,
-        _ if early_workers
-            && container_of(a).is_some_and(|n| EARLY_WORKER_PLANE.contains(&n.as_str())) =>
-        {
-            3
-        }
-        _ => 4,
+    let in_planes = |name: &str| {
+        planes
+            .iter()
+            .enumerate()
+            .find_map(|(i, plane)| plane.iter().position(|n| *n == name).map(|at| (10 + i, at)))
     };
-    actions.sort_by_key(stage);
+    let rank = |a: &Action| -> (usize, usize) {
+        match a {
+            Action::UploadFile { .. }
+            | Action::RemoveFile { .. }
+            | Action::SetFileMode { .. }
+            | Action::CreateDirectories { .. } => (0, 0),
+            Action::EnsureCniDirectory { .. } | Action::WriteTmpfilesEntry { .. } => (1, 0),
+            Action::PullImage { .. } => (2, 0),
+            Action::RemoveEtcdMember { .. } => (5, 0),
+            Action::AddEtcdMember { .. } => (6, 0),
+            // Right before the etcd container it prepares (listed just before it).
+            Action::FixEtcdPermissions { .. } => in_planes(plan::ETCD).unwrap_or((20, 0)),
+            _ => match container_of(a) {
+                Some(n) if early_workers && EARLY_WORKER_PLANE.contains(&n.as_str()) => (3, 0),
+                // A host leaving etcd loses its etcd containers with its membership.
+                Some(n)
+                    if matches!(a, Action::RemoveContainer { .. }) && in_planes(&n).is_none() =>
+                {
+                    (5, 0)
+                }
+                Some(n) => in_planes(&n).unwrap_or((20, 0)),
+                None => (4, 0),
+            },
+        }
+    };
+    actions.sort_by_key(rank);
 }
 
 pub(super) fn host_actions(

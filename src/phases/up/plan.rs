@@ -6,7 +6,7 @@ use super::connect::Connected;
 use super::host_actions::{host_actions, in_run_order};
 use super::observe::{guard_existing_cluster, observe};
 use super::removed_hosts::observe_removed;
-use super::run::RemovedHost;
+use super::run::{CONTROL_PLANE, ETCD_PLANE, RemovedHost, WORKER_PLANE};
 use super::state::Loaded;
 use super::{UpError, UpOptions, host_files, kubernetes_view_map, other};
 use crate::cluster::Cluster;
@@ -183,13 +183,21 @@ pub(super) async fn plan(
     // Each host's list in the order the run applies it, which is what the dry run shows.
     for shown in all_actions.iter_mut() {
         if let Some(list) = actions.get_mut(&shown.host) {
-            let early_workers = old_current.is_none()
-                && !cluster_plan.windows.contains_key(&shown.host)
-                && cluster_plan
-                    .hosts
-                    .iter()
-                    .any(|h| h.address == shown.host && h.containers.contains_key(plan::KUBELET));
-            in_run_order(list, early_workers);
+            let Some(h) = cluster_plan.hosts.iter().find(|h| h.address == shown.host) else {
+                continue;
+            };
+            let windows = cluster_plan.windows.contains_key(&h.address);
+            let early_workers =
+                old_current.is_none() && !windows && h.containers.contains_key(plan::KUBELET);
+            let mut planes: Vec<&[&str]> = Vec::new();
+            if h.roles.etcd {
+                planes.push(ETCD_PLANE);
+            }
+            if h.roles.controlplane {
+                planes.push(CONTROL_PLANE);
+            }
+            planes.push(WORKER_PLANE);
+            in_run_order(list, early_workers, &planes);
             shown.actions = list.clone();
         }
     }

@@ -7,7 +7,7 @@ use super::run::{KNOWN_CONTAINERS, RemovedHost, Run};
 use super::{UpError, other};
 use crate::cluster::Cluster;
 use crate::config::RkeConfig;
-use crate::diff::HostActions;
+use crate::diff::{Action, HostActions};
 use crate::hosts::{Host, HostPool};
 use crate::kubeapi::KubeApi;
 use crate::phases::{Runner, reconcile};
@@ -104,41 +104,62 @@ pub(super) async fn remove_hosts(
                     .iter()
                     .find(|r| r.gone.address == address)
                     .expect("removed host");
-                if let Some((host, cleanup)) = &removed.reachable {
-                    clean_removed_host(&run, host, cleanup, &removed.present).await?;
-                }
-                let gone = &removed.gone;
-                api.delete_node(&gone.hostname)
-                    .await
-                    .map_err(|e| e.to_string())
+                apply_removed_host(&run, &api, removed).await
             }
         })
         .await;
     finish(phase, result)
 }
 
-/// Takes the containers off a host that left the cluster and cleans it: RKE1's directory
-/// cleaner on Linux; on a Windows worker the teardown of `rkers remove`, through wins.
-pub(super) async fn clean_removed_host(
+/// Applies the actions `--dry-run` showed for a host that left (its etcd member already went
+/// in the etcd step), reporting each as applied: containers removed, the host cleaned, its node
+/// object deleted.
+async fn apply_removed_host(run: &Run, api: &KubeApi, removed: &RemovedHost) -> Result<(), String> {
+    let address = &removed.gone.address;
+    let cleanup = removed.reachable.as_ref().map(|(_, c)| c);
+    let actions = reconcile::removed_host_actions(&removed.gone, &removed.present, cleanup);
+    let mut cleaned = None;
+    for action in &actions {
+        let result = match (action, &removed.reachable) {
+            (Action::RemoveEtcdMember { .. }, _) => continue,
+            (Action::DeleteNode { node }, _) => {
+                api.delete_node(node).await.map_err(|e| e.to_string())
+            }
+            // A Windows worker's teardown removes its containers itself, through wins: the
+            // first of its actions runs it and the others report its outcome.
+            (_, Some((host, cleanup @ reconcile::HostCleanup::Windows { .. }))) => cleaned
+                .get_or_insert(clean_removed_host(run, host, cleanup).await)
+                .clone(),
+            (Action::RemoveContainer { name, .. }, Some((host, _))) => host
+                .docker()
+                .remove_container(name)
+                .await
+                .map_err(|e| e.to_string()),
+            (_, Some((host, cleanup))) => clean_removed_host(run, host, cleanup).await,
+            (_, None) => Err("the host cannot be reached".to_string()),
+        };
+        run.reporter
+            .applied(address, action, result.as_ref().err().map(String::as_str));
+        result?;
+    }
+    Ok(())
+}
+
+/// Cleans a host that left the cluster: RKE1's directory cleaner on Linux (its containers are
+/// already gone); on a Windows worker the teardown of `rkers remove`, through wins, which
+/// removes the worker's containers itself.
+async fn clean_removed_host(
     run: &Run,
     host: &Host,
     cleanup: &reconcile::HostCleanup,
-    present: &[String],
 ) -> Result<(), String> {
     match cleanup {
-        // Removes the Windows worker's containers itself, before the host script.
         reconcile::HostCleanup::Windows { plan, image } => {
             crate::phases::windows::remove_windows_host(host, plan, image)
                 .await
                 .map_err(|e| e.to_string())
         }
         reconcile::HostCleanup::Linux { directories } => {
-            for name in present {
-                host.docker()
-                    .remove_container(name)
-                    .await
-                    .map_err(|e| e.to_string())?;
-            }
             reconcile::clean_directories(host, &run.helper_image, directories).await
         }
     }

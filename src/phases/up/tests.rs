@@ -429,11 +429,15 @@ fn actions_are_listed_in_the_order_the_run_applies_them() {
         create("kube-apiserver"),
         create("kubelet"),
         create("kube-proxy"),
+        Action::RestartContainer {
+            name: "etcd".into(),
+        },
     ];
     let texts = |l: &[Action]| l.iter().map(|a| a.to_string()).collect::<Vec<_>>();
 
     let mut existing = listed.clone();
-    in_run_order(&mut existing, false);
+    let planes = [ETCD_PLANE, CONTROL_PLANE, WORKER_PLANE];
+    in_run_order(&mut existing, false, &planes);
     assert_eq!(
         texts(&existing),
         texts(&[
@@ -445,6 +449,7 @@ fn actions_are_listed_in_the_order_the_run_applies_them() {
             listed[0].clone(),
             listed[4].clone(),
             create("etcd"),
+            listed[10].clone(),
             create("service-sidekick"),
             create("kube-apiserver"),
             create("kubelet"),
@@ -453,7 +458,7 @@ fn actions_are_listed_in_the_order_the_run_applies_them() {
     );
 
     let mut new_cluster = listed.clone();
-    in_run_order(&mut new_cluster, true);
+    in_run_order(&mut new_cluster, true, &planes);
     assert_eq!(
         texts(&new_cluster[3..]),
         texts(&[
@@ -462,6 +467,7 @@ fn actions_are_listed_in_the_order_the_run_applies_them() {
             listed[0].clone(),
             listed[4].clone(),
             create("etcd"),
+            listed[10].clone(),
             create("kube-apiserver"),
             create("kube-proxy"),
         ])
