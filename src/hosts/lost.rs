@@ -79,8 +79,23 @@ pub fn describe(host: &str, ssh_addr: &str, lost: Lost, original: &str) -> Strin
             "see why Docker restarted (journalctl -u docker)".to_string(),
         ),
     };
+    // The dropped request itself, when it sits on a later line of a longer step message, goes
+    // on the first line too: a report that keeps one line still shows what broke off.
+    let cause = original
+        .lines()
+        .skip(1)
+        .filter(|l| looks_lost(l))
+        .last()
+        .map(|l| {
+            let l = l.trim();
+            let l = l
+                .rsplit_once(&format!("host {host}: "))
+                .map_or(l, |(_, c)| c);
+            format!(" ({l})")
+        })
+        .unwrap_or_default();
     format!(
-        "host {host}: {what}. Remedy: {remedy}, then run the same command again (it resumes). The step that broke: {step}"
+        "host {host}: {what}{cause}. Remedy: {remedy}, then run the same command again (it resumes). The step that broke: {step}"
     )
 }
 
@@ -171,6 +186,15 @@ mod tests {
             "{docker}"
         );
         assert!(docker.contains("systemctl start docker"), "{docker}");
+        // A step whose message has the dropped request on a later line.
+        let long = "recreate container kubelet\n    entrypoint: +--v=6 ---v=5: host 10.0.0.2: container kubelet: start: connection closed before message completed";
+        let docker = describe("10.0.0.2", "10.0.0.2:22", Lost::DockerdStopped, long);
+        assert!(
+            docker.lines().next().unwrap().starts_with(
+                "host 10.0.0.2: dockerd stopped: Docker no longer answers, SSH still works (container kubelet: start: connection closed before message completed). Remedy:"
+            ),
+            "{docker}"
+        );
         let off = describe("10.0.0.3", "10.0.0.3:22", Lost::NodeSilent, step);
         assert!(off.contains("powered off or unreachable"), "{off}");
         assert_eq!(off.lines().count(), 1);

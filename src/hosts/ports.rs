@@ -443,7 +443,12 @@ fn listening_processes(listing: &str, ports: &[u16]) -> Vec<String> {
             }
         }
         for n in names {
-            let n = format!("{n}, port {port}");
+            // The port is only worth naming when the listener binds several.
+            let n = if ports.len() > 1 {
+                format!("{n} on port {port}")
+            } else {
+                n
+            };
             if !found.contains(&n) {
                 found.push(n);
             }
@@ -675,7 +680,7 @@ mod tests {
                   LISTEN 0      4096         [::]:10250         [::]:*       users:((\"python3\",pid=4242,fd=4),(\"sh\",pid=5,fd=4))\n";
         assert_eq!(
             listening_processes(ss, WORKER_PORTS),
-            ["python3 (pid 4242), port 10250", "sh (pid 5), port 10250"]
+            ["python3 (pid 4242)", "sh (pid 5)"]
         );
         let netstat = "Active Internet connections (only servers)\n\
                        Proto Recv-Q Send-Q Local Address           Foreign Address         State       PID/Program name\n\
@@ -683,7 +688,7 @@ mod tests {
                        tcp        0      0 0.0.0.0:22              0.0.0.0:*               LISTEN      1/sshd\n";
         assert_eq!(
             listening_processes(netstat, ETCD_PORTS),
-            ["nc (pid 99), port 2379"]
+            ["nc (pid 99) on port 2379"]
         );
         // Not root: ss shows the socket without its process.
         let hidden = "LISTEN 0 16 0.0.0.0:10250 0.0.0.0:*\n";
