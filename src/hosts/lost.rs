@@ -23,8 +23,6 @@ pub enum Lost {
     SshSessionLost,
     /// SSH runs commands but Docker does not answer: dockerd was stopped or crashed.
     DockerdStopped,
-    /// Both answer again: Docker dropped the connection (it restarted) and is back.
-    DockerdRestarted,
 }
 
 /// Whether an error's text is a connection that broke mid-request, the only case the probes
@@ -74,10 +72,6 @@ pub fn describe(host: &str, ssh_addr: &str, lost: Lost, original: &str) -> Strin
             "start Docker on the node (systemctl start docker; its log: journalctl -u docker)"
                 .to_string(),
         ),
-        Lost::DockerdRestarted => (
-            "dockerd dropped the connection (it restarted; it answers again now)".to_string(),
-            "see why Docker restarted (journalctl -u docker)".to_string(),
-        ),
     };
     // The dropped request itself, when it sits on a later line of a longer step message, goes
     // on the first line too: a report that keeps one line still shows what broke off.
@@ -100,8 +94,10 @@ pub fn describe(host: &str, ssh_addr: &str, lost: Lost, original: &str) -> Strin
 }
 
 /// Probes `host` after a step failed: the SSH session, then a new TCP connection to its SSH
-/// port when the session is gone, else a command over SSH and a Docker ping.
-pub async fn probe(host: &Host) -> Lost {
+/// port when the session is gone, else a command over SSH and a Docker ping. `None` when both
+/// daemons answer: the connection that broke was something else's (a component's health
+/// port, reached through SSH), or Docker restarted, and the step's own error says more.
+pub async fn probe(host: &Host) -> Option<Lost> {
     let ssh = host.ssh();
     let ssh_works = !ssh.is_closed()
         && matches!(
@@ -110,22 +106,23 @@ pub async fn probe(host: &Host) -> Lost {
         );
     if !ssh_works {
         if ssh.via_bastion().is_some() {
-            return Lost::SshSessionLost;
+            return Some(Lost::SshSessionLost);
         }
-        return match tokio::time::timeout(PROBE, tokio::net::TcpStream::connect(ssh.addr())).await {
+        let port = tokio::time::timeout(PROBE, tokio::net::TcpStream::connect(ssh.addr())).await;
+        return Some(match port {
             Ok(Ok(_)) => Lost::SshSessionLost,
             Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => Lost::SshdStopped,
             _ => Lost::NodeSilent,
-        };
+        });
     }
     match tokio::time::timeout(PROBE, host.docker().ping()).await {
-        Ok(Ok(())) => Lost::DockerdRestarted,
-        _ => Lost::DockerdStopped,
+        Ok(Ok(())) => None,
+        _ => Some(Lost::DockerdStopped),
     }
 }
 
-/// `message` with the failed daemon named when it reads as a dropped connection; unchanged
-/// otherwise.
+/// `message` with the failed daemon named when it reads as a dropped connection and a probe
+/// finds one gone; unchanged otherwise.
 pub async fn explain(host: &Host, message: String) -> String {
     if !looks_lost(&message) {
         return message;
@@ -136,7 +133,10 @@ pub async fn explain(host: &Host, message: String) -> String {
         ?lost,
         "probed after a dropped connection"
     );
-    describe(host.name(), host.ssh().addr(), lost, &message)
+    match lost {
+        Some(lost) => describe(host.name(), host.ssh().addr(), lost, &message),
+        None => message,
+    }
 }
 
 #[cfg(test)]
