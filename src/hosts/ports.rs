@@ -437,10 +437,11 @@ fn listening_processes(listing: &str, ports: &[u16]) -> Vec<String> {
                     names.push(format!("{name} (pid {pid})"));
                 }
             }
-        } else if let Some((pid, name)) = fields.last().and_then(|f| f.split_once('/')) {
-            if pid.chars().all(|c| c.is_ascii_digit()) && !pid.is_empty() {
-                names.push(format!("{name} (pid {pid})"));
-            }
+        } else if let Some((pid, name)) = fields.last().and_then(|f| f.split_once('/'))
+            && !pid.is_empty()
+            && pid.chars().all(|c| c.is_ascii_digit())
+        {
+            names.push(format!("{name} (pid {pid})"));
         }
         for n in names {
             // The port is only worth naming when the listener binds several.
