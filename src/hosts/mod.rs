@@ -16,6 +16,7 @@ pub mod facts;
 mod key_repair;
 pub mod keys;
 pub mod known_hosts;
+pub mod lost;
 pub mod pool;
 pub mod ports;
 pub mod preflight;

@@ -316,7 +316,8 @@ async fn start_listener(
     image: &str,
     ports: &[u16],
 ) -> Result<(), HostError> {
-    let d = connected(pool, host)?.docker();
+    let h = connected(pool, host)?;
+    let d = h.docker();
     d.remove_container(name).await?;
     d.create_container(name, &listener_spec(image, ports))
         .await?;
@@ -336,12 +337,13 @@ async fn start_listener(
                 tracing::debug!(host, "{name}: port already served by {component}");
                 return Ok(());
             }
+            let holders = port_holders(h.ssh(), ports).await;
             Err(HostError::Container {
                 host: host.to_owned(),
                 container: name.to_owned(),
                 detail: format!(
-                    "port {} already in use on this host, and not by {component} (not running \
-                     here): stop the process that holds it (`ss -ltnp`), or skip the check with \
+                    "port {} already in use on this host by {holders}, and not by {component} \
+                     (not running here): stop that process, or skip the check with \
                      --disable-port-check",
                     ports
                         .iter()
@@ -353,6 +355,107 @@ async fn start_listener(
         }
         Err(e) => Err(e),
     }
+}
+
+/// Checks on one host that the ports of `listener`'s role are free, or served by their own
+/// component, by binding them with the role's listener and removing it again. RKE1 checks only
+/// hosts and roles being added (§10): a component recreated on a node already in the cluster
+/// (its container removed) would fail to bind a port something else took meanwhile, and the
+/// run would still report success.
+pub async fn check_host_ports_free(
+    pool: &HostPool,
+    host: &str,
+    listener: &'static str,
+    tools_image: &str,
+    registries: &[RegistryCredential],
+) -> Result<(), HostError> {
+    let ports = match listener {
+        ETCD_LISTENER => ETCD_PORTS,
+        CP_LISTENER => CONTROLPLANE_PORTS,
+        _ => WORKER_PORTS,
+    };
+    let d = connected(pool, host)?.docker();
+    d.ensure_image(tools_image, registries, &mut |_| {}).await?;
+    let started = start_listener(pool, host, listener, tools_image, ports).await;
+    let removed = d.remove_container(listener).await;
+    started?;
+    removed
+}
+
+/// Which processes hold `ports` on the node, read with `ss -ltnp` (or `netstat -ltnp`) as the
+/// SSH user; a user other than root may not see them, and that is said instead.
+async fn port_holders(ssh: &super::SshSession, ports: &[u16]) -> String {
+    let out = tokio::time::timeout(
+        Duration::from_secs(10),
+        ssh.exec("ss -Hltnp 2>/dev/null || netstat -ltnp 2>/dev/null"),
+    )
+    .await;
+    let listing = match out {
+        Ok(Ok(o)) => o.stdout_str(),
+        _ => String::new(),
+    };
+    let found = listening_processes(&listing, ports);
+    if found.is_empty() {
+        format!(
+            "a process user {:?} cannot see (`ss -ltnp` as root names it)",
+            ssh.user()
+        )
+    } else {
+        found.join(", ")
+    }
+}
+
+/// The processes `ss -Hltnp` or `netstat -ltnp` output shows listening on one of `ports`, as
+/// `name (pid N)`, each once.
+fn listening_processes(listing: &str, ports: &[u16]) -> Vec<String> {
+    let mut found = Vec::new();
+    for line in listing.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // ss -H: state, recv-q, send-q, local, peer, process; netstat: proto, recv-q, send-q,
+        // local, foreign, state, pid/program. The local address is the fourth either way.
+        let Some(port) = fields
+            .get(3)
+            .and_then(|local| local.rsplit_once(':'))
+            .and_then(|(_, p)| p.parse::<u16>().ok())
+        else {
+            continue;
+        };
+        if !ports.contains(&port) {
+            continue;
+        }
+        let rest = fields[4..].join(" ");
+        let mut names = Vec::new();
+        if let Some(users) = rest.split_once("users:(").map(|(_, u)| u) {
+            // ("python3",pid=1234,fd=3),("x",pid=5,fd=6)
+            for entry in users.split("),(") {
+                let name = entry.split('"').nth(1);
+                let pid = entry
+                    .split(',')
+                    .find_map(|kv| kv.strip_prefix("pid="))
+                    .map(|p| p.trim_end_matches(')'));
+                if let (Some(name), Some(pid)) = (name, pid) {
+                    names.push(format!("{name} (pid {pid})"));
+                }
+            }
+        } else if let Some((pid, name)) = fields.last().and_then(|f| f.split_once('/'))
+            && !pid.is_empty()
+            && pid.chars().all(|c| c.is_ascii_digit())
+        {
+            names.push(format!("{name} (pid {pid})"));
+        }
+        for n in names {
+            // The port is only worth naming when the listener binds several.
+            let n = if ports.len() > 1 {
+                format!("{n} on port {port}")
+            } else {
+                n
+            };
+            if !found.contains(&n) {
+                found.push(n);
+            }
+        }
+    }
+    found
 }
 
 /// The container that serves a listener's ports once the cluster runs.
@@ -569,6 +672,28 @@ mod tests {
         // The controlplane host reaches etcd and every kubelet; each worker the API server.
         assert_eq!(r.probes[0].pairs.len(), 1 + 30 + 1);
         assert!(r.probes[1..].iter().all(|p| p.pairs == ["10.0.0.1:6443"]));
+    }
+
+    #[test]
+    fn the_process_holding_a_port_is_named_from_ss_or_netstat() {
+        let ss = "LISTEN 0      16           0.0.0.0:10250      0.0.0.0:*    users:((\"python3\",pid=4242,fd=3))\n\
+                  LISTEN 0      4096         127.0.0.1:10248    0.0.0.0:*    users:((\"kubelet\",pid=7,fd=9))\n\
+                  LISTEN 0      4096         [::]:10250         [::]:*       users:((\"python3\",pid=4242,fd=4),(\"sh\",pid=5,fd=4))\n";
+        assert_eq!(
+            listening_processes(ss, WORKER_PORTS),
+            ["python3 (pid 4242)", "sh (pid 5)"]
+        );
+        let netstat = "Active Internet connections (only servers)\n\
+                       Proto Recv-Q Send-Q Local Address           Foreign Address         State       PID/Program name\n\
+                       tcp        0      0 0.0.0.0:2379            0.0.0.0:*               LISTEN      99/nc\n\
+                       tcp        0      0 0.0.0.0:22              0.0.0.0:*               LISTEN      1/sshd\n";
+        assert_eq!(
+            listening_processes(netstat, ETCD_PORTS),
+            ["nc (pid 99) on port 2379"]
+        );
+        // Not root: ss shows the socket without its process.
+        let hidden = "LISTEN 0 16 0.0.0.0:10250 0.0.0.0:*\n";
+        assert!(listening_processes(hidden, WORKER_PORTS).is_empty());
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! Runs work on hosts in parallel under one concurrency limit shared by the whole run, so
 //! `--concurrency` bounds every phase alike, and reports each host's outcome.
 
+use crate::hosts::Host;
 use crate::output::Reporter;
+use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use tokio::sync::Semaphore;
 
 /// What a phase failed with; the host is named when the failure belongs to one.
@@ -53,6 +55,9 @@ fn hosts_failed(phase: &str, failures: &[(String, String)]) -> String {
 pub struct Runner {
     pub reporter: Reporter,
     limit: Arc<Semaphore>,
+    /// The run's hosts, once connected: a host whose step broke off with a dropped
+    /// connection is probed to say which daemon failed ([`crate::hosts::lost`]).
+    hosts: Arc<OnceLock<BTreeMap<String, Arc<Host>>>>,
 }
 
 impl Runner {
@@ -60,7 +65,18 @@ impl Runner {
         Runner {
             reporter,
             limit: Arc::new(Semaphore::new(concurrency.max(1))),
+            hosts: Arc::default(),
         }
+    }
+
+    /// Lets failures on these hosts be explained by probing them (the first call counts).
+    pub fn probe_failed_hosts<'a>(&self, hosts: impl IntoIterator<Item = &'a Arc<Host>>) {
+        let _ = self.hosts.set(
+            hosts
+                .into_iter()
+                .map(|h| (h.name().to_string(), h.clone()))
+                .collect(),
+        );
     }
 
     /// Runs `work` for every host in parallel, at most `concurrency` at once across the run, and
@@ -101,6 +117,7 @@ impl Runner {
             let limit = self.limit.clone();
             let reporter = self.reporter.clone();
             let gate = gate.clone();
+            let probe = self.hosts.get().and_then(|m| m.get(&name)).cloned();
             let fut = work(host);
             async move {
                 let _gate = match &gate {
@@ -115,6 +132,10 @@ impl Runner {
                         None
                     }
                     Err(message) => {
+                        let message = match probe {
+                            Some(h) => crate::hosts::lost::explain(&h, message).await,
+                            None => message,
+                        };
                         progress.fail(&message);
                         Some((name, message))
                     }

@@ -19,6 +19,8 @@ pub(super) struct Connected {
     pub(super) recon: reconcile::Changes,
     /// The hosts that left the cluster and could be reached.
     pub(super) removed_pool: Option<HostPool>,
+    /// Every port between roles was checked here (hosts or roles were added).
+    pub(super) ports_checked: bool,
 }
 
 pub(super) async fn connect(
@@ -47,12 +49,14 @@ pub(super) async fn connect(
                 .any(|o| o.address == n.address && n.role.iter().all(|r| o.role.contains(r)))
         }),
     };
+    let mut ports_checked = false;
     if opts.disable_port_check || opts.dry_run {
         // The checks start listener containers; a dry run changes nothing.
     } else if !hosts_added {
         tracing::debug!("no host or role added: port checks skipped, as RKE1 does (§10)");
     } else {
         port_checks(cluster, &pool, reporter).await?;
+        ports_checked = true;
     }
     let removed_pool = connect_removed(old_current, &recon, opts, reporter).await;
     phase.done();
@@ -60,6 +64,7 @@ pub(super) async fn connect(
         pool,
         recon,
         removed_pool,
+        ports_checked,
     })
 }
 

@@ -21,6 +21,7 @@ mod dry_run;
 mod etcd;
 mod etcd_members;
 mod files;
+mod free_ports;
 mod host_actions;
 mod host_files;
 mod nodes;
@@ -100,6 +101,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     // was.
     state::save_desired_state(cluster, &loaded.state, reporter)?;
     let run = Arc::new(run::Run::new(planned, &loaded.state, reporter));
+    runner.probe_failed_hosts(run.pool.hosts());
     let (old, old_current) = (loaded.old.as_ref(), loaded.old_current.as_ref());
 
     // 4. apply
@@ -147,6 +149,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     if !worker_only.is_empty() {
         // A budget of its own: hosts waiting for kubelet must not hold back etcd.
         let early_runner = Runner::new(reporter.clone(), opts.ssh.concurrency);
+        early_runner.probe_failed_hosts(run.pool.hosts());
         early_workers.spawn(planes::early_worker_plane(
             run.clone(),
             early_runner,

@@ -53,6 +53,7 @@ pub(super) async fn plan(
         pool,
         recon,
         removed_pool,
+        ports_checked,
     } = connected;
     let (old, old_current, state) = (&loaded.old, &loaded.old_current, &loaded.state);
     let phase = reporter.phase("plan");
@@ -125,6 +126,19 @@ pub(super) async fn plan(
         opts.force,
         &cluster.files.state_path,
     )?;
+    if let Err(e) = super::free_ports::check(
+        cluster,
+        opts,
+        &pool,
+        &cluster_plan,
+        &observed,
+        ports_checked,
+    )
+    .await
+    {
+        phase.fail(&e.to_string());
+        return Err(e);
+    }
     let mut all_actions = Vec::new();
     let mut actions = BTreeMap::new();
     for host_plan in &cluster_plan.hosts {
