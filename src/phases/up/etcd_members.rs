@@ -76,18 +76,35 @@ pub(super) async fn remove_etcd_members(run: &Arc<Run>, runner: &Runner) -> Resu
                 .and_then(|r| r.reachable.as_ref().map(|(h, _)| h.clone()))
         });
         if let Some(host) = host {
+            // Reported as applied where the plan lists them (a host that stays in the cluster).
+            let planned = run.actions.get(&gone.address);
+            let listed =
+                |a: &dyn Fn(&Action) -> bool| planned.and_then(|l| l.iter().find(|x| a(x)));
             for c in ETCD_PLANE {
-                host.docker().remove_container(c).await.map_err(other)?;
+                let result = host.docker().remove_container(c).await;
+                if let Some(action) =
+                    listed(&|a| matches!(a, Action::RemoveContainer { name, .. } if name == c))
+                {
+                    let error = result.as_ref().err().map(|e| e.to_string());
+                    run.reporter
+                        .applied(&gone.address, action, error.as_deref());
+                }
+                result.map_err(other)?;
             }
             // A host that stays in the cluster without the etcd role keeps no member data: were
             // it made an etcd host again, its etcd would restart as the removed member and be
             // refused ("the member has been permanently removed"). Hosts that leave the cluster
             // are cleaned with the rest of their directories.
-            if let Some(h) = run.plan.hosts.iter().find(|h| h.address == gone.address) {
-                let data = plan::join_path(&[&h.prefix_path, "/var/lib/etcd"]);
-                reconcile::clean_directories(&host, &run.helper_image, &[data])
-                    .await
-                    .map_err(other)?;
+            if let Some(action @ Action::CleanDirectories { paths }) =
+                listed(&|a| matches!(a, Action::CleanDirectories { .. }))
+            {
+                let result = reconcile::clean_directories(&host, &run.helper_image, paths).await;
+                run.reporter.applied(
+                    &gone.address,
+                    action,
+                    result.as_ref().err().map(String::as_str),
+                );
+                result.map_err(other)?;
             }
         }
     }

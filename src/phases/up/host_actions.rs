@@ -67,7 +67,8 @@ pub(crate) fn in_run_order(actions: &mut [Action], early_workers: bool, planes: 
             | Action::CreateDirectories { .. } => (0, 0),
             Action::EnsureCniDirectory { .. } | Action::WriteTmpfilesEntry { .. } => (1, 0),
             Action::PullImage { .. } => (2, 0),
-            Action::RemoveEtcdMember { .. } => (5, 0),
+            // A member leaving: its etcd containers and data directory go with it.
+            Action::RemoveEtcdMember { .. } | Action::CleanDirectories { .. } => (5, 0),
             Action::AddEtcdMember { .. } => (6, 0),
             // Right before the etcd container it prepares (listed just before it).
             Action::FixEtcdPermissions { .. } => in_planes(plan::ETCD).unwrap_or((20, 0)),

@@ -178,12 +178,25 @@ pub(super) async fn plan(
     }
     for gone in &recon.etcd_removed {
         if let Some(list) = actions.get_mut(&gone.address) {
-            let remove = Action::RemoveEtcdMember {
-                member: reconcile::member_name(&gone.hostname),
-            };
-            list.insert(0, remove.clone());
+            list.insert(
+                0,
+                Action::RemoveEtcdMember {
+                    member: reconcile::member_name(&gone.hostname),
+                },
+            );
+            // The host stays without the etcd role: its member data goes with its membership,
+            // or an etcd made there again would start as the removed member and be refused.
+            if let Some(h) = cluster_plan
+                .hosts
+                .iter()
+                .find(|h| h.address == gone.address)
+            {
+                list.push(Action::CleanDirectories {
+                    paths: vec![plan::join_path(&[&h.prefix_path, "/var/lib/etcd"])],
+                });
+            }
             if let Some(shown) = all_actions.iter_mut().find(|x| x.host == gone.address) {
-                shown.actions.insert(0, remove);
+                shown.actions = list.clone();
             }
         }
     }
