@@ -29,4 +29,5 @@ pub mod output;
 pub mod phases;
 pub mod pki;
 pub mod plan;
+pub mod serve;
 pub mod state;
