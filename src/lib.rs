@@ -17,6 +17,7 @@
 //! - [`cli`]: the command line surface and exit codes.
 
 pub mod addons;
+pub mod api;
 pub mod cli;
 pub mod cluster;
 pub mod config;
