@@ -361,6 +361,13 @@ fn serve_drives_two_clusters_from_two_replicas() {
     // Every answer from now on is checked for them (and for keys and the token).
     a.ok("GET", "/v1/clusters", "");
 
+    // The dry run of a cluster never brought up: every host has something to do.
+    let plan = a.ok("GET", &format!("/v1/clusters/{n1}/plan"), "");
+    assert!(
+        plan["hosts"].as_array().is_some_and(|h| !h.is_empty()),
+        "{plan}"
+    );
+
     // 4. An `up` cancelled through the other replica: it ends "cancelled" and its state loads.
     let t1 = b.start_op(n1, "up");
     let mut stream = Stream::open(&a, &t1);
@@ -383,7 +390,7 @@ fn serve_drives_two_clusters_from_two_replicas() {
         let db = rkers::serve::Db::connect(&database).await.unwrap();
         rkers::serve::store::DbStateStore::new(db, rkers::serve::SecretBox::new(&key), n1, None)
     });
-    rkers::state::store::StateStore::load(&store).expect("the cancelled up's state loads");
+    rkers::state::StateStore::load(&store).expect("the cancelled up's state loads");
     eprintln!("cancelled up checked after {:?}", started.elapsed());
 
     // 1 and 5. Both clusters up at once, from different replicas, streaming their events; a
@@ -468,7 +475,7 @@ fn serve_drives_two_clusters_from_two_replicas() {
             .iter()
             .all(|s| !s.contains("PRIVATE KEY") && !s.contains("certificatesBundle"))
     );
-    let loaded = rkers::state::store::StateStore::load(&store).unwrap();
+    let loaded = rkers::state::StateStore::load(&store).unwrap();
     assert!(
         loaded
             .state

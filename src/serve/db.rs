@@ -4,8 +4,9 @@
 //! migrated at start by the migrations embedded in the binary.
 
 use serde::Serialize;
+use sqlx::AnyPool;
 use sqlx::Row;
-use sqlx::any::{AnyPool, AnyPoolOptions};
+use sqlx::any::AnyPoolOptions;
 
 /// How long a replica's hold on a cluster lasts without renewal. The running replica renews it
 /// every [`RENEW_EVERY`]; a replica that crashed stops renewing, and once the lease expired the

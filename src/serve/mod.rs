@@ -3,7 +3,7 @@
 //! It owns the JSON API under `/v1` (axum), its database ([`db`]: SQLite embedded by default,
 //! PostgreSQL for several replicas on one database), bearer-token authentication ([`auth`]),
 //! encryption at rest of configs, states and kubeconfigs ([`crypto`]), the database
-//! [`StateStore`](crate::state::store::StateStore) ([`store`]) and the running of operations
+//! [`StateStore`](crate::state::StateStore) ([`store`]) and the running of operations
 //! under a per-cluster lock held in the database ([`ops`]).
 //!
 //! Endpoints (all but `/healthz` need `Authorization: Bearer <token>`):
@@ -19,7 +19,6 @@
 //! - `GET /v1/operations/{id}/events`: the events as server-sent events, read from the database
 //!   (any replica streams any operation), ending with the `result` event.
 
-mod api_stub;
 pub mod auth;
 pub mod crypto;
 pub mod db;

@@ -8,11 +8,9 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use super::App;
-use super::api_stub::{
-    self as api, ApiError, CancellationToken, ClusterInput, Event, Operation, Outcome,
-};
 use super::db::{Lock, RENEW_EVERY};
 use super::store::{DbStateStore, row_of};
+use crate::api::{self, ApiError, CancellationToken, ClusterInput, Event, Operation, Outcome};
 
 /// What an operation endpoint starts, with the request's options (kept in the operation's
 /// record; none of them is a secret).
@@ -127,8 +125,23 @@ pub async fn start(app: &App, cluster: &str, kind: Kind) -> Result<String, Start
     tracing::info!(operation = %id, %cluster, kind = kind.name(), "operation started");
     let app2 = app.clone();
     let (cluster2, id2) = (cluster.to_string(), id.clone());
-    tokio::spawn(async move { run(app2, cluster2, id2, kind, yaml).await });
+    run_on_own_thread(move || run(app2, cluster2, id2, kind, yaml));
     Ok(id)
+}
+
+/// Runs an operation on a thread of the blocking pool, driven by the server's runtime. rustc
+/// cannot prove the library's futures `Send` for every lifetime ("implementation of `Send` is
+/// not general enough", inside the phases), so they cannot be `tokio::spawn`ed; `block_on`
+/// does not need `Send`, and the database and timers stay on the server's runtime.
+/// The future is made on that thread, from `make` (whose captures are `Send`).
+pub fn run_on_own_thread<F, Fut, T>(make: F) -> tokio::task::JoinHandle<T>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = T>,
+    T: Send + 'static,
+{
+    let handle = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || handle.block_on(make()))
 }
 
 async fn run(app: App, cluster: String, id: String, kind: Kind, yaml: String) {

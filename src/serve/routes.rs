@@ -16,9 +16,9 @@ use futures::Stream;
 use serde_json::{Value, json};
 
 use super::App;
-use super::api_stub as api;
 use super::ops::{self, Kind, StartError};
 use super::store::DbStateStore;
+use crate::api;
 
 /// An error answer.
 pub struct Failure(StatusCode, Value);
@@ -236,14 +236,16 @@ async fn plan(State(app): State<App>, Path(name): Path<String>) -> Answer {
         .secrets
         .open_string(&super::config_purpose(&name), &sealed)
         .map_err(Failure::internal)?;
-    let store = Arc::new(DbStateStore::new(
-        app.db.clone(),
-        app.secrets.clone(),
-        &name,
-        None,
-    ));
-    let op = api::Operation::new(api::ClusterInput::Yaml(yaml), store);
-    match api::plan(&op).await {
+    let db = app.db.clone();
+    let secrets = app.secrets.clone();
+    let result = ops::run_on_own_thread(move || async move {
+        let store = Arc::new(DbStateStore::new(db, secrets, &name, None));
+        let op = api::Operation::new(api::ClusterInput::Yaml(yaml), store);
+        api::plan(&op).await
+    })
+    .await
+    .map_err(Failure::internal)?;
+    match result {
         Ok(plan) => Ok(Json(plan).into_response()),
         Err(e @ api::ApiError::InvalidConfig(_)) => Err(Failure::new(StatusCode::BAD_REQUEST, e)),
         Err(e) => Err(Failure::new(StatusCode::BAD_GATEWAY, e)),

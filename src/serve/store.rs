@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::crypto::SecretBox;
 use super::db::Db;
 use crate::state::StateFile;
-use crate::state::store::{Loaded, StateStore, StateVersion, StoreError};
+use crate::state::{Loaded, StateStore, StateVersion, StoreError};
 
 pub struct DbStateStore {
     db: Db,

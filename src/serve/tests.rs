@@ -13,7 +13,7 @@ use tower::ServiceExt;
 use super::store::DbStateStore;
 use super::*;
 use crate::state::StateFile;
-use crate::state::store::{StateStore, StateVersion, StoreError};
+use crate::state::{StateStore, StateVersion, StoreError};
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 
