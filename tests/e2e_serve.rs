@@ -431,7 +431,7 @@ fn serve_drives_two_clusters_from_two_replicas() {
     for (name, op) in [(n0, &r_op), (n1, &t_op)] {
         let history = b.ok("GET", &format!("/v1/clusters/{name}/states"), "");
         let versions = history["versions"].as_array().unwrap();
-        assert!(versions.len() >= 2, "{history}");
+        assert!(!versions.is_empty(), "{history}");
         assert_eq!(
             versions.last().unwrap()["version"],
             op["state_version"],
@@ -509,6 +509,26 @@ fn serve_drives_two_clusters_from_two_replicas() {
         "{left}"
     );
     assert!(instances[1].containers().contains("kube-apiserver"));
+    // Its history keeps the state the up saved and adds what remove left (an empty state).
+    let history = a.ok("GET", &format!("/v1/clusters/{n0}/states"), "");
+    let versions: Vec<i64> = history["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["version"].as_i64().unwrap())
+        .collect();
+    let remove_op = a.ok("GET", &format!("/v1/operations/{remove}"), "");
+    assert!(versions.len() >= 2, "{history}");
+    assert_eq!(
+        versions.last().copied(),
+        remove_op["state_version"].as_i64(),
+        "{history} {remove_op}"
+    );
+    assert_eq!(
+        versions,
+        (1..=versions.len() as i64).collect::<Vec<_>>(),
+        "{history}"
+    );
     let list = a.ok("GET", "/v1/clusters", "");
     let removed = list["clusters"]
         .as_array()
