@@ -469,7 +469,7 @@ fn serve_drives_two_clusters_from_two_replicas() {
             .get("sealed");
         (raw, kc)
     });
-    assert!(raw_states.len() >= 4);
+    assert!(raw_states.len() >= 2, "{}", raw_states.len());
     assert!(
         raw_states
             .iter()
