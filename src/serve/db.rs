@@ -142,6 +142,18 @@ fn op_from_row(row: &sqlx::any::AnyRow) -> Result<OperationRow, sqlx::Error> {
 }
 
 impl Db {
+    /// The one text column `sql` selects for `key`, if a row matches.
+    async fn text(&self, sql: &str, key: &str, what: String) -> Result<Option<String>, DbError> {
+        sqlx::query(sql)
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(ctx(what.clone()))?
+            .map(|r| r.try_get(0))
+            .transpose()
+            .map_err(ctx(what))
+    }
+
     /// Connects and migrates. `sqlite:` URLs get their directory and file created.
     pub async fn connect(url: &str) -> Result<Db, DbError> {
         sqlx::any::install_default_drivers();
@@ -149,13 +161,14 @@ impl Db {
         if let Some(rest) = url.strip_prefix("sqlite:") {
             let path = rest.trim_start_matches("//");
             let path = path.split('?').next().unwrap_or("");
-            if !path.is_empty() && path != ":memory:" {
-                if let Some(dir) = std::path::Path::new(path).parent() {
-                    std::fs::create_dir_all(dir).map_err(|e| DbError {
-                        what: format!("directory {}", dir.display()),
-                        source: sqlx::Error::Io(e),
-                    })?;
-                }
+            if !path.is_empty()
+                && path != ":memory:"
+                && let Some(dir) = std::path::Path::new(path).parent()
+            {
+                std::fs::create_dir_all(dir).map_err(|e| DbError {
+                    what: format!("directory {}", dir.display()),
+                    source: sqlx::Error::Io(e),
+                })?;
             }
             if !url.contains('?') {
                 url.push_str("?mode=rwc");
@@ -196,14 +209,8 @@ impl Db {
     }
 
     pub async fn cluster_config(&self, name: &str) -> Result<Option<String>, DbError> {
-        sqlx::query("SELECT config FROM clusters WHERE name = $1")
-            .bind(name)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(ctx(format!("cluster {name}: read")))?
-            .map(|r| r.try_get("config"))
-            .transpose()
-            .map_err(ctx(format!("cluster {name}: read")))
+        let sql = "SELECT config FROM clusters WHERE name = $1";
+        self.text(sql, name, format!("cluster {name}: read")).await
     }
 
     pub async fn list_clusters(&self) -> Result<Vec<ClusterRow>, DbError> {
@@ -320,15 +327,8 @@ impl Db {
         replica: &str,
     ) -> Result<Lock, DbError> {
         let what = format!("cluster {cluster}: lock");
-        let previous: Option<String> =
-            sqlx::query("SELECT operation FROM cluster_locks WHERE cluster = $1")
-                .bind(cluster)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(ctx(what.clone()))?
-                .map(|r| r.try_get("operation"))
-                .transpose()
-                .map_err(ctx(what.clone()))?;
+        let holder = "SELECT operation FROM cluster_locks WHERE cluster = $1";
+        let previous = self.text(holder, cluster, what.clone()).await?;
         let now = now_ms();
         let taken = sqlx::query(
             "INSERT INTO cluster_locks (cluster, operation, replica, expires_at) \
@@ -352,15 +352,7 @@ impl Db {
                 took_over: previous.filter(|p| p != operation),
             });
         }
-        let holder: Option<String> =
-            sqlx::query("SELECT operation FROM cluster_locks WHERE cluster = $1")
-                .bind(cluster)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(ctx(what.clone()))?
-                .map(|r| r.try_get("operation"))
-                .transpose()
-                .map_err(ctx(what))?;
+        let holder = self.text(holder, cluster, what).await?;
         Ok(Lock::Busy {
             operation: holder.unwrap_or_default(),
         })
@@ -521,14 +513,12 @@ impl Db {
     }
 
     pub async fn kubeconfig(&self, cluster: &str) -> Result<Option<String>, DbError> {
-        let what = format!("cluster {cluster}: read the kubeconfig");
-        sqlx::query("SELECT sealed FROM kubeconfigs WHERE cluster = $1")
-            .bind(cluster)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(ctx(what.clone()))?
-            .map(|r| r.try_get("sealed"))
-            .transpose()
-            .map_err(ctx(what))
+        let sql = "SELECT sealed FROM kubeconfigs WHERE cluster = $1";
+        self.text(
+            sql,
+            cluster,
+            format!("cluster {cluster}: read the kubeconfig"),
+        )
+        .await
     }
 }

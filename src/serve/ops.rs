@@ -214,10 +214,10 @@ async fn run(app: App, cluster: String, id: String, kind: Kind, yaml: String) {
     if let Err(e) = app.db.release_lock(&cluster, &id).await {
         tracing::error!(operation = %id, "{e}");
     }
-    if let Some(body) = result_event {
-        if let Err(e) = app.db.insert_event(&id, next_seq, &body).await {
-            tracing::error!(operation = %id, "{e}");
-        }
+    if let Some(body) = result_event
+        && let Err(e) = app.db.insert_event(&id, next_seq, &body).await
+    {
+        tracing::error!(operation = %id, "{e}");
     }
     tracing::info!(operation = %id, %cluster, status, "operation ended");
 }
