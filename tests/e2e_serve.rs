@@ -549,3 +549,43 @@ fn serve_drives_two_clusters_from_two_replicas() {
     }
     eprintln!("e2e_serve took {:?}", started.elapsed());
 }
+
+/// Bad setup files stop `rkers serve` before it listens: exit 2, naming the file and the remedy.
+#[test]
+fn serve_refuses_bad_key_and_tokens_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tokens, key) = (dir.path().join("tokens"), dir.path().join("key"));
+    std::fs::write(&tokens, format!("{TOKEN}\n")).unwrap();
+    std::fs::write(&key, [7u8; 16]).unwrap();
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_rkers"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--database"])
+            .arg(format!("sqlite://{}", dir.path().join("db").display()))
+            .arg("--tokens-file")
+            .arg(&tokens)
+            .arg("--secret-key-file")
+            .arg(&key)
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: the secret key must be exactly 32 bytes",
+            key.display()
+        )),
+        "{err}"
+    );
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    std::fs::write(&tokens, "# nobody\n").unwrap();
+    let out = run();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no token in the tokens file"), "{err}");
+    assert!(
+        !dir.path().join("db").exists(),
+        "nothing was created before the checks"
+    );
+}
