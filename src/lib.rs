@@ -17,6 +17,7 @@
 //! - [`cli`]: the command line surface and exit codes.
 
 pub mod addons;
+pub mod api;
 pub mod cli;
 pub mod cluster;
 pub mod config;
@@ -29,4 +30,5 @@ pub mod output;
 pub mod phases;
 pub mod pki;
 pub mod plan;
+pub mod serve;
 pub mod state;

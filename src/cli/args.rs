@@ -68,6 +68,8 @@ pub enum Command {
     },
     /// Print the manual page (roff): `rkers man | man -l -`.
     Man,
+    /// Run the management server: an HTTP API over a database (see the README).
+    Serve(crate::serve::ServeArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -394,7 +396,9 @@ impl Command {
             Command::Version(a) => a,
             Command::Preflight(a) => &a.config,
             Command::Doctor(a) => &a.config,
-            Command::Config(_) | Command::Completions { .. } | Command::Man => return None,
+            Command::Config(_) | Command::Completions { .. } | Command::Man | Command::Serve(_) => {
+                return None;
+            }
             Command::Etcd { command } => match command {
                 EtcdCommand::SnapshotSave { config, .. } => config,
                 EtcdCommand::SnapshotRestore { config, .. } => config,

@@ -117,6 +117,9 @@ fn init_logging(cli: &Cli) {
         "rkers=trace"
     } else if cli.debug {
         "rkers=debug"
+    } else if matches!(cli.command, args::Command::Serve(_)) {
+        // A server's log is its operations' starts and ends (never a secret).
+        "rkers::serve=info"
     } else {
         "off"
     };
@@ -142,6 +145,12 @@ async fn run(cli: Cli, reporter: &crate::output::Reporter) -> Result<(), CliErro
             return clap_mangen::Man::new(cmd)
                 .render(&mut std::io::stdout())
                 .map_err(|e| CliError::Failed(format!("cannot write the manual page: {e}")));
+        }
+        Command::Serve(a) => {
+            return crate::serve::run(a).await.map_err(|e| match e {
+                crate::serve::ServeError::Setup(m) => CliError::Usage(m),
+                crate::serve::ServeError::Failed(m) => CliError::Failed(m),
+            });
         }
         _ => {}
     }
@@ -195,7 +204,7 @@ async fn run(cli: Cli, reporter: &crate::output::Reporter) -> Result<(), CliErro
                 connect, dry_run, ..
             },
         } => commands::state_file::get_state_file(&cluster, connect, *dry_run, reporter).await,
-        Command::Config(_) | Command::Completions { .. } | Command::Man => {
+        Command::Config(_) | Command::Completions { .. } | Command::Man | Command::Serve(_) => {
             unreachable!("handled above")
         }
     }

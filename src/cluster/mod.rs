@@ -94,6 +94,22 @@ impl Cluster {
     pub fn load(path: &Path, reporter: &Reporter) -> Result<Cluster, ClusterError> {
         let catalog = Catalog::load()?;
         let loaded = config::load_file(path)?;
+        Self::from_loaded(
+            loaded,
+            catalog,
+            ClusterFiles::from_config_path(path),
+            reporter,
+        )
+    }
+
+    /// [`Cluster::load`] for a config already parsed, with the metadata and the file names
+    /// given by the caller (the library API: nothing read from the environment or the disk).
+    pub fn from_loaded(
+        loaded: config::Loaded,
+        catalog: Catalog,
+        files: ClusterFiles,
+        reporter: &Reporter,
+    ) -> Result<Cluster, ClusterError> {
         let mut config = loaded.config;
         for warning in &loaded.warnings {
             reporter.warn(warning.to_string());
@@ -108,7 +124,7 @@ impl Cluster {
             config,
             warnings: loaded.warnings,
             catalog,
-            files: ClusterFiles::from_config_path(path),
+            files,
         })
     }
 

@@ -73,6 +73,13 @@ pub trait StateStore: Send + Sync {
 
     /// Replaces the state if the stored version is still `expected`, returning the new version.
     fn save(&self, state: &StateFile, expected: &StateVersion) -> Result<StateVersion, StoreError>;
+
+    /// Forgets the state (what `remove` leaves) if the stored version is still `expected`,
+    /// returning the new version. The default stores an empty state, which every command reads
+    /// as "no cluster yet".
+    fn delete(&self, expected: &StateVersion) -> Result<StateVersion, StoreError> {
+        self.save(&StateFile::default(), expected)
+    }
 }
 
 /// The state file next to the config, RKE1's layout: atomic writes, mode 0600, timestamped
@@ -147,6 +154,28 @@ impl StateStore for FileStateStore {
     }
 
     fn save(&self, state: &StateFile, expected: &StateVersion) -> Result<StateVersion, StoreError> {
+        self.swap(expected, || state.save(&self.path).map(drop))
+    }
+
+    fn delete(&self, expected: &StateVersion) -> Result<StateVersion, StoreError> {
+        self.swap(expected, || match std::fs::remove_file(&self.path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(StateError::Write {
+                path: self.path.clone(),
+                source,
+            }),
+        })
+    }
+}
+
+impl FileStateStore {
+    /// Runs `write` if the file is still at `expected`, under the lock beside it.
+    fn swap(
+        &self,
+        expected: &StateVersion,
+        write: impl FnOnce() -> Result<(), StateError>,
+    ) -> Result<StateVersion, StoreError> {
         // One writer at a time between the check and the rename: an advisory lock on a file
         // beside the state (the state itself is replaced by rename, so it cannot hold a lock).
         let lock_path = {
@@ -175,7 +204,7 @@ impl StateStore for FileStateStore {
                 found,
             });
         }
-        state.save(&self.path)?;
+        write()?;
         self.current_version()
     }
 }
@@ -252,6 +281,21 @@ impl StateStore for MemoryStateStore {
             });
         }
         inner.0 = Some(state.clone());
+        inner.1 += 1;
+        Ok(Self::version(inner.1))
+    }
+
+    fn delete(&self, expected: &StateVersion) -> Result<StateVersion, StoreError> {
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let found = Self::version(inner.1);
+        if &found != expected {
+            return Err(StoreError::Conflict {
+                store: self.name(),
+                expected: expected.clone(),
+                found,
+            });
+        }
+        inner.0 = None;
         inner.1 += 1;
         Ok(Self::version(inner.1))
     }

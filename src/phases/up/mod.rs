@@ -203,6 +203,21 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     Ok(())
 }
 
+/// `up --dry-run` that also hands back the changeset it showed, for the library API's plan.
+pub async fn plan_actions(
+    cluster: &Cluster,
+    opts: &UpOptions,
+    reporter: &Reporter,
+) -> Result<Vec<crate::diff::HostActions>, UpError> {
+    let loaded = state::load(cluster, opts, reporter)?;
+    let connected = connect::connect(cluster, opts, &loaded, reporter).await?;
+    let planned = plan::plan(cluster, opts, &loaded, connected, reporter).await?;
+    plan::confirm(cluster, opts, &loaded, &planned, reporter).await?;
+    let shown = planned.shown.clone();
+    dry_run::show(cluster, &loaded, planned, reporter).await?;
+    Ok(shown)
+}
+
 /// Ends a phase with the outcome of its hosts.
 fn finish(phase: crate::output::PhaseGuard, result: Result<(), PhaseError>) -> Result<(), UpError> {
     match result {

@@ -1,0 +1,197 @@
+//! The API's behaviour that needs no host: config errors, the one `result` event, the
+//! compare-and-swap save of what a run leaves.
+
+use super::*;
+use std::sync::Mutex;
+
+fn collecting() -> (EventSink, Arc<Mutex<Vec<Event>>>) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink_events = events.clone();
+    let sink: EventSink = Arc::new(move |e| sink_events.lock().unwrap().push(e));
+    (sink, events)
+}
+
+fn results(events: &Mutex<Vec<Event>>) -> Vec<Event> {
+    events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| e.event == Some("result"))
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn invalid_yaml_names_line_and_column_and_ends_with_one_result() {
+    let (sink, events) = collecting();
+    let store = Arc::new(MemoryStateStore::new(None));
+    let op = Operation::new(
+        ClusterInput::Yaml("nodes:\n  - address: 10.0.0.1\n    role: [etcd\n".into()),
+        store.clone(),
+    )
+    .with_events(sink);
+    let err = up(&op, UpRequest::default()).await.unwrap_err();
+    let ApiError::InvalidConfig(message) = &err else {
+        panic!("expected InvalidConfig, got {err:?}");
+    };
+    assert!(
+        regex_lite_match(message),
+        "no cluster.yml:LINE:COLUMN in {message:?}"
+    );
+    assert_eq!(err.exit_code(), 2);
+    let results = results(&events);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0].exit_code, Some(2));
+    assert_eq!(results[0].status, Status::Failed);
+    // Nothing was saved.
+    assert_eq!(store.load().unwrap().version, StateVersion::absent());
+}
+
+/// `cluster.yml:<digits>:<digits>` somewhere in the text.
+fn regex_lite_match(text: &str) -> bool {
+    text.match_indices("cluster.yml:").any(|(i, m)| {
+        let rest = &text[i + m.len()..];
+        let mut parts = rest.splitn(3, ':');
+        let line = parts.next().unwrap_or("");
+        let column: String = parts
+            .next()
+            .unwrap_or("")
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        !line.is_empty() && line.chars().all(|c| c.is_ascii_digit()) && !column.is_empty()
+    })
+}
+
+#[tokio::test]
+async fn a_config_that_fails_validation_is_invalid_config() {
+    let (sink, events) = collecting();
+    let op = Operation::new(
+        ClusterInput::Config(Box::default()),
+        Arc::new(MemoryStateStore::new(None)),
+    )
+    .with_events(sink);
+    let err = plan(&op).await.unwrap_err();
+    assert!(matches!(err, ApiError::InvalidConfig(_)), "{err:?}");
+    assert_eq!(results(&events).len(), 1);
+}
+
+#[tokio::test]
+async fn an_unknown_service_to_rotate_is_refused_before_anything_runs() {
+    let (sink, events) = collecting();
+    let op = Operation::new(
+        ClusterInput::Yaml(String::new()),
+        Arc::new(MemoryStateStore::new(None)),
+    )
+    .with_events(sink);
+    let req = CertRotateRequest {
+        services: vec!["kube-dns".into()],
+        ..Default::default()
+    };
+    let err = cert_rotate(&op, req).await.unwrap_err();
+    assert!(err.to_string().contains("kube-dns"), "{err}");
+    assert_eq!(results(&events)[0].exit_code, Some(2));
+}
+
+#[tokio::test]
+async fn a_cancelled_token_stops_before_anything_runs() {
+    let (sink, events) = collecting();
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let op = Operation::new(
+        ClusterInput::Yaml(VALID.into()),
+        Arc::new(MemoryStateStore::new(None)),
+    )
+    .with_cancel(cancel)
+    .with_events(sink);
+    let err = up(&op, UpRequest::default()).await.unwrap_err();
+    assert!(matches!(err, ApiError::Cancelled), "{err:?}");
+    let results = results(&events);
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].exit_code, Some(130));
+    assert_eq!(results[0].status, Status::Interrupted);
+}
+
+const VALID: &str = "nodes:\n  - address: 192.0.2.10\n    user: rke\n    role: [etcd, controlplane, worker]\n    ssh_key: \"not a key\"\n";
+
+/// A state the run wrote is saved over the version it loaded; when another writer saved in
+/// between, the save is refused with a conflict and the other writer's state stays.
+#[test]
+fn what_a_run_leaves_is_saved_by_compare_and_swap() {
+    let reporter = Reporter::with_sink(Arc::new(|_| {}));
+    let store = Arc::new(MemoryStateStore::new(None));
+    let op = Operation::new(ClusterInput::Yaml(VALID.into()), store.clone());
+
+    // A run whose phase wrote a state: saved, the version moves on.
+    let run = Run::prepare(&op, &reporter).unwrap();
+    let mut written = StateFile::default();
+    written.desired_state.rke_config = Some(serde_json::json!({ "clusterName": "a" }));
+    written.save(&run.cluster.files.state_path).unwrap();
+    let outcome = run.finish(&op, Ok(())).unwrap();
+    assert_ne!(outcome.state_version, StateVersion::absent());
+    assert_eq!(store.load().unwrap().version, outcome.state_version);
+    assert!(outcome.kubeconfig.is_none());
+
+    // The next run is seeded with it; a run that changes nothing saves nothing.
+    let run = Run::prepare(&op, &reporter).unwrap();
+    assert!(run.cluster.files.state_path.exists());
+    let same = run.finish(&op, Ok(())).unwrap();
+    assert_eq!(same.state_version, outcome.state_version);
+
+    // Another writer saves while a run is under way: the run's save is a conflict.
+    let run = Run::prepare(&op, &reporter).unwrap();
+    let mut theirs = written.clone();
+    theirs.desired_state.rke_config = Some(serde_json::json!({ "clusterName": "theirs" }));
+    let their_version = store.save(&theirs, &outcome.state_version).unwrap();
+    let mut ours = written.clone();
+    ours.desired_state.rke_config = Some(serde_json::json!({ "clusterName": "ours" }));
+    ours.save(&run.cluster.files.state_path).unwrap();
+    let err = run.finish(&op, Ok(())).unwrap_err();
+    assert!(
+        matches!(err, ApiError::Store(StoreError::Conflict { .. })),
+        "{err:?}"
+    );
+    let stored = store.load().unwrap();
+    assert_eq!(stored.version, their_version);
+    assert_eq!(
+        stored.state.unwrap().desired_state.rke_config,
+        theirs.desired_state.rke_config
+    );
+}
+
+/// A state file the run left that cannot be read whole is never saved over the stored one.
+#[test]
+fn an_unreadable_state_is_not_saved() {
+    let reporter = Reporter::with_sink(Arc::new(|_| {}));
+    let store = Arc::new(MemoryStateStore::new(None));
+    let op = Operation::new(ClusterInput::Yaml(VALID.into()), store.clone());
+    let run = Run::prepare(&op, &reporter).unwrap();
+    std::fs::write(&run.cluster.files.state_path, "{\"half\": ").unwrap();
+    let err = run.finish(&op, Ok(())).unwrap_err();
+    assert!(matches!(err, ApiError::Store(_)), "{err:?}");
+    assert_eq!(store.load().unwrap().version, StateVersion::absent());
+}
+
+/// `remove` deletes the state: the store is left without one.
+#[test]
+fn a_state_the_run_removed_is_deleted_from_the_store() {
+    let reporter = Reporter::with_sink(Arc::new(|_| {}));
+    let mut state = StateFile::default();
+    state.desired_state.rke_config = Some(serde_json::json!({ "clusterName": "a" }));
+    let store = Arc::new(MemoryStateStore::new(Some(state)));
+    let op = Operation::new(ClusterInput::Yaml(VALID.into()), store.clone());
+    let before = store.load().unwrap().version;
+    let run = Run::prepare(&op, &reporter).unwrap();
+    let dir = run.dir.path().to_path_buf();
+    std::fs::remove_file(&run.cluster.files.state_path).unwrap();
+    let outcome = run.finish(&op, Ok(())).unwrap();
+    assert_ne!(outcome.state_version, before);
+    assert!(store.load().unwrap().state.is_none());
+    // The scratch directory (it held the private keys) is gone.
+    assert!(
+        !dir.exists(),
+        "{} still has {:?}",
+        dir.display(),
+        std::fs::read_dir(&dir).map(|d| d.map(|e| e.unwrap().file_name()).collect::<Vec<_>>())
+    );
+}

@@ -1,0 +1,131 @@
+//! `rkers serve`: a management-plane HTTP server on the library API ([`crate::api`]).
+//!
+//! It owns the JSON API under `/v1` (axum), its database ([`db`]: SQLite embedded by default,
+//! PostgreSQL for several replicas on one database), bearer-token authentication ([`auth`]),
+//! encryption at rest of configs, states and kubeconfigs ([`crypto`]), the database
+//! [`StateStore`](crate::state::StateStore) ([`store`]) and the running of operations
+//! under a per-cluster lock held in the database ([`ops`]).
+//!
+//! Endpoints (all but `/healthz` need `Authorization: Bearer <token>`):
+//! - `PUT /v1/clusters/{name}`: register or update a cluster; the body is its cluster.yml
+//!   (400 with `file:line:column` problems when invalid);
+//! - `GET /v1/clusters`: every cluster with its newest state version and last operation;
+//! - `POST /v1/clusters/{name}/{up|remove|cert-rotate|snapshot-save|snapshot-restore}`: starts
+//!   the operation (202 with its id; 409 with the running operation's id when the cluster is
+//!   busy, on whichever replica);
+//! - `GET /v1/clusters/{name}/plan`: the dry run of `up`;
+//! - `GET /v1/clusters/{name}/states`: the state history (versions and times only);
+//! - `GET /v1/operations/{id}`, `POST /v1/operations/{id}/cancel`;
+//! - `GET /v1/operations/{id}/events`: the events as server-sent events, read from the database
+//!   (any replica streams any operation), ending with the `result` event.
+
+pub mod auth;
+pub mod crypto;
+pub mod db;
+mod ops;
+mod routes;
+pub mod store;
+#[cfg(test)]
+mod tests;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use auth::Tokens;
+pub use crypto::SecretBox;
+pub use db::Db;
+pub use routes::router;
+
+/// `rkers serve`'s options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Address to listen on (plain HTTP: keep it on localhost or put a TLS proxy in front).
+    #[arg(long, default_value = "127.0.0.1:8480")]
+    pub listen: SocketAddr,
+    /// Database URL: `sqlite:///path/serve.db` (embedded) or `postgres://user@host/db` (shared
+    /// by several replicas).
+    #[arg(
+        long,
+        env = "RKERS_SERVE_DATABASE",
+        default_value = "sqlite:///var/lib/rkers/serve.db"
+    )]
+    pub database: String,
+    /// File with the accepted bearer tokens: one a line, or `sha256:<hex digest>`.
+    #[arg(long, value_name = "FILE")]
+    pub tokens_file: PathBuf,
+    /// File with the 32-byte key (raw, or 64 hex digits) that encrypts configs, states and
+    /// kubeconfigs in the database.
+    #[arg(long, value_name = "FILE")]
+    pub secret_key_file: PathBuf,
+    /// This replica's name in operation records [default: host name and process id].
+    #[arg(long)]
+    pub replica_id: Option<String>,
+}
+
+/// What every request handler shares.
+#[derive(Clone)]
+pub struct App {
+    pub db: Db,
+    pub secrets: SecretBox,
+    pub tokens: Arc<Tokens>,
+    pub replica: String,
+}
+
+/// Why the server did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A bad tokens file or key file (exit 2).
+    #[error("{0}")]
+    Setup(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// The associated data of a cluster's sealed cluster.yml.
+fn config_purpose(cluster: &str) -> String {
+    format!("config:{cluster}")
+}
+
+fn kubeconfig_purpose(cluster: &str) -> String {
+    format!("kubeconfig:{cluster}")
+}
+
+fn default_replica() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "rkers".into());
+    format!("{host}-{}", std::process::id())
+}
+
+/// Starts the server and serves until the process ends. Prints one line with the address it
+/// listens on (port 0 picks a free one), for scripts and tests.
+pub async fn run(args: &ServeArgs) -> Result<(), ServeError> {
+    let tokens =
+        Tokens::from_file(&args.tokens_file).map_err(|e| ServeError::Setup(e.to_string()))?;
+    let secrets = SecretBox::from_file(&args.secret_key_file)
+        .map_err(|e| ServeError::Setup(e.to_string()))?;
+    let db = Db::connect(&args.database)
+        .await
+        .map_err(|e| ServeError::Failed(e.to_string()))?;
+    let app = App {
+        db,
+        secrets,
+        tokens: Arc::new(tokens),
+        replica: args.replica_id.clone().unwrap_or_else(default_replica),
+    };
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| ServeError::Failed(format!("cannot listen on {}: {e}", args.listen)))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| ServeError::Failed(format!("cannot listen on {}: {e}", args.listen)))?;
+    println!(
+        "rkers serve: listening on http://{addr} (replica {}, database {})",
+        app.replica,
+        db::shown_url(&args.database)
+    );
+    axum::serve(listener, router(app))
+        .await
+        .map_err(|e| ServeError::Failed(format!("server on {addr}: {e}")))
+}

@@ -1,0 +1,283 @@
+//! The server against a real database and no hosts: SQLite always, and PostgreSQL too when
+//! `RKERS_TEST_POSTGRES_URL` names one (scripts/test sets it from scripts/postgres); each test
+//! gets its own database there.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tower::ServiceExt;
+
+use super::store::DbStateStore;
+use super::*;
+use crate::state::StateFile;
+use crate::state::{StateStore, StateVersion, StoreError};
+
+const TOKEN: &str = "test-token-0123456789abcdef";
+
+/// One SQLite file, plus a fresh PostgreSQL database when the environment names a server.
+async fn databases() -> Vec<(String, Option<tempfile::TempDir>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut out = vec![(
+        format!("sqlite://{}", dir.path().join("serve.db").display()),
+        Some(dir),
+    )];
+    if let Ok(url) = std::env::var("RKERS_TEST_POSTGRES_URL") {
+        out.push((db::create_postgres_database(&url).await.unwrap(), None));
+    }
+    out
+}
+
+async fn app(url: &str, replica: &str) -> App {
+    App {
+        db: Db::connect(url).await.unwrap(),
+        secrets: SecretBox::new(&[9; 32]),
+        tokens: Arc::new(Tokens::from_plain(&[TOKEN])),
+        replica: replica.into(),
+    }
+}
+
+async fn call(
+    app: &App,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> (StatusCode, Value) {
+    let mut req = Request::builder().method(method).uri(path);
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    let res = router(app.clone())
+        .oneshot(req.body(Body::from(body.to_string())).unwrap())
+        .await
+        .unwrap();
+    let status = res.status();
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    let text = String::from_utf8_lossy(&bytes).to_string();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// A cluster.yml that validates; its one node does not exist (nothing listens on port 1), so an
+/// `up` of it fails at once, and it carries a registry password that must never come back.
+const CLUSTER_YML: &str = "nodes:
+  - address: 127.0.0.1
+    port: \"1\"
+    user: root
+    role: [controlplane, etcd, worker]
+private_registries:
+  - url: registry.example:5000
+    user: rkers
+    password: hunter2-registry-secret
+";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_without_a_valid_token_are_refused() {
+    for (url, _keep) in databases().await {
+        let app = app(&url, "a").await;
+        for token in [None, Some("wrong-token-0123456789abcdef"), Some("")] {
+            let (status, body) = call(&app, "GET", "/v1/clusters", token, "").await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{url} {token:?}: {body}");
+            assert!(
+                body["error"].as_str().unwrap().contains("bearer token"),
+                "{body}"
+            );
+            let (status, _) = call(&app, "PUT", "/v1/clusters/x", token, CLUSTER_YML).await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED);
+        }
+        // Nothing was registered by the refused PUTs.
+        let (status, body) = call(&app, "GET", "/v1/clusters", Some(TOKEN), "").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["clusters"], serde_json::json!([]), "{url}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_invalid_cluster_yml_is_refused_with_line_and_column() {
+    for (url, _keep) in databases().await {
+        let app = app(&url, "a").await;
+        let yml = "nodes:\n  - address: 10.0.0.1\n    user: root\n    role: [controlplane, etcd, wrker]\n";
+        let (status, body) = call(&app, "PUT", "/v1/clusters/bad", Some(TOKEN), yml).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        let problem = &body["problems"][0];
+        assert_eq!(problem["line"], 4, "{body}");
+        assert!(problem["column"].as_u64().unwrap() > 0, "{body}");
+        assert!(
+            problem["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("bad/cluster.yml:4:"),
+            "{body}"
+        );
+        let (status, body) = call(&app, "PUT", "/v1/clusters/bad", Some(TOKEN), "nodes: [").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(body["problems"][0]["line"].as_u64().unwrap() > 0, "{body}");
+        let (_, list) = call(&app, "GET", "/v1/clusters", Some(TOKEN), "").await;
+        assert_eq!(list["clusters"], serde_json::json!([]), "{url}: {list}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn states_are_sealed_and_saved_by_compare_and_swap() {
+    for (url, _keep) in databases().await {
+        let app = app(&url, "a").await;
+        app.db.put_cluster("c1", "sealed").await.unwrap();
+        let a = DbStateStore::new(app.db.clone(), app.secrets.clone(), "c1", Some("op-a"));
+        let b = DbStateStore::new(app.db.clone(), app.secrets.clone(), "c1", Some("op-b"));
+        let mut state = StateFile::default();
+        state.desired_state.rke_config = Some(serde_json::json!({
+            "privateRegistries": [{ "password": "hunter2-state-secret" }]
+        }));
+        let first = a.load().unwrap();
+        assert!(first.state.is_none());
+        assert_eq!(b.load().unwrap().version, first.version);
+        let v1 = a.save(&state, &first.version).unwrap();
+        // b loaded before a saved: refused, naming the version it found.
+        let err = b.save(&StateFile::default(), &first.version).unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Conflict { found, .. } if *found == v1),
+            "{url}: {err}"
+        );
+        let v2 = b.save(&state, &b.load().unwrap().version).unwrap();
+        assert_ne!(v1, v2);
+        // A version this store never gave out is a conflict too, never a blind write.
+        assert!(matches!(
+            a.save(&state, &StateVersion::new("sha256:00")),
+            Err(StoreError::Conflict { .. })
+        ));
+        let loaded = a.load().unwrap();
+        assert_eq!(loaded.version, v2);
+        assert_eq!(loaded.state.unwrap(), state);
+        // Every version is kept, sealed: the secret is nowhere in the rows.
+        let history = app.db.state_history("c1").await.unwrap();
+        assert_eq!(
+            history.iter().map(|h| h.version).collect::<Vec<_>>(),
+            [1, 2]
+        );
+        assert_eq!(history[1].operation.as_deref(), Some("op-b"));
+        let (_, sealed) = app.db.latest_state("c1").await.unwrap().unwrap();
+        assert!(
+            sealed.starts_with("v1:") && !sealed.contains("hunter2"),
+            "{sealed}"
+        );
+        // Another key cannot read it.
+        let other = DbStateStore::new(app.db.clone(), SecretBox::new(&[1; 32]), "c1", None);
+        let err = other.load().unwrap_err().to_string();
+        assert!(err.contains("does not decrypt"), "{err}");
+    }
+}
+
+/// Two replicas on one database: whichever holds a cluster, a request on either gets 409 with
+/// the running operation's id; a lease that expired (its replica died) is taken over.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_busy_cluster_is_409_with_the_running_operation_on_every_replica() {
+    for (url, _keep) in databases().await {
+        let a = app(&url, "replica-a").await;
+        let b = app(&url, "replica-b").await;
+        let (status, body) = call(&a, "PUT", "/v1/clusters/busy", Some(TOKEN), CLUSTER_YML).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        assert!(!body.to_string().contains("hunter2"), "{body}");
+        // Replica a runs an operation on the cluster.
+        assert_eq!(
+            a.db.try_lock("busy", "op-a", "replica-a").await.unwrap(),
+            db::Lock::Acquired { took_over: None }
+        );
+        a.db.insert_operation("op-a", "busy", "up", &serde_json::json!({}), "replica-a")
+            .await
+            .unwrap();
+        for replica in [&b, &a] {
+            let (status, body) =
+                call(replica, "POST", "/v1/clusters/busy/up", Some(TOKEN), "").await;
+            assert_eq!(status, StatusCode::CONFLICT, "{url}: {body}");
+            assert_eq!(body["operation_id"], "op-a", "{body}");
+        }
+        // Renewal keeps it; a crashed replica stops renewing and the lease runs out.
+        assert!(a.db.renew_lock("busy", "op-a").await.unwrap());
+        sqlx::query("UPDATE cluster_locks SET expires_at = 0")
+            .execute(&a.db.pool)
+            .await
+            .unwrap();
+        let (status, body) = call(&b, "POST", "/v1/clusters/busy/up", Some(TOKEN), "").await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{url}: {body}");
+        let new_op = body["operation_id"].as_str().unwrap().to_string();
+        assert!(!a.db.renew_lock("busy", "op-a").await.unwrap());
+        let dead = a.db.operation("op-a").await.unwrap().unwrap();
+        assert_eq!(dead.status, "failed");
+        assert!(dead.error.unwrap().contains("stopped renewing"));
+
+        // The new operation streams from the other replica until its result event.
+        let events = stream_events(&a, &new_op).await;
+        let result = events.last().unwrap();
+        assert_eq!(result.0, "result", "{events:?}");
+        assert!(!format!("{events:?}").contains("hunter2"), "{events:?}");
+        let (_, op) = call(
+            &a,
+            "GET",
+            &format!("/v1/operations/{new_op}"),
+            Some(TOKEN),
+            "",
+        )
+        .await;
+        assert_ne!(op["status"], "running", "{op}");
+        assert_eq!(op["replica"], "replica-b", "{op}");
+        assert_eq!(
+            op["exit_code"].as_i64(),
+            serde_json::from_str::<Value>(&result.1).unwrap()["exit_code"].as_i64(),
+            "{op} {result:?}"
+        );
+        // Ended: the lock is free again, and cancelling now is refused.
+        let (status, _) = call(
+            &a,
+            "POST",
+            &format!("/v1/operations/{new_op}/cancel"),
+            Some(TOKEN),
+            "",
+        )
+        .await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        let (_, list) = call(&b, "GET", "/v1/clusters", Some(TOKEN), "").await;
+        assert_eq!(
+            list["clusters"][0]["last_operation"]["id"],
+            new_op.as_str(),
+            "{list}"
+        );
+        let (status, body) = call(&a, "POST", "/v1/clusters/busy/remove", Some(TOKEN), "").await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        stream_events(&b, body["operation_id"].as_str().unwrap()).await;
+    }
+}
+
+/// The SSE stream of an operation: (event name, data) until the stream ends.
+async fn stream_events(app: &App, id: &str) -> Vec<(String, String)> {
+    let req = Request::get(format!("/v1/operations/{id}/events"))
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .body(Body::empty())
+        .unwrap();
+    let res = router(app.clone()).oneshot(req).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let mut body = res.into_body();
+    let mut text = String::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(120);
+    while let Ok(Some(frame)) = tokio::time::timeout_at(deadline, body.frame()).await {
+        if let Ok(data) = frame.unwrap().into_data() {
+            text.push_str(&String::from_utf8_lossy(&data));
+        }
+    }
+    let mut out = Vec::new();
+    for block in text.split("\n\n") {
+        let field = |name: &str| {
+            block
+                .lines()
+                .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string()))
+        };
+        if let (Some(event), Some(data)) = (field("event:"), field("data:")) {
+            out.push((event, data));
+        }
+    }
+    out
+}
