@@ -534,8 +534,8 @@ const CONFIG_NAME: &str = "cluster.yml";
 
 /// One run's scratch directory, seeded from the store, and the cluster the phases see.
 struct Run {
-    /// Removed when the run ends (it holds private keys).
-    dir: tempfile::TempDir,
+    /// Held for its removal when the run ends (it holds private keys).
+    _scratch: tempfile::TempDir,
     cluster: Cluster,
     loaded: Loaded,
     /// The state document as it was written into the scratch directory.
@@ -588,7 +588,7 @@ impl Run {
             ssh.known_hosts_path = Some(scratch.path().join("known_hosts"));
         }
         Ok(Run {
-            dir: scratch,
+            _scratch: scratch,
             cluster,
             loaded,
             seeded,

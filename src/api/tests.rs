@@ -182,7 +182,7 @@ fn a_state_the_run_removed_is_deleted_from_the_store() {
     let op = Operation::new(ClusterInput::Yaml(VALID.into()), store.clone());
     let before = store.load().unwrap().version;
     let run = Run::prepare(&op, &reporter).unwrap();
-    let dir = run.dir.path().to_path_buf();
+    let dir = run.cluster.files.state_path.parent().unwrap().to_path_buf();
     std::fs::remove_file(&run.cluster.files.state_path).unwrap();
     let outcome = run.finish(&op, Ok(())).unwrap();
     assert_ne!(outcome.state_version, before);
