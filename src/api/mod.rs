@@ -442,8 +442,14 @@ pub async fn snapshot_restore(op: &Operation, name: &str) -> Result<Outcome, Api
     end(&reporter, result)
 }
 
-/// The one `result` event every operation ends with.
+/// The one `result` event every operation ends with. The error handed back is masked like the
+/// events: its text may quote a host's output.
 fn end<T>(reporter: &Reporter, result: Result<T, ApiError>) -> Result<T, ApiError> {
+    let result = result.map_err(|e| match e {
+        ApiError::InvalidConfig(m) => ApiError::InvalidConfig(reporter.redactor().redact(&m)),
+        ApiError::Failed(m) => ApiError::Failed(reporter.redactor().redact(&m)),
+        other => other,
+    });
     match &result {
         Ok(_) => reporter.finish_run(0, None),
         Err(e) => reporter.finish_run(e.exit_code(), Some(&e.to_string())),
@@ -666,6 +672,10 @@ impl Run {
                 })?;
                 let state = StateFile::from_json(&text, Path::new(CONFIG_STATE_NAME))
                     .map_err(|e| ApiError::Store(StoreError::State(e)))?;
+                // Rewritten with the same content (a run that changed nothing): no new version.
+                if self.loaded.state.as_ref() == Some(&state) {
+                    return Ok(expected.clone());
+                }
                 Ok(op.store.save(&state, expected)?)
             }
             (None, Some(_)) => Ok(op.store.delete(expected)?),

@@ -195,3 +195,49 @@ fn a_state_the_run_removed_is_deleted_from_the_store() {
         std::fs::read_dir(&dir).map(|d| d.map(|e| e.unwrap().file_name()).collect::<Vec<_>>())
     );
 }
+
+/// Each operation masks the secrets of its own config in its events and its error; nothing is
+/// registered process-wide, so the command line's redactor does not grow with every operation.
+#[tokio::test]
+async fn secrets_are_masked_per_operation() {
+    let password = "registry-pass-4f9e1c";
+    let yaml = format!(
+        "nodes:\n  - address: 192.0.2.10\n    user: rke\n    role: [etcd, controlplane, worker]\n\
+         private_registries:\n  - url: r.example\n    user: u\n    password: {password}\n\
+         kubernetes_version: v0.0.1-nonexistent\n"
+    );
+    let (sink, events) = collecting();
+    let op = Operation::new(
+        ClusterInput::Yaml(yaml),
+        Arc::new(MemoryStateStore::new(None)),
+    )
+    .with_events(sink);
+    let _ = plan(&op).await;
+    let reporter = Reporter::with_sink(Arc::new(|_| {}));
+    let run_reporter = Reporter::with_sink(Arc::new(|_| {}));
+    let _ = Cluster::from_loaded(
+        config::load_str(
+            &format!(
+                "nodes:\n  - address: 192.0.2.10\n    user: rke\n    role: [etcd]\n\
+                 private_registries:\n  - url: r.example\n    password: {password}\n"
+            ),
+            CONFIG_NAME,
+        )
+        .unwrap(),
+        Catalog::embedded().clone(),
+        ClusterFiles::from_config_path(Path::new("/nonexistent/cluster.yml")),
+        &run_reporter,
+    );
+    let text = format!("login with {password} failed");
+    assert_eq!(
+        run_reporter.redactor().redact(&text),
+        "login with [REDACTED] failed"
+    );
+    // Another operation's reporter, and the process's, know nothing of it.
+    assert_eq!(reporter.redactor().redact(&text), text);
+    assert_eq!(crate::output::redact(&text), text);
+    for e in events.lock().unwrap().iter() {
+        let json = serde_json::to_string(e).unwrap();
+        assert!(!json.contains(password), "{json}");
+    }
+}

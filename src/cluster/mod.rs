@@ -53,6 +53,8 @@ pub struct Cluster {
     pub warnings: Vec<Diagnostic>,
     pub catalog: Catalog,
     pub files: ClusterFiles,
+    /// Where this run's secrets are registered: its reporter's redactor.
+    pub redactor: std::sync::Arc<Redactor>,
 }
 
 impl Cluster {
@@ -114,7 +116,7 @@ impl Cluster {
         for warning in &loaded.warnings {
             reporter.warn(warning.to_string());
         }
-        register_secrets(&config);
+        register_secrets(&config, reporter.redactor());
         config::apply_defaults(&mut config, &catalog);
         let problems = config::validate(&config, &catalog, &loaded.locations);
         if !problems.is_empty() {
@@ -125,6 +127,7 @@ impl Cluster {
             warnings: loaded.warnings,
             catalog,
             files,
+            redactor: reporter.redactor().clone(),
         })
     }
 
@@ -133,7 +136,7 @@ impl Cluster {
         if let Some(s) = &state {
             for side in [&s.desired_state, &s.current_state] {
                 for cert in side.certificates_bundle.values() {
-                    Redactor::global().register(&cert.key_pem);
+                    self.redactor.register(&cert.key_pem);
                 }
             }
         }
@@ -227,7 +230,7 @@ impl Cluster {
             }
         };
         for cert in bundle.values() {
-            Redactor::global().register(&cert.key_pem);
+            self.redactor.register(&cert.key_pem);
         }
         let new_config = self.config.to_state_json();
         let rke_config = match old_desired.and_then(|d| d.rke_config.as_ref()) {
@@ -284,7 +287,7 @@ impl Cluster {
         };
         if let Ok(keys) = encryption::aescbc_keys(&text) {
             for k in keys {
-                Redactor::global().register(&k.secret);
+                self.redactor.register(&k.secret);
             }
         }
         Ok(text)
@@ -292,8 +295,7 @@ impl Cluster {
 }
 
 /// Every secret the config carries is masked wherever it could show up later.
-fn register_secrets(c: &RkeConfig) {
-    let r = Redactor::global();
+fn register_secrets(c: &RkeConfig, r: &Redactor) {
     for n in &c.nodes {
         r.register(&n.ssh_key);
     }

@@ -168,6 +168,7 @@ async fn prepare(
     let load_opts = KeyLoadOptions {
         prompt: opts.passphrase_prompt,
         passphrase: opts.key_passphrase.clone(),
+        cache: opts.key_cache.clone(),
     };
     let methods = tokio::task::spawn_blocking(move || {
         keys::auth_methods(&host, &auth, &identity_files, &load_opts)

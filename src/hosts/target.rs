@@ -159,6 +159,8 @@ pub struct SshOptions {
     /// Whether accept-new writes new host keys to known_hosts; off for read-only runs
     /// (preflight, --dry-run), which must leave every file as it was.
     pub record_new_host_keys: bool,
+    /// Keys decoded so far, shared by the clones of these options (one run).
+    pub key_cache: super::keys::KeyCache,
 }
 
 impl Default for SshOptions {
@@ -175,6 +177,7 @@ impl Default for SshOptions {
             ssh_config_enabled: true,
             docker_timeout: Duration::from_secs(120),
             record_new_host_keys: true,
+            key_cache: Default::default(),
         }
     }
 }

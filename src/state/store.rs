@@ -154,7 +154,7 @@ impl StateStore for FileStateStore {
     }
 
     fn save(&self, state: &StateFile, expected: &StateVersion) -> Result<StateVersion, StoreError> {
-        self.swap(expected, || state.save(&self.path).map(drop))
+        self.swap(expected, || state.save_keeping_each(&self.path).map(drop))
     }
 
     fn delete(&self, expected: &StateVersion) -> Result<StateVersion, StoreError> {
