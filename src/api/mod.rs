@@ -593,6 +593,8 @@ impl Run {
         if ssh.known_hosts_path.is_none() {
             ssh.known_hosts_path = Some(scratch.path().join("known_hosts"));
         }
+        let notices = reporter.clone();
+        ssh.notices = crate::hosts::target::NoticeSink::new(move |m| notices.warn(m));
         Ok(Run {
             _scratch: scratch,
             cluster,

@@ -214,6 +214,7 @@ async fn prepare(
             known_hosts_path: known_hosts_path(opts),
             policy: opts.host_key_policy,
             record_new_keys: opts.record_new_host_keys,
+            notices: opts.notices.clone(),
             timeout: opts.connect_timeout,
             retries: opts.retries,
         },

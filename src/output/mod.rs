@@ -244,6 +244,12 @@ impl Reporter {
         matches!(*self.renderer, Renderer::Json)
     }
 
+    /// Whether text beside the events (tables, summaries) may be printed: not in JSON, and
+    /// never for an operation run inside another program, whose output is its events only.
+    pub fn prints_text(&self) -> bool {
+        !matches!(*self.renderer, Renderer::Json | Renderer::Sink(_))
+    }
+
     pub fn emit(&self, event: Event) {
         let event = event.redacted(&self.redactor);
         match &*self.renderer {
