@@ -250,21 +250,15 @@ impl TransportFactory for SshTransport {
 /// # Ok(()) }
 /// ```
 pub async fn up(op: &Operation, req: UpRequest) -> Result<Outcome, ApiError> {
-    let reporter = Reporter::with_sink(op.events.clone());
-    let result = async {
-        let run = Run::prepare(op, &reporter)?;
-        let opts = up_options(op, &run, req.force, req.disable_port_check, req.yes, false);
-        let done = run
-            .guard(op, &reporter, async {
-                phases::up::up(&run.cluster, &opts, &reporter)
-                    .await
-                    .map_err(up_error)
-            })
-            .await;
-        run.finish(op, done)
-    }
-    .await;
-    end(&reporter, result)
+    operate(op, move |run, reporter| {
+        let opts = up_options(run, req.force, req.disable_port_check, req.yes, false);
+        Box::pin(async move {
+            phases::up::up(&run.cluster, &opts, reporter)
+                .await
+                .map_err(up_error)
+        })
+    })
+    .await
 }
 
 /// What `up` would do, without changing any host or the store (`up --dry-run`).
@@ -284,7 +278,7 @@ pub async fn plan(op: &Operation) -> Result<Plan, ApiError> {
     let reporter = Reporter::with_sink(op.events.clone());
     let result = async {
         let run = Run::prepare(op, &reporter)?;
-        let mut opts = up_options(op, &run, false, false, false, true);
+        let mut opts = up_options(&run, false, false, false, true);
         opts.ssh.record_new_host_keys = false;
         let hosts = run
             .guard(op, &reporter, async {
@@ -307,29 +301,23 @@ pub async fn plan(op: &Operation) -> Result<Plan, ApiError> {
 /// # Ok(()) }
 /// ```
 pub async fn remove(op: &Operation, req: RemoveRequest) -> Result<Outcome, ApiError> {
-    let reporter = Reporter::with_sink(op.events.clone());
-    let result = async {
-        let run = Run::prepare(op, &reporter)?;
+    operate(op, move |run, reporter| {
         let opts = phases::remove::RemoveOptions {
             dry_run: false,
             keep_backups: req.keep_backups,
             agent_override: false,
             ssh: run.ssh.clone(),
         };
-        let done = run
-            .guard(op, &reporter, async {
-                phases::remove::remove(&run.cluster, &opts, &reporter)
-                    .await
-                    .map_err(|e| match e {
-                        phases::remove::RemoveError::Cluster(c) => cluster_error(c),
-                        other => ApiError::Failed(other.to_string()),
-                    })
-            })
-            .await;
-        run.finish(op, done)
-    }
-    .await;
-    end(&reporter, result)
+        Box::pin(async move {
+            phases::remove::remove(&run.cluster, &opts, reporter)
+                .await
+                .map_err(|e| match e {
+                    phases::remove::RemoveError::Cluster(c) => cluster_error(c),
+                    other => ApiError::Failed(other.to_string()),
+                })
+        })
+    })
+    .await
 }
 
 /// Rotates certificates, like `rkers cert rotate`.
@@ -342,36 +330,29 @@ pub async fn remove(op: &Operation, req: RemoveRequest) -> Result<Outcome, ApiEr
 /// # Ok(()) }
 /// ```
 pub async fn cert_rotate(op: &Operation, req: CertRotateRequest) -> Result<Outcome, ApiError> {
-    let reporter = Reporter::with_sink(op.events.clone());
-    let result = async {
-        let services = req
-            .services
-            .iter()
-            .map(|s| rotate_service(s))
-            .collect::<Result<Vec<_>, _>>()?;
-        let run = Run::prepare(op, &reporter)?;
-        let opts = phases::cert_rotate::RotateOptions {
-            dry_run: false,
-            services,
-            rotate_ca: req.rotate_ca,
-            agent_override: false,
-            ssh: run.ssh.clone(),
-            ignore_blocking_webhooks: false,
-        };
-        let done = run
-            .guard(op, &reporter, async {
-                phases::cert_rotate::cert_rotate(&run.cluster, &opts, &reporter)
-                    .await
-                    .map_err(|e| match e {
-                        phases::cert_rotate::RotateError::Cluster(c) => cluster_error(c),
-                        other => ApiError::Failed(other.to_string()),
-                    })
-            })
-            .await;
-        run.finish(op, done)
-    }
-    .await;
-    end(&reporter, result)
+    operate(op, move |run, reporter| {
+        Box::pin(async move {
+            let opts = phases::cert_rotate::RotateOptions {
+                dry_run: false,
+                services: req
+                    .services
+                    .iter()
+                    .map(|s| rotate_service(s))
+                    .collect::<Result<_, _>>()?,
+                rotate_ca: req.rotate_ca,
+                agent_override: false,
+                ssh: run.ssh.clone(),
+                ignore_blocking_webhooks: false,
+            };
+            phases::cert_rotate::cert_rotate(&run.cluster, &opts, reporter)
+                .await
+                .map_err(|e| match e {
+                    phases::cert_rotate::RotateError::Cluster(c) => cluster_error(c),
+                    other => ApiError::Failed(other.to_string()),
+                })
+        })
+    })
+    .await
 }
 
 /// Takes a local etcd snapshot named `name` on every etcd host, like
@@ -383,28 +364,22 @@ pub async fn cert_rotate(op: &Operation, req: CertRotateRequest) -> Result<Outco
 /// # Ok(()) }
 /// ```
 pub async fn snapshot_save(op: &Operation, name: &str) -> Result<Outcome, ApiError> {
-    let reporter = Reporter::with_sink(op.events.clone());
-    let result = async {
-        let name = snapshot_name(name, &reporter)?;
-        let run = Run::prepare(op, &reporter)?;
-        let opts = phases::etcd_snapshot::SaveOptions {
-            name,
-            s3: None,
-            ssh: run.ssh.clone(),
-            agent_override: false,
-            dry_run: false,
-        };
-        let done = run
-            .guard(op, &reporter, async {
-                phases::etcd_snapshot::save(&run.cluster, &opts, &reporter)
-                    .await
-                    .map_err(snapshot_error)
-            })
-            .await;
-        run.finish(op, done)
-    }
-    .await;
-    end(&reporter, result)
+    let name = name.to_string();
+    operate(op, move |run, reporter| {
+        Box::pin(async move {
+            let opts = phases::etcd_snapshot::SaveOptions {
+                name: snapshot_name(&name, reporter)?,
+                s3: None,
+                ssh: run.ssh.clone(),
+                agent_override: false,
+                dry_run: false,
+            };
+            phases::etcd_snapshot::save(&run.cluster, &opts, reporter)
+                .await
+                .map_err(snapshot_error)
+        })
+    })
+    .await
 }
 
 /// Restores the etcd snapshot `name` and brings the cluster up on it, like
@@ -416,26 +391,38 @@ pub async fn snapshot_save(op: &Operation, name: &str) -> Result<Outcome, ApiErr
 /// # Ok(()) }
 /// ```
 pub async fn snapshot_restore(op: &Operation, name: &str) -> Result<Outcome, ApiError> {
+    let name = name.to_string();
+    operate(op, move |run, reporter| {
+        Box::pin(async move {
+            let opts = phases::etcd_snapshot::RestoreOptions {
+                name: snapshot_name(&name, reporter)?,
+                s3: None,
+                // A restore rebuilds etcd and the control plane by the caller's explicit
+                // request: nothing is left to confirm about adopting the cluster (as in the CLI).
+                up: up_options(run, false, true, true, false),
+                dry_run: false,
+            };
+            phases::etcd_snapshot::restore(&run.cluster, &opts, reporter)
+                .await
+                .map_err(snapshot_error)
+        })
+    })
+    .await
+}
+
+/// One operation that changes the cluster: a run prepared from `op`, `phase` under the
+/// cancellation token, what it left saved into the store, and the one `result` event.
+async fn operate(
+    op: &Operation,
+    phase: impl for<'a> FnOnce(
+        &'a Run,
+        &'a Reporter,
+    ) -> futures::future::BoxFuture<'a, Result<(), ApiError>>,
+) -> Result<Outcome, ApiError> {
     let reporter = Reporter::with_sink(op.events.clone());
     let result = async {
-        let name = snapshot_name(name, &reporter)?;
         let run = Run::prepare(op, &reporter)?;
-        // A restore rebuilds etcd and the control plane by the caller's explicit request:
-        // nothing is left to confirm about adopting the cluster (as in the CLI).
-        let up = up_options(op, &run, false, true, true, false);
-        let opts = phases::etcd_snapshot::RestoreOptions {
-            name,
-            s3: None,
-            up,
-            dry_run: false,
-        };
-        let done = run
-            .guard(op, &reporter, async {
-                phases::etcd_snapshot::restore(&run.cluster, &opts, &reporter)
-                    .await
-                    .map_err(snapshot_error)
-            })
-            .await;
+        let done = run.guard(op, &reporter, phase(&run, &reporter)).await;
         run.finish(op, done)
     }
     .await;
@@ -458,7 +445,6 @@ fn end<T>(reporter: &Reporter, result: Result<T, ApiError>) -> Result<T, ApiErro
 }
 
 fn up_options(
-    _op: &Operation,
     run: &Run,
     force: bool,
     disable_port_check: bool,

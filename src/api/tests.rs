@@ -80,7 +80,7 @@ async fn a_config_that_fails_validation_is_invalid_config() {
 async fn an_unknown_service_to_rotate_is_refused_before_anything_runs() {
     let (sink, events) = collecting();
     let op = Operation::new(
-        ClusterInput::Yaml(String::new()),
+        ClusterInput::Yaml(VALID.into()),
         Arc::new(MemoryStateStore::new(None)),
     )
     .with_events(sink);
@@ -240,4 +240,22 @@ async fn secrets_are_masked_per_operation() {
         let json = serde_json::to_string(e).unwrap();
         assert!(!json.contains(password), "{json}");
     }
+}
+
+/// A server spawns operations on its runtime: their futures must be `Send`.
+#[test]
+fn operations_can_be_spawned() {
+    fn send<F: std::future::Future + Send>(_: &F) {}
+    fn spawnable<T: Send + Sync + 'static>(_: &T) {}
+    let op = Operation::new(
+        ClusterInput::Yaml(String::new()),
+        Arc::new(MemoryStateStore::new(None)),
+    );
+    send(&up(&op, UpRequest::default()));
+    send(&plan(&op));
+    send(&remove(&op, RemoveRequest::default()));
+    send(&cert_rotate(&op, CertRotateRequest::default()));
+    send(&snapshot_save(&op, "a"));
+    send(&snapshot_restore(&op, "a"));
+    spawnable(&op);
 }
