@@ -201,9 +201,10 @@ impl ApiError {
     }
 }
 
-/// How each host is reached. The phases drive every host through one SSH session (commands,
-/// file transfers, the Docker API forwarded over it); [`SshTransport`] is that, with its
-/// settings.
+/// How each host is reached. Today every phase drives a host through one SSH session
+/// (commands, file transfers, the Docker API forwarded over it), so SSH is the only transport:
+/// a factory chooses its settings ([`SshTransport`]). Other transports (a local Docker daemon
+/// for `up --local`, RKE1's per-node dialers) are not pluggable yet.
 pub trait TransportFactory: Send + Sync {
     /// The SSH settings hosts are reached with (known_hosts, host key policy, timeouts,
     /// concurrency).
