@@ -210,16 +210,29 @@ async fn two_clusters_in_one_process_and_a_cancelled_up() {
         assert_own_events(label, events, own, other);
     }
 
-    // 2. A second `up` of B changes nothing on the hosts: the store keeps its version.
+    // 2. A second `up` of B converges again.
+    let before_b = serde_json::to_value(store_b.load().unwrap().state).unwrap();
     let (again_b, _) = b.operation(store_b.clone());
     let again = api::up(&again_b, UpRequest::default())
         .await
         .expect("second up B");
     assert!(has_ca(&store_b));
-    eprintln!(
-        "B's second up: version {} -> {}",
-        out_b.state_version, again.state_version
+    // Only the admin certificate changed: like RKE1, every `up` signs it again. Nothing that
+    // differs between runs (the scratch directory's path) leaks into the state.
+    let changed = changed_paths(
+        &before_b,
+        &serde_json::to_value(store_b.load().unwrap().state).unwrap(),
+        "",
     );
+    assert!(
+        changed.iter().all(|p| p.contains("/kube-admin/")),
+        "the second up changed {changed:?}"
+    );
+    assert!(
+        !changed.iter().any(|p| p.ends_with("/configPath")),
+        "{changed:?}"
+    );
+    assert_eq!(store_b.load().unwrap().version, again.state_version);
 
     // 3. Remove A through the API: the store is left without a state.
     let (remove_a, remove_events) = a.operation(store_a.clone());
@@ -291,4 +304,28 @@ async fn two_clusters_in_one_process_and_a_cancelled_up() {
     assert!(has_ca(&store_a));
     assert!(out.kubeconfig.is_some());
     assert_eq!(results(&retry_events)[0].exit_code, Some(0));
+}
+
+/// The JSON paths where two documents differ (values not shown: they hold keys).
+fn changed_paths(a: &serde_json::Value, b: &serde_json::Value, at: &str) -> Vec<String> {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter()
+                .flat_map(|k| {
+                    let null = Value::Null;
+                    changed_paths(
+                        x.get(k).unwrap_or(&null),
+                        y.get(k).unwrap_or(&null),
+                        &format!("{at}/{k}"),
+                    )
+                })
+                .collect()
+        }
+        _ if a == b => Vec::new(),
+        _ => vec![at.to_string()],
+    }
 }

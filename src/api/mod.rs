@@ -559,8 +559,10 @@ impl Run {
                 locations: config::Locations::empty(CONFIG_NAME),
             },
         };
-        let cluster = Cluster::from_loaded(loaded_config, op.metadata.clone(), files, reporter)
+        let mut cluster = Cluster::from_loaded(loaded_config, op.metadata.clone(), files, reporter)
             .map_err(cluster_error)?;
+        // What RKE1 records for a cluster.yml in the current directory: the same every run.
+        cluster.recorded_kubeconfig_path = Some(format!("./kube_config_{CONFIG_NAME}"));
 
         let loaded = op.store.load()?;
         let seeded = match &loaded.state {

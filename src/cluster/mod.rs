@@ -55,6 +55,10 @@ pub struct Cluster {
     pub files: ClusterFiles,
     /// Where this run's secrets are registered: its reporter's redactor.
     pub redactor: std::sync::Arc<Redactor>,
+    /// The admin kubeconfig's path as the state records it (`configPath`); the real path when
+    /// `None`. The library API's runs work in a new scratch directory each time, and a path
+    /// that changes would make every run issue a new admin certificate.
+    pub recorded_kubeconfig_path: Option<String>,
 }
 
 impl Cluster {
@@ -128,6 +132,7 @@ impl Cluster {
             catalog,
             files,
             redactor: reporter.redactor().clone(),
+            recorded_kubeconfig_path: None,
         })
     }
 
@@ -174,7 +179,10 @@ impl Cluster {
             cluster_name: c.cluster_name.clone(),
             kubelet_serving_certs: c.services.kubelet.generate_serving_certificate,
             external_etcd,
-            admin_kubeconfig_path: self.files.kubeconfig_path.display().to_string(),
+            admin_kubeconfig_path: self
+                .recorded_kubeconfig_path
+                .clone()
+                .unwrap_or_else(|| self.files.kubeconfig_path.display().to_string()),
         })
     }
 
