@@ -201,9 +201,10 @@ impl ApiError {
     }
 }
 
-/// How each host is reached. The phases drive every host through one SSH session (commands,
-/// file transfers, the Docker API forwarded over it); [`SshTransport`] is that, with its
-/// settings.
+/// How each host is reached. Today every phase drives a host through one SSH session
+/// (commands, file transfers, the Docker API forwarded over it), so SSH is the only transport:
+/// a factory chooses its settings ([`SshTransport`]). Other transports (a local Docker daemon
+/// for `up --local`, RKE1's per-node dialers) are not pluggable yet.
 pub trait TransportFactory: Send + Sync {
     /// The SSH settings hosts are reached with (known_hosts, host key policy, timeouts,
     /// concurrency).
@@ -250,21 +251,15 @@ impl TransportFactory for SshTransport {
 /// # Ok(()) }
 /// ```
 pub async fn up(op: &Operation, req: UpRequest) -> Result<Outcome, ApiError> {
-    let reporter = Reporter::with_sink(op.events.clone());
-    let result = async {
-        let run = Run::prepare(op, &reporter)?;
-        let opts = up_options(op, &run, req.force, req.disable_port_check, req.yes, false);
-        let done = run
-            .guard(op, &reporter, async {
-                phases::up::up(&run.cluster, &opts, &reporter)
-                    .await
-                    .map_err(up_error)
-            })
-            .await;
-        run.finish(op, done)
-    }
-    .await;
-    end(&reporter, result)
+    operate(op, move |run, reporter| {
+        let opts = up_options(run, req.force, req.disable_port_check, req.yes, false);
+        Box::pin(async move {
+            phases::up::up(&run.cluster, &opts, reporter)
+                .await
+                .map_err(up_error)
+        })
+    })
+    .await
 }
 
 /// What `up` would do, without changing any host or the store (`up --dry-run`).
@@ -284,7 +279,7 @@ pub async fn plan(op: &Operation) -> Result<Plan, ApiError> {
     let reporter = Reporter::with_sink(op.events.clone());
     let result = async {
         let run = Run::prepare(op, &reporter)?;
-        let mut opts = up_options(op, &run, false, false, false, true);
+        let mut opts = up_options(&run, false, false, false, true);
         opts.ssh.record_new_host_keys = false;
         let hosts = run
             .guard(op, &reporter, async {
@@ -307,29 +302,23 @@ pub async fn plan(op: &Operation) -> Result<Plan, ApiError> {
 /// # Ok(()) }
 /// ```
 pub async fn remove(op: &Operation, req: RemoveRequest) -> Result<Outcome, ApiError> {
-    let reporter = Reporter::with_sink(op.events.clone());
-    let result = async {
-        let run = Run::prepare(op, &reporter)?;
+    operate(op, move |run, reporter| {
         let opts = phases::remove::RemoveOptions {
             dry_run: false,
             keep_backups: req.keep_backups,
             agent_override: false,
             ssh: run.ssh.clone(),
         };
-        let done = run
-            .guard(op, &reporter, async {
-                phases::remove::remove(&run.cluster, &opts, &reporter)
-                    .await
-                    .map_err(|e| match e {
-                        phases::remove::RemoveError::Cluster(c) => cluster_error(c),
-                        other => ApiError::Failed(other.to_string()),
-                    })
-            })
-            .await;
-        run.finish(op, done)
-    }
-    .await;
-    end(&reporter, result)
+        Box::pin(async move {
+            phases::remove::remove(&run.cluster, &opts, reporter)
+                .await
+                .map_err(|e| match e {
+                    phases::remove::RemoveError::Cluster(c) => cluster_error(c),
+                    other => ApiError::Failed(other.to_string()),
+                })
+        })
+    })
+    .await
 }
 
 /// Rotates certificates, like `rkers cert rotate`.
@@ -342,36 +331,29 @@ pub async fn remove(op: &Operation, req: RemoveRequest) -> Result<Outcome, ApiEr
 /// # Ok(()) }
 /// ```
 pub async fn cert_rotate(op: &Operation, req: CertRotateRequest) -> Result<Outcome, ApiError> {
-    let reporter = Reporter::with_sink(op.events.clone());
-    let result = async {
-        let services = req
-            .services
-            .iter()
-            .map(|s| rotate_service(s))
-            .collect::<Result<Vec<_>, _>>()?;
-        let run = Run::prepare(op, &reporter)?;
-        let opts = phases::cert_rotate::RotateOptions {
-            dry_run: false,
-            services,
-            rotate_ca: req.rotate_ca,
-            agent_override: false,
-            ssh: run.ssh.clone(),
-            ignore_blocking_webhooks: false,
-        };
-        let done = run
-            .guard(op, &reporter, async {
-                phases::cert_rotate::cert_rotate(&run.cluster, &opts, &reporter)
-                    .await
-                    .map_err(|e| match e {
-                        phases::cert_rotate::RotateError::Cluster(c) => cluster_error(c),
-                        other => ApiError::Failed(other.to_string()),
-                    })
-            })
-            .await;
-        run.finish(op, done)
-    }
-    .await;
-    end(&reporter, result)
+    operate(op, move |run, reporter| {
+        Box::pin(async move {
+            let opts = phases::cert_rotate::RotateOptions {
+                dry_run: false,
+                services: req
+                    .services
+                    .iter()
+                    .map(|s| rotate_service(s))
+                    .collect::<Result<_, _>>()?,
+                rotate_ca: req.rotate_ca,
+                agent_override: false,
+                ssh: run.ssh.clone(),
+                ignore_blocking_webhooks: false,
+            };
+            phases::cert_rotate::cert_rotate(&run.cluster, &opts, reporter)
+                .await
+                .map_err(|e| match e {
+                    phases::cert_rotate::RotateError::Cluster(c) => cluster_error(c),
+                    other => ApiError::Failed(other.to_string()),
+                })
+        })
+    })
+    .await
 }
 
 /// Takes a local etcd snapshot named `name` on every etcd host, like
@@ -383,28 +365,22 @@ pub async fn cert_rotate(op: &Operation, req: CertRotateRequest) -> Result<Outco
 /// # Ok(()) }
 /// ```
 pub async fn snapshot_save(op: &Operation, name: &str) -> Result<Outcome, ApiError> {
-    let reporter = Reporter::with_sink(op.events.clone());
-    let result = async {
-        let name = snapshot_name(name, &reporter)?;
-        let run = Run::prepare(op, &reporter)?;
-        let opts = phases::etcd_snapshot::SaveOptions {
-            name,
-            s3: None,
-            ssh: run.ssh.clone(),
-            agent_override: false,
-            dry_run: false,
-        };
-        let done = run
-            .guard(op, &reporter, async {
-                phases::etcd_snapshot::save(&run.cluster, &opts, &reporter)
-                    .await
-                    .map_err(snapshot_error)
-            })
-            .await;
-        run.finish(op, done)
-    }
-    .await;
-    end(&reporter, result)
+    let name = name.to_string();
+    operate(op, move |run, reporter| {
+        Box::pin(async move {
+            let opts = phases::etcd_snapshot::SaveOptions {
+                name: snapshot_name(&name, reporter)?,
+                s3: None,
+                ssh: run.ssh.clone(),
+                agent_override: false,
+                dry_run: false,
+            };
+            phases::etcd_snapshot::save(&run.cluster, &opts, reporter)
+                .await
+                .map_err(snapshot_error)
+        })
+    })
+    .await
 }
 
 /// Restores the etcd snapshot `name` and brings the cluster up on it, like
@@ -416,34 +392,52 @@ pub async fn snapshot_save(op: &Operation, name: &str) -> Result<Outcome, ApiErr
 /// # Ok(()) }
 /// ```
 pub async fn snapshot_restore(op: &Operation, name: &str) -> Result<Outcome, ApiError> {
+    let name = name.to_string();
+    operate(op, move |run, reporter| {
+        Box::pin(async move {
+            let opts = phases::etcd_snapshot::RestoreOptions {
+                name: snapshot_name(&name, reporter)?,
+                s3: None,
+                // A restore rebuilds etcd and the control plane by the caller's explicit
+                // request: nothing is left to confirm about adopting the cluster (as in the CLI).
+                up: up_options(run, false, true, true, false),
+                dry_run: false,
+            };
+            phases::etcd_snapshot::restore(&run.cluster, &opts, reporter)
+                .await
+                .map_err(snapshot_error)
+        })
+    })
+    .await
+}
+
+/// One operation that changes the cluster: a run prepared from `op`, `phase` under the
+/// cancellation token, what it left saved into the store, and the one `result` event.
+async fn operate(
+    op: &Operation,
+    phase: impl for<'a> FnOnce(
+        &'a Run,
+        &'a Reporter,
+    ) -> futures::future::BoxFuture<'a, Result<(), ApiError>>,
+) -> Result<Outcome, ApiError> {
     let reporter = Reporter::with_sink(op.events.clone());
     let result = async {
-        let name = snapshot_name(name, &reporter)?;
         let run = Run::prepare(op, &reporter)?;
-        // A restore rebuilds etcd and the control plane by the caller's explicit request:
-        // nothing is left to confirm about adopting the cluster (as in the CLI).
-        let up = up_options(op, &run, false, true, true, false);
-        let opts = phases::etcd_snapshot::RestoreOptions {
-            name,
-            s3: None,
-            up,
-            dry_run: false,
-        };
-        let done = run
-            .guard(op, &reporter, async {
-                phases::etcd_snapshot::restore(&run.cluster, &opts, &reporter)
-                    .await
-                    .map_err(snapshot_error)
-            })
-            .await;
+        let done = run.guard(op, &reporter, phase(&run, &reporter)).await;
         run.finish(op, done)
     }
     .await;
     end(&reporter, result)
 }
 
-/// The one `result` event every operation ends with.
+/// The one `result` event every operation ends with. The error handed back is masked like the
+/// events: its text may quote a host's output.
 fn end<T>(reporter: &Reporter, result: Result<T, ApiError>) -> Result<T, ApiError> {
+    let result = result.map_err(|e| match e {
+        ApiError::InvalidConfig(m) => ApiError::InvalidConfig(reporter.redactor().redact(&m)),
+        ApiError::Failed(m) => ApiError::Failed(reporter.redactor().redact(&m)),
+        other => other,
+    });
     match &result {
         Ok(_) => reporter.finish_run(0, None),
         Err(e) => reporter.finish_run(e.exit_code(), Some(&e.to_string())),
@@ -452,7 +446,6 @@ fn end<T>(reporter: &Reporter, result: Result<T, ApiError>) -> Result<T, ApiErro
 }
 
 fn up_options(
-    _op: &Operation,
     run: &Run,
     force: bool,
     disable_port_check: bool,
@@ -534,8 +527,8 @@ const CONFIG_NAME: &str = "cluster.yml";
 
 /// One run's scratch directory, seeded from the store, and the cluster the phases see.
 struct Run {
-    /// Removed when the run ends (it holds private keys).
-    dir: tempfile::TempDir,
+    /// Held for its removal when the run ends (it holds private keys).
+    _scratch: tempfile::TempDir,
     cluster: Cluster,
     loaded: Loaded,
     /// The state document as it was written into the scratch directory.
@@ -566,8 +559,10 @@ impl Run {
                 locations: config::Locations::empty(CONFIG_NAME),
             },
         };
-        let cluster = Cluster::from_loaded(loaded_config, op.metadata.clone(), files, reporter)
+        let mut cluster = Cluster::from_loaded(loaded_config, op.metadata.clone(), files, reporter)
             .map_err(cluster_error)?;
+        // What RKE1 records for a cluster.yml in the current directory: the same every run.
+        cluster.recorded_kubeconfig_path = Some(format!("./kube_config_{CONFIG_NAME}"));
 
         let loaded = op.store.load()?;
         let seeded = match &loaded.state {
@@ -587,8 +582,10 @@ impl Run {
         if ssh.known_hosts_path.is_none() {
             ssh.known_hosts_path = Some(scratch.path().join("known_hosts"));
         }
+        let notices = reporter.clone();
+        ssh.notices = crate::hosts::target::NoticeSink::new(move |m| notices.warn(m));
         Ok(Run {
-            dir: scratch,
+            _scratch: scratch,
             cluster,
             loaded,
             seeded,
@@ -666,6 +663,10 @@ impl Run {
                 })?;
                 let state = StateFile::from_json(&text, Path::new(CONFIG_STATE_NAME))
                     .map_err(|e| ApiError::Store(StoreError::State(e)))?;
+                // Rewritten with the same content (a run that changed nothing): no new version.
+                if self.loaded.state.as_ref() == Some(&state) {
+                    return Ok(expected.clone());
+                }
                 Ok(op.store.save(&state, expected)?)
             }
             (None, Some(_)) => Ok(op.store.delete(expected)?),

@@ -80,7 +80,7 @@ async fn a_config_that_fails_validation_is_invalid_config() {
 async fn an_unknown_service_to_rotate_is_refused_before_anything_runs() {
     let (sink, events) = collecting();
     let op = Operation::new(
-        ClusterInput::Yaml(String::new()),
+        ClusterInput::Yaml(VALID.into()),
         Arc::new(MemoryStateStore::new(None)),
     )
     .with_events(sink);
@@ -182,7 +182,7 @@ fn a_state_the_run_removed_is_deleted_from_the_store() {
     let op = Operation::new(ClusterInput::Yaml(VALID.into()), store.clone());
     let before = store.load().unwrap().version;
     let run = Run::prepare(&op, &reporter).unwrap();
-    let dir = run.dir.path().to_path_buf();
+    let dir = run.cluster.files.state_path.parent().unwrap().to_path_buf();
     std::fs::remove_file(&run.cluster.files.state_path).unwrap();
     let outcome = run.finish(&op, Ok(())).unwrap();
     assert_ne!(outcome.state_version, before);
@@ -194,4 +194,68 @@ fn a_state_the_run_removed_is_deleted_from_the_store() {
         dir.display(),
         std::fs::read_dir(&dir).map(|d| d.map(|e| e.unwrap().file_name()).collect::<Vec<_>>())
     );
+}
+
+/// Each operation masks the secrets of its own config in its events and its error; nothing is
+/// registered process-wide, so the command line's redactor does not grow with every operation.
+#[tokio::test]
+async fn secrets_are_masked_per_operation() {
+    let password = "registry-pass-4f9e1c";
+    let yaml = format!(
+        "nodes:\n  - address: 192.0.2.10\n    user: rke\n    role: [etcd, controlplane, worker]\n\
+         private_registries:\n  - url: r.example\n    user: u\n    password: {password}\n\
+         kubernetes_version: v0.0.1-nonexistent\n"
+    );
+    let (sink, events) = collecting();
+    let op = Operation::new(
+        ClusterInput::Yaml(yaml),
+        Arc::new(MemoryStateStore::new(None)),
+    )
+    .with_events(sink);
+    let _ = plan(&op).await;
+    let reporter = Reporter::with_sink(Arc::new(|_| {}));
+    let run_reporter = Reporter::with_sink(Arc::new(|_| {}));
+    let _ = Cluster::from_loaded(
+        config::load_str(
+            &format!(
+                "nodes:\n  - address: 192.0.2.10\n    user: rke\n    role: [etcd]\n\
+                 private_registries:\n  - url: r.example\n    password: {password}\n"
+            ),
+            CONFIG_NAME,
+        )
+        .unwrap(),
+        Catalog::embedded().clone(),
+        ClusterFiles::from_config_path(Path::new("/nonexistent/cluster.yml")),
+        &run_reporter,
+    );
+    let text = format!("login with {password} failed");
+    assert_eq!(
+        run_reporter.redactor().redact(&text),
+        "login with [REDACTED] failed"
+    );
+    // Another operation's reporter, and the process's, know nothing of it.
+    assert_eq!(reporter.redactor().redact(&text), text);
+    assert_eq!(crate::output::redact(&text), text);
+    for e in events.lock().unwrap().iter() {
+        let json = serde_json::to_string(e).unwrap();
+        assert!(!json.contains(password), "{json}");
+    }
+}
+
+/// A server spawns operations on its runtime: their futures must be `Send`.
+#[test]
+fn operations_can_be_spawned() {
+    fn send<F: std::future::Future + Send>(_: &F) {}
+    fn spawnable<T: Send + Sync + 'static>(_: &T) {}
+    let op = Operation::new(
+        ClusterInput::Yaml(String::new()),
+        Arc::new(MemoryStateStore::new(None)),
+    );
+    send(&up(&op, UpRequest::default()));
+    send(&plan(&op));
+    send(&remove(&op, RemoveRequest::default()));
+    send(&cert_rotate(&op, CertRotateRequest::default()));
+    send(&snapshot_save(&op, "a"));
+    send(&snapshot_restore(&op, "a"));
+    spawnable(&op);
 }

@@ -142,6 +142,8 @@ pub struct UpArgs {
     #[arg(long)]
     pub init: bool,
     /// Directory of custom certificates [default: <config dir>/<config name>_certs].
+    // clap's help text, not a link.
+    #[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
     #[arg(long)]
     pub cert_dir: Option<PathBuf>,
     /// Use the certificates in the cert dir instead of generating them.
@@ -273,6 +275,8 @@ pub enum EtcdCommand {
         #[command(flatten)]
         connect: ConnectArgs,
         /// Snapshot name [default: rke_etcd_snapshot_<time>].
+        // clap's help text, not a link.
+        #[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
         #[arg(long)]
         name: Option<String>,
         #[command(flatten)]

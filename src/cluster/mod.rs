@@ -53,6 +53,12 @@ pub struct Cluster {
     pub warnings: Vec<Diagnostic>,
     pub catalog: Catalog,
     pub files: ClusterFiles,
+    /// Where this run's secrets are registered: its reporter's redactor.
+    pub redactor: std::sync::Arc<Redactor>,
+    /// The admin kubeconfig's path as the state records it (`configPath`); the real path when
+    /// `None`. The library API's runs work in a new scratch directory each time, and a path
+    /// that changes would make every run issue a new admin certificate.
+    pub recorded_kubeconfig_path: Option<String>,
 }
 
 impl Cluster {
@@ -114,7 +120,7 @@ impl Cluster {
         for warning in &loaded.warnings {
             reporter.warn(warning.to_string());
         }
-        register_secrets(&config);
+        register_secrets(&config, reporter.redactor());
         config::apply_defaults(&mut config, &catalog);
         let problems = config::validate(&config, &catalog, &loaded.locations);
         if !problems.is_empty() {
@@ -125,6 +131,8 @@ impl Cluster {
             warnings: loaded.warnings,
             catalog,
             files,
+            redactor: reporter.redactor().clone(),
+            recorded_kubeconfig_path: None,
         })
     }
 
@@ -133,7 +141,7 @@ impl Cluster {
         if let Some(s) = &state {
             for side in [&s.desired_state, &s.current_state] {
                 for cert in side.certificates_bundle.values() {
-                    Redactor::global().register(&cert.key_pem);
+                    self.redactor.register(&cert.key_pem);
                 }
             }
         }
@@ -171,7 +179,10 @@ impl Cluster {
             cluster_name: c.cluster_name.clone(),
             kubelet_serving_certs: c.services.kubelet.generate_serving_certificate,
             external_etcd,
-            admin_kubeconfig_path: self.files.kubeconfig_path.display().to_string(),
+            admin_kubeconfig_path: self
+                .recorded_kubeconfig_path
+                .clone()
+                .unwrap_or_else(|| self.files.kubeconfig_path.display().to_string()),
         })
     }
 
@@ -227,7 +238,7 @@ impl Cluster {
             }
         };
         for cert in bundle.values() {
-            Redactor::global().register(&cert.key_pem);
+            self.redactor.register(&cert.key_pem);
         }
         let new_config = self.config.to_state_json();
         let rke_config = match old_desired.and_then(|d| d.rke_config.as_ref()) {
@@ -284,7 +295,7 @@ impl Cluster {
         };
         if let Ok(keys) = encryption::aescbc_keys(&text) {
             for k in keys {
-                Redactor::global().register(&k.secret);
+                self.redactor.register(&k.secret);
             }
         }
         Ok(text)
@@ -292,8 +303,7 @@ impl Cluster {
 }
 
 /// Every secret the config carries is masked wherever it could show up later.
-fn register_secrets(c: &RkeConfig) {
-    let r = Redactor::global();
+fn register_secrets(c: &RkeConfig, r: &Redactor) {
     for n in &c.nodes {
         r.register(&n.ssh_key);
     }

@@ -50,10 +50,22 @@ pub(crate) struct KeyLoadOptions {
     pub prompt: bool,
     /// A passphrase given by the caller, tried before prompting.
     pub passphrase: Option<Secret>,
+    /// The run's decoded keys.
+    pub cache: KeyCache,
 }
 
-/// Decoded keys by source, shared across hosts of the process.
-static KEY_CACHE: Mutex<Option<HashMap<String, Arc<PrivateKey>>>> = Mutex::new(None);
+/// Decoded keys by source, shared by the hosts of one run (one [`super::SshOptions`] and its
+/// clones): a passphrase is asked once per run, and two runs in one process (the library API)
+/// never share a key or keep one that changed on disk.
+#[derive(Clone, Default)]
+pub struct KeyCache(Arc<Mutex<HashMap<String, Arc<PrivateKey>>>>);
+
+impl std::fmt::Debug for KeyCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.lock().map(|c| c.len()).unwrap_or(0);
+        write!(f, "KeyCache({n} keys)")
+    }
+}
 
 pub(crate) fn agent_socket() -> Option<PathBuf> {
     std::env::var_os("SSH_AUTH_SOCK")
@@ -173,8 +185,7 @@ fn load_key_cached(
     agent_available: bool,
 ) -> Result<Arc<PrivateKey>, HostError> {
     // Held across the prompt so parallel hosts wait for the one answer instead of asking again.
-    let mut cache = KEY_CACHE.lock().unwrap_or_else(|p| p.into_inner());
-    let cache = cache.get_or_insert_with(HashMap::new);
+    let mut cache = opts.cache.0.lock().unwrap_or_else(|p| p.into_inner());
     let id = source.cache_key();
     if let Some(k) = cache.get(&id) {
         return Ok(k.clone());
@@ -385,6 +396,7 @@ mod tests {
         let opts = KeyLoadOptions {
             prompt: false,
             passphrase: Some(Secret::new("sekrit-pass")),
+            ..Default::default()
         };
         let m = auth_methods("node1", &auth, &[], &opts).unwrap();
         assert!(matches!(&m[0], AuthMethod::Key { .. }));

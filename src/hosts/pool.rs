@@ -168,6 +168,7 @@ async fn prepare(
     let load_opts = KeyLoadOptions {
         prompt: opts.passphrase_prompt,
         passphrase: opts.key_passphrase.clone(),
+        cache: opts.key_cache.clone(),
     };
     let methods = tokio::task::spawn_blocking(move || {
         keys::auth_methods(&host, &auth, &identity_files, &load_opts)
@@ -213,6 +214,7 @@ async fn prepare(
             known_hosts_path: known_hosts_path(opts),
             policy: opts.host_key_policy,
             record_new_keys: opts.record_new_host_keys,
+            notices: opts.notices.clone(),
             timeout: opts.connect_timeout,
             retries: opts.retries,
         },

@@ -237,7 +237,11 @@ async fn bounded<'a, T, R, Fut>(items: &'a [T], limit: usize, work: impl Fn(&'a 
 where
     Fut: std::future::Future<Output = R>,
 {
-    futures::stream::iter(items.iter().map(work))
+    // The futures are made up front: a lazy `map` over the slice would keep the closure in this
+    // future's state, and rustc then cannot prove the future `Send` for every lifetime, which
+    // the library API's callers need to spawn an operation.
+    let futures: Vec<Fut> = items.iter().map(work).collect();
+    futures::stream::iter(futures)
         .buffered(limit.max(1))
         .collect()
         .await

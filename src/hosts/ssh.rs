@@ -67,6 +67,7 @@ pub(crate) struct ConnectParams {
     pub policy: HostKeyPolicy,
     /// Whether accept-new writes a new key to known_hosts (not in read-only runs).
     pub record_new_keys: bool,
+    pub notices: super::target::NoticeSink,
     pub timeout: Duration,
     pub retries: u32,
 }
@@ -105,6 +106,7 @@ struct Client {
     known_hosts_path: PathBuf,
     policy: HostKeyPolicy,
     record_new_keys: bool,
+    notices: super::target::NoticeSink,
     outcome: Arc<Mutex<Option<KeyOutcome>>>,
     server_id: Arc<Mutex<String>>,
 }
@@ -186,7 +188,7 @@ impl Client {
             // Like OpenSSH's "Permanently added", the user sees which key was trusted, so a
             // wrong one can be caught by comparing fingerprints.
             HostKeyStatus::Unknown if !self.record_new_keys => {
-                crate::output::notice(format!(
+                self.notices.notify(format!(
                     "host {}: new {} host key {fp} for {lookup_name} accepted for this read-only \
                      run, not recorded in {}",
                     self.host,
@@ -202,7 +204,7 @@ impl Client {
                         detail: e.to_string(),
                     }
                 })?;
-                crate::output::notice(format!(
+                self.notices.notify(format!(
                     "host {}: recorded new {} host key {fp} for {lookup_name} in {}",
                     self.host,
                     key.algorithm(),
@@ -281,6 +283,7 @@ impl SshSession {
             known_hosts_path: params.known_hosts_path.clone(),
             policy: params.policy,
             record_new_keys: params.record_new_keys,
+            notices: params.notices.clone(),
             outcome: outcome.clone(),
             server_id: server_id.clone(),
         };

@@ -159,6 +159,38 @@ pub struct SshOptions {
     /// Whether accept-new writes new host keys to known_hosts; off for read-only runs
     /// (preflight, --dry-run), which must leave every file as it was.
     pub record_new_host_keys: bool,
+    /// Keys decoded so far, shared by the clones of these options (one run).
+    pub key_cache: super::keys::KeyCache,
+    /// Where notices of connecting (a host key recorded) go.
+    pub notices: NoticeSink,
+}
+
+/// Receives the notices of connecting: the run's reporter when set (the library API: each
+/// operation its own), else the command line's reporter (`crate::output::notice`).
+#[derive(Clone, Default)]
+pub struct NoticeSink(Option<std::sync::Arc<dyn Fn(String) + Send + Sync>>);
+
+impl NoticeSink {
+    pub fn new(f: impl Fn(String) + Send + Sync + 'static) -> Self {
+        NoticeSink(Some(std::sync::Arc::new(f)))
+    }
+
+    pub fn notify(&self, message: String) {
+        match &self.0 {
+            Some(f) => f(message),
+            None => crate::output::notice(message),
+        }
+    }
+}
+
+impl std::fmt::Debug for NoticeSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "NoticeSink(run)"
+        } else {
+            "NoticeSink(command)"
+        })
+    }
 }
 
 impl Default for SshOptions {
@@ -175,6 +207,8 @@ impl Default for SshOptions {
             ssh_config_enabled: true,
             docker_timeout: Duration::from_secs(120),
             record_new_host_keys: true,
+            key_cache: Default::default(),
+            notices: Default::default(),
         }
     }
 }

@@ -89,10 +89,10 @@ impl Event {
         }
     }
 
-    fn redacted(mut self) -> Self {
+    fn redacted(mut self, redactor: &Redactor) -> Self {
         for field in [&mut self.message, &mut self.error, &mut self.action] {
             if let Some(text) = field.as_mut() {
-                *text = redact(text);
+                *text = redactor.redact(text);
             }
         }
         self
@@ -178,6 +178,8 @@ pub struct Reporter {
     renderer: Arc<Renderer>,
     timings: Arc<Mutex<timing::Timings>>,
     interrupted: Arc<std::sync::atomic::AtomicBool>,
+    /// The secrets this reporter's command or operation registered, masked in every event.
+    redactor: Arc<Redactor>,
 }
 
 impl Reporter {
@@ -197,6 +199,7 @@ impl Reporter {
             renderer: Arc::new(renderer),
             timings: Default::default(),
             interrupted: Default::default(),
+            redactor: Redactor::global().clone(),
         };
         *CURRENT.lock().unwrap_or_else(|p| p.into_inner()) = Some(reporter.clone());
         reporter
@@ -208,6 +211,7 @@ impl Reporter {
             renderer: Arc::new(Renderer::Plain),
             timings: Default::default(),
             interrupted: Default::default(),
+            redactor: Redactor::global().clone(),
         }
     }
 
@@ -219,7 +223,14 @@ impl Reporter {
             renderer: Arc::new(Renderer::Sink(sink)),
             timings: Default::default(),
             interrupted: Default::default(),
+            redactor: Default::default(),
         }
+    }
+
+    /// Where the secrets of this reporter's run are registered: the process's for the command
+    /// line, the operation's own for [`Reporter::with_sink`].
+    pub fn redactor(&self) -> &Arc<Redactor> {
+        &self.redactor
     }
 
     /// Records that this reporter's operation is being cancelled: what is dropped unfinished
@@ -233,8 +244,14 @@ impl Reporter {
         matches!(*self.renderer, Renderer::Json)
     }
 
+    /// Whether text beside the events (tables, summaries) may be printed: not in JSON, and
+    /// never for an operation run inside another program, whose output is its events only.
+    pub fn prints_text(&self) -> bool {
+        !matches!(*self.renderer, Renderer::Json | Renderer::Sink(_))
+    }
+
     pub fn emit(&self, event: Event) {
-        let event = event.redacted();
+        let event = event.redacted(&self.redactor);
         match &*self.renderer {
             Renderer::Json => {
                 let line = serde_json::to_string(&event).unwrap_or_default();
@@ -279,7 +296,7 @@ impl Reporter {
         e.event = Some("result");
         e.exit_code = Some(exit_code);
         e.error = error.map(str::to_string);
-        let e = e.redacted();
+        let e = e.redacted(&self.redactor);
         if let Renderer::Sink(sink) = &*self.renderer {
             sink(e);
             return;
@@ -676,7 +693,7 @@ mod tests {
         Redactor::global().register("s3cr3t-value");
         let mut e = Event::new(Status::Failed);
         e.error = Some("login with s3cr3t-value refused".into());
-        let e = e.redacted();
+        let e = e.redacted(Redactor::global());
         assert_eq!(e.error.as_deref(), Some("login with [REDACTED] refused"));
     }
 

@@ -1,7 +1,7 @@
 //! Masks secrets in any text before it is shown: PEM private keys wherever they appear, and every
 //! secret value the run registered (registry passwords, S3 keys, inline SSH keys, tokens).
 
-use std::sync::{OnceLock, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 const MASK: &str = "[REDACTED]";
 /// A secret shorter than this is masked only where it stands alone (not inside a longer word),
@@ -14,9 +14,11 @@ pub struct Redactor {
 }
 
 impl Redactor {
-    pub fn global() -> &'static Redactor {
-        static GLOBAL: OnceLock<Redactor> = OnceLock::new();
-        GLOBAL.get_or_init(Redactor::default)
+    /// The command line's redactor: one command per process, so one set of secrets. An
+    /// operation of the library API has its own (see `Reporter::with_sink`).
+    pub fn global() -> &'static Arc<Redactor> {
+        static GLOBAL: OnceLock<Arc<Redactor>> = OnceLock::new();
+        GLOBAL.get_or_init(Default::default)
     }
 
     /// Remembers a secret value so it is masked wherever it shows up later.

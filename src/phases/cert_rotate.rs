@@ -165,7 +165,7 @@ pub async fn cert_rotate(
     )
     .map_err(|e| other(format!("Failed to rotate certificates: {e}")))?;
     for cert in bundle.values() {
-        crate::output::Redactor::global().register(&cert.key_pem);
+        cluster.redactor.register(&cert.key_pem);
     }
     state.desired_state.certificates_bundle = bundle.clone();
     reporter.info(format!(

@@ -241,7 +241,7 @@ pub async fn rotate_key(
     }
     let keys = encryption::aescbc_keys(&applied).map_err(|e| e.to_string())?;
     for k in &keys {
-        crate::output::Redactor::global().register(&k.secret);
+        cluster.redactor.register(&k.secret);
     }
     // Two keys applied: an earlier rotation stopped after adding its new key; finish it.
     let resuming = keys.len() >= 2;
@@ -253,7 +253,7 @@ pub async fn rotate_key(
         (keys[0].clone(), keys[1..].to_vec())
     } else {
         let k = EncryptionKey::generate();
-        crate::output::Redactor::global().register(&k.secret);
+        cluster.redactor.register(&k.secret);
         (k, keys)
     };
     let with_both = {

@@ -179,9 +179,9 @@ pub fn s3_from_args(args: &S3Args) -> Result<Option<S3BackupConfig>, SnapshotErr
 
 /// Masks the S3 secret (and its base64 form, which the helper's environment carries) in every
 /// message rkers prints from now on.
-pub fn register_s3_secrets(s3: &S3BackupConfig) {
+pub fn register_s3_secrets(s3: &S3BackupConfig, redactor: &Redactor) {
     for secret in [&s3.secret_key, &STANDARD.encode(&s3.secret_key)] {
-        Redactor::global().register(secret);
+        redactor.register(secret);
     }
 }
 
@@ -582,7 +582,7 @@ pub async fn save(
     }
     let s3 = effective_s3(&cluster.config.services.etcd, opts.s3.as_ref());
     if let Some(s3) = s3 {
-        register_s3_secrets(s3);
+        register_s3_secrets(s3, &cluster.redactor);
     }
     let phase = reporter.phase("plan");
     let state = std::fs::read(&cluster.files.state_path).ok();
@@ -780,7 +780,7 @@ pub async fn restore(
     }
     let s3 = effective_s3(&cluster.config.services.etcd, opts.s3.as_ref());
     if let Some(s3) = s3 {
-        register_s3_secrets(s3);
+        register_s3_secrets(s3, &cluster.redactor);
     }
     let image = backup_image(cluster);
     reporter.info(format!("Restoring etcd snapshot {name}"));
@@ -1245,7 +1245,7 @@ mod tests {
     #[test]
     fn the_secret_is_masked_in_messages() {
         let s = s3();
-        register_s3_secrets(&s);
+        register_s3_secrets(&s, Redactor::global());
         let shown = crate::output::redact(&format!(
             "env S3_SECRET_KEY={} and {}",
             STANDARD.encode(&s.secret_key),

@@ -169,12 +169,12 @@ pub fn state_from_files(
         return Err("the CA key (kube-ca-key.pem) is on no reachable controlplane host".into());
     }
     for c in bundle.values() {
-        crate::output::Redactor::global().register(&c.key_pem);
+        cluster.redactor.register(&c.key_pem);
     }
     let spec = cluster.pki_spec().map_err(|e| e.to_string())?;
     let (bundle, _) = pki::reconcile_bundle(bundle, &spec).map_err(|e| e.to_string())?;
     for c in bundle.values() {
-        crate::output::Redactor::global().register(&c.key_pem);
+        cluster.redactor.register(&c.key_pem);
     }
     let side = ClusterState {
         rke_config: Some(cluster.config.to_state_json()),

@@ -70,7 +70,7 @@ pub struct HostRequest {
     pub mode: Option<AgentMode>,
     pub directories: Vec<String>,
     pub read: Vec<String>,
-    /// Files to write; those [`is_private_file`] names are marked `private`.
+    /// Files to write; those `is_private_file` names are marked `private`.
     pub write: Vec<(String, Vec<u8>)>,
     pub remove: Vec<String>,
     /// The request and the `wins.exe` path on the host.

@@ -94,9 +94,21 @@ fn is_stamp(s: &str) -> bool {
 /// Keeps `previous` (the state file's current contents) as a new timestamped backup, unless this
 /// process already kept one for this file or the newest backup already holds the same bytes,
 /// then prunes the oldest beyond [`MAX_BACKUPS`]. Returns the backup that holds `previous`.
-pub(super) fn keep(state_path: &Path, previous: &[u8]) -> io::Result<Option<PathBuf>> {
+/// With `once_per_process` false (a state store, which saves once per operation and may serve
+/// many operations in one process) every replaced state is kept.
+pub(super) fn keep(
+    state_path: &Path,
+    previous: &[u8],
+    once_per_process: bool,
+) -> io::Result<Option<PathBuf>> {
     let key = std::path::absolute(state_path).unwrap_or_else(|_| state_path.to_path_buf());
-    let mut done = BACKED_UP.lock().unwrap_or_else(|p| p.into_inner());
+    let mut backed_up = BACKED_UP.lock().unwrap_or_else(|p| p.into_inner());
+    let mut unused = BTreeSet::new();
+    let done = if once_per_process {
+        &mut *backed_up
+    } else {
+        &mut unused
+    };
     if done.contains(&key) {
         return Ok(None);
     }

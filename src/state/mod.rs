@@ -167,6 +167,20 @@ impl StateFile {
     /// keeping the file as this run found it as a timestamped backup (see [`list_backups`]).
     /// Returns that backup when there is one.
     pub fn save(&self, path: &Path) -> Result<Option<PathBuf>, StateError> {
+        self.save_keeping(path, true)
+    }
+
+    /// [`StateFile::save`] that keeps the replaced state as a backup on every call, not only on
+    /// a process's first save of `path` (what a state store serving many operations needs).
+    pub fn save_keeping_each(&self, path: &Path) -> Result<Option<PathBuf>, StateError> {
+        self.save_keeping(path, false)
+    }
+
+    fn save_keeping(
+        &self,
+        path: &Path,
+        once_per_process: bool,
+    ) -> Result<Option<PathBuf>, StateError> {
         let mut marked = self.clone();
         marked.extra.insert(
             RKERS_MARK.to_string(),
@@ -177,9 +191,11 @@ impl StateFile {
         match std::fs::read(path) {
             Ok(previous) if previous == text.as_bytes() => {}
             Ok(previous) => {
-                kept = backups::keep(path, &previous).map_err(|source| StateError::Write {
-                    path: timestamped_backup_path(path, time::OffsetDateTime::now_utc()),
-                    source,
+                kept = backups::keep(path, &previous, once_per_process).map_err(|source| {
+                    StateError::Write {
+                        path: timestamped_backup_path(path, time::OffsetDateTime::now_utc()),
+                        source,
+                    }
                 })?;
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -154,7 +154,7 @@ impl StateStore for FileStateStore {
     }
 
     fn save(&self, state: &StateFile, expected: &StateVersion) -> Result<StateVersion, StoreError> {
-        self.swap(expected, || state.save(&self.path).map(drop))
+        self.swap(expected, || state.save_keeping_each(&self.path).map(drop))
     }
 
     fn delete(&self, expected: &StateVersion) -> Result<StateVersion, StoreError> {
@@ -257,6 +257,28 @@ impl MemoryStateStore {
     }
 }
 
+impl MemoryStateStore {
+    /// Replaces the state if the version is still `expected`.
+    fn swap(
+        &self,
+        expected: &StateVersion,
+        state: Option<StateFile>,
+    ) -> Result<StateVersion, StoreError> {
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let found = Self::version(inner.1);
+        if &found != expected {
+            return Err(StoreError::Conflict {
+                store: self.name(),
+                expected: expected.clone(),
+                found,
+            });
+        }
+        inner.0 = state;
+        inner.1 += 1;
+        Ok(Self::version(inner.1))
+    }
+}
+
 impl StateStore for MemoryStateStore {
     fn name(&self) -> String {
         "in-memory state".into()
@@ -271,33 +293,11 @@ impl StateStore for MemoryStateStore {
     }
 
     fn save(&self, state: &StateFile, expected: &StateVersion) -> Result<StateVersion, StoreError> {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let found = Self::version(inner.1);
-        if &found != expected {
-            return Err(StoreError::Conflict {
-                store: self.name(),
-                expected: expected.clone(),
-                found,
-            });
-        }
-        inner.0 = Some(state.clone());
-        inner.1 += 1;
-        Ok(Self::version(inner.1))
+        self.swap(expected, Some(state.clone()))
     }
 
     fn delete(&self, expected: &StateVersion) -> Result<StateVersion, StoreError> {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let found = Self::version(inner.1);
-        if &found != expected {
-            return Err(StoreError::Conflict {
-                store: self.name(),
-                expected: expected.clone(),
-                found,
-            });
-        }
-        inner.0 = None;
-        inner.1 += 1;
-        Ok(Self::version(inner.1))
+        self.swap(expected, None)
     }
 }
 

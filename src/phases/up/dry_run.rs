@@ -16,7 +16,7 @@ pub(super) async fn show(
 ) -> Result<(), UpError> {
     // The changeset as every command shows it (text, or one `planned` event per action).
     reporter.planned(&planned.shown);
-    if !reporter.is_json()
+    if reporter.prints_text()
         && let Some(old) = &loaded.old_current
     {
         for line in rolling_summary(cluster, old, &planned.plan, &planned.actions) {

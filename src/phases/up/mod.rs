@@ -1,18 +1,18 @@
 //! `rkers up`: RKE1's workflow (§9) as a sequence of steps over one SSH connection per host.
-//! [`up`] reads as the list of steps in order; each step lives in its own file:
+//! `up` reads as the list of steps in order; each step lives in its own file:
 //!
-//! 1. [`state`]: certificates generated or reconciled; the desired state is written before any
+//! 1. `state`: certificates generated or reconciled; the desired state is written before any
 //!    host is touched (§9.1).
-//! 2. [`connect`]: every host at once; any host that cannot be reached stops the run before
+//! 2. `connect`: every host at once; any host that cannot be reached stops the run before
 //!    anything changes, with every host's problem listed (RKE1 silently dropped them, §33.18).
-//! 3. [`plan`] and [`observe`]: the desired containers and files of each host (pure), compared
-//!    with what each host runs and holds ([`host_actions`]); the result is the list of actions
-//!    `--dry-run` prints ([`dry_run`]).
-//! 4. apply: [`files`] and certificates, images, Windows hosts' wins ([`windows`]), the etcd
-//!    plane ([`etcd_members`], [`etcd`]), the control plane ([`planes`], [`rolling`]), RBAC and
-//!    the current state ([`cluster`]), the worker plane, node labels and taints and log links
-//!    ([`nodes`]), hosts that left ([`removed_hosts`]), in RKE1's order, hosts in parallel where
-//!    safe. [`containers`] brings one container to its planned state.
+//! 3. `plan` and `observe`: the desired containers and files of each host (pure), compared
+//!    with what each host runs and holds (`host_actions`); the result is the list of actions
+//!    `--dry-run` prints (`dry_run`).
+//! 4. apply: `files` and certificates, images, Windows hosts' wins (`windows`), the etcd
+//!    plane (`etcd_members`, `etcd`), the control plane (`planes`, `rolling`), RBAC and
+//!    the current state (`cluster`), the worker plane, node labels and taints and log links
+//!    (`nodes`), hosts that left (`removed_hosts`), in RKE1's order, hosts in parallel where
+//!    safe. `containers` brings one container to its planned state.
 
 mod cluster;
 mod connect;

@@ -307,7 +307,7 @@ pub(super) async fn confirm(
     ));
     event.data = serde_json::to_value(adoption).ok();
     reporter.emit(event);
-    if !reporter.is_json() {
+    if reporter.prints_text() {
         eprint!("{}", adoption.render());
     }
     if !opts.dry_run {
