@@ -61,6 +61,8 @@ impl Instance {
             cluster_yml: String::new(),
             address: String::new(),
         };
+        // Fresh hosts: a cluster an earlier run left there would be refused as foreign.
+        instance.sandbox(&["down", "--purge"]);
         let out = instance.sandbox(&["up", "--hosts", "1", "--roles", "default"]);
         let path = PathBuf::from(out.lines().last().unwrap_or_default().trim());
         instance.cluster_yml = std::fs::read_to_string(&path)
@@ -304,6 +306,10 @@ async fn two_clusters_in_one_process_and_a_cancelled_up() {
     assert!(has_ca(&store_a));
     assert!(out.kubeconfig.is_some());
     assert_eq!(results(&retry_events)[0].exit_code, Some(0));
+
+    // Their clusters would only load the machine for the tests that follow.
+    a.sandbox(&["down", "--purge"]);
+    b.sandbox(&["down", "--purge"]);
 }
 
 /// The JSON paths where two documents differ (values not shown: they hold keys).
