@@ -4,7 +4,7 @@
 //! PostgreSQL for several replicas on one database), bearer-token authentication ([`auth`]),
 //! encryption at rest of configs, states and kubeconfigs ([`crypto`]), the database
 //! [`StateStore`](crate::state::StateStore) ([`store`]) and the running of operations
-//! under a per-cluster lock held in the database ([`ops`]).
+//! under a per-cluster lock held in the database (`ops`).
 //!
 //! Endpoints (all but `/healthz` need `Authorization: Bearer <token>`):
 //! - `PUT /v1/clusters/{name}`: register or update a cluster; the body is its cluster.yml
