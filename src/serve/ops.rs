@@ -125,23 +125,19 @@ pub async fn start(app: &App, cluster: &str, kind: Kind) -> Result<String, Start
     tracing::info!(operation = %id, %cluster, kind = kind.name(), "operation started");
     let app2 = app.clone();
     let (cluster2, id2) = (cluster.to_string(), id.clone());
-    run_on_own_thread(move || run(app2, cluster2, id2, kind, yaml));
+    spawn_operation(move || run(app2, cluster2, id2, kind, yaml));
     Ok(id)
 }
 
-/// Runs an operation on a thread of the blocking pool, driven by the server's runtime. rustc
-/// cannot prove the library's futures `Send` for every lifetime ("implementation of `Send` is
-/// not general enough", inside the phases), so they cannot be `tokio::spawn`ed; `block_on`
-/// does not need `Send`, and the database and timers stay on the server's runtime.
-/// The future is made on that thread, from `make` (whose captures are `Send`).
-pub fn run_on_own_thread<F, Fut, T>(make: F) -> tokio::task::JoinHandle<T>
+/// Runs an operation as a task of the server's runtime. The library's futures are `Send`
+/// (`api`'s tests check it), so operations share the runtime's workers with the requests.
+pub fn spawn_operation<F, Fut, T>(make: F) -> tokio::task::JoinHandle<T>
 where
     F: FnOnce() -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = T>,
+    Fut: std::future::Future<Output = T> + Send + 'static,
     T: Send + 'static,
 {
-    let handle = tokio::runtime::Handle::current();
-    tokio::task::spawn_blocking(move || handle.block_on(make()))
+    tokio::spawn(make())
 }
 
 async fn run(app: App, cluster: String, id: String, kind: Kind, yaml: String) {

@@ -238,7 +238,7 @@ async fn plan(State(app): State<App>, Path(name): Path<String>) -> Answer {
         .map_err(Failure::internal)?;
     let db = app.db.clone();
     let secrets = app.secrets.clone();
-    let result = ops::run_on_own_thread(move || async move {
+    let result = ops::spawn_operation(move || async move {
         let store = Arc::new(DbStateStore::new(db, secrets, &name, None));
         let op = api::Operation::new(api::ClusterInput::Yaml(yaml), store);
         api::plan(&op).await
