@@ -128,25 +128,25 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     // registry.
     files::pull_images(&run, &runner, &worker_only).await?;
     // etcd and control plane hosts start theirs now, before their etcd and control plane, so
-    // each host applies its actions in the order the dry run lists them; the worker-only
-    // hosts start theirs meanwhile, pulling their images first.
+    // each host applies its actions in the order the dry run lists them; their health is
+    // waited for in the background below, alongside etcd. The worker-only hosts start theirs
+    // meanwhile, pulling their images first.
     let with_planes: Vec<String> = early_hosts
         .iter()
         .filter(|h| !worker_only.contains(h))
         .cloned()
         .collect();
     if !with_planes.is_empty() {
-        planes::early_worker_plane(
-            run.clone(),
-            runner.clone(),
+        planes::start_early_worker_plane(
+            &run,
+            &runner,
             "kubelets on etcd and control plane hosts",
-            with_planes,
-            Vec::new(),
+            with_planes.clone(),
         )
         .await?;
     }
     let mut early_workers = tokio::task::JoinSet::new();
-    if !worker_only.is_empty() {
+    if !early_hosts.is_empty() {
         // A budget of its own: hosts waiting for kubelet must not hold back etcd.
         let early_runner = Runner::new(reporter.clone(), opts.ssh.concurrency);
         early_runner.probe_failed_hosts(run.pool.hosts());
@@ -154,8 +154,9 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
             run.clone(),
             early_runner,
             "kubelets",
-            worker_only.clone(),
+            early_hosts.clone(),
             worker_only,
+            with_planes,
         ));
     }
     windows::prepare_windows(&run, &runner).await?;

@@ -1,7 +1,7 @@
 //! Apply: a plane of non-etcd components on a new cluster, all hosts in parallel, and the
 //! early worker plane that starts a new cluster's kubelets while etcd comes up.
 
-use super::containers::{apply_container, remove_unplanned};
+use super::containers::{apply_container, remove_unplanned, start_container};
 use super::files::pull_host_images;
 use super::rolling::plane_changes;
 use super::run::{EARLY_WORKER_PLANE, Run, WORKER_PLANE};
@@ -68,27 +68,69 @@ pub(super) fn early_worker_hosts(run: &Run) -> (Vec<String>, Vec<String>) {
     )
 }
 
-/// [`early_worker_hosts`]: images where asked, then nginx-proxy, service-sidekick and kubelet.
+/// The early worker plane of a new cluster's etcd and control plane hosts, started without
+/// waiting for health: each host starts it before its etcd, as the dry run lists, and
+/// [`early_worker_plane`] waits for its health while etcd comes up (kubelet takes seconds to
+/// answer, and nothing before the worker plane needs it).
+pub(super) async fn start_early_worker_plane(
+    run: &Arc<Run>,
+    runner: &Runner,
+    title: &'static str,
+    hosts: Vec<String>,
+) -> Result<(), UpError> {
+    let phase = runner.reporter.phase(title);
+    let r = run.clone();
+    let result = runner
+        .for_each_host(title, "kubelet before etcd", hosts, move |address| {
+            let run = r.clone();
+            async move {
+                let h = run.host_plan(&address);
+                remove_unplanned(&run, h, EARLY_WORKER_PLANE).await?;
+                for name in EARLY_WORKER_PLANE {
+                    if h.containers.contains_key(*name) {
+                        start_container(&run, h, name).await?;
+                    }
+                }
+                Ok(())
+            }
+        })
+        .await;
+    finish(phase, result)
+}
+
+/// [`early_worker_hosts`]: images where asked, then nginx-proxy, service-sidekick and kubelet,
+/// each waited for until healthy. `started` hosts ran [`start_early_worker_plane`]: only the
+/// health waits remain there.
 pub(super) async fn early_worker_plane(
     run: Arc<Run>,
     runner: Runner,
     title: &'static str,
     hosts: Vec<String>,
     pull: Vec<String>,
+    started: Vec<String>,
 ) -> Result<(), UpError> {
     let phase = runner.reporter.phase(title);
     let r = run.clone();
-    let pull = Arc::new(pull);
+    let (pull, started) = (Arc::new(pull), Arc::new(started));
     let result = runner
         .for_each_host(
             title,
             "kubelet before the control plane",
             hosts,
             move |address| {
-                let (run, pull) = (r.clone(), pull.clone());
+                let (run, pull, started) = (r.clone(), pull.clone(), started.clone());
                 async move {
                     if pull.contains(&address) {
                         pull_host_images(&run, &address).await?;
+                    }
+                    if started.contains(&address) {
+                        let (h, host) = (run.host_plan(&address), run.host(&address));
+                        for name in EARLY_WORKER_PLANE {
+                            if h.containers.contains_key(*name) {
+                                apply_container(&run, host, h, name).await?;
+                            }
+                        }
+                        return Ok(());
                     }
                     apply_plane_on(&run, &address, EARLY_WORKER_PLANE).await
                 }

@@ -86,9 +86,9 @@ pub(super) struct Run {
     pub(super) removed: Vec<RemovedHost>,
     /// New etcd members started by the join step; the etcd plane leaves their etcd alone.
     pub(super) joined: std::sync::Mutex<BTreeSet<String>>,
-    /// `address/container` of every container brought to its planned state in this run: a
-    /// control plane host's worker components are upgraded with its control plane (§17.2), and
-    /// the worker plane must not apply them a second time.
+    /// `address/container/step` of every container started (`started`) or started and found
+    /// healthy (`healthy`) in this run: a control plane host's worker components are upgraded
+    /// with its control plane (§17.2), and the worker plane must not apply them a second time.
     /// The early worker plane and the control plane both bring up service-sidekick on a new
     /// cluster's control plane hosts: the later caller waits for the first one's result.
     pub(super) applied: std::sync::Mutex<BTreeMap<String, Arc<tokio::sync::OnceCell<()>>>>,
