@@ -91,6 +91,17 @@ impl Instance {
         std::fs::read_to_string(self.dir.join("cluster.yml")).unwrap()
     }
 
+    /// host1's address on this instance's bridge (what known_hosts records).
+    fn host1_address(&self) -> String {
+        let prefix = self
+            .envs
+            .iter()
+            .find(|(k, _)| k == "SANDBOX_SUBNET_PREFIX")
+            .map(|(_, v)| v.clone())
+            .expect("an instance names its subnet");
+        format!("{prefix}.11")
+    }
+
     fn containers(&self) -> String {
         let (ok, out) = self.sandbox(&[
             "exec",
@@ -121,6 +132,9 @@ impl Replica {
             .arg(dir.join("tokens"))
             .arg("--secret-key-file")
             .arg(dir.join("key"))
+            // One known_hosts for both replicas, as operators would share it.
+            .arg("--known-hosts")
+            .arg(dir.join("known_hosts"))
             .stdout(Stdio::piped())
             .stderr(log)
             .spawn()
@@ -497,6 +511,86 @@ fn serve_drives_two_clusters_from_two_replicas() {
     assert!(
         version.as_deref().is_ok_and(|v| v.contains("1.20")),
         "the kubeconfig {n0}'s up stored reaches its API: {version:?}"
+    );
+
+    // Every host's key was recorded in the replicas' shared known_hosts.
+    let known = std::fs::read_to_string(dir.path().join("known_hosts")).unwrap_or_default();
+    for i in &instances {
+        let address = i.host1_address();
+        assert!(
+            known.contains(&address),
+            "{address} in known_hosts: {known}"
+        );
+    }
+
+    // The day-2 operations on the cluster that stays: a snapshot saved on its etcd host, then
+    // its certificates rotated: a new state version whose kube-apiserver certificate differs,
+    // and the stored kubeconfig (its admin certificate rotated too) still reaches the API.
+    let cert_of = |name: &str| {
+        let state = rkers::state::StateStore::load(&store)
+            .unwrap()
+            .state
+            .unwrap();
+        state
+            .current_state
+            .certificates_bundle
+            .get(name)
+            .map(|c| c.certificate_pem.clone())
+            .unwrap_or_default()
+    };
+    let apiserver_before = cert_of("kube-apiserver");
+    let versions_before = b.ok("GET", &format!("/v1/clusters/{n1}/states"), "")["versions"]
+        .as_array()
+        .unwrap()
+        .len();
+    let v = a.ok(
+        "POST",
+        &format!("/v1/clusters/{n1}/snapshot-save"),
+        r#"{"name": "e2e-serve-snap"}"#,
+    );
+    let snap = v["operation_id"].as_str().unwrap().to_string();
+    let events = Stream::open(&b, &snap).until_result(Duration::from_secs(600));
+    assert_eq!(exit_code(&events), 0, "{events:?}");
+    let (ok, listing) =
+        instances[1].sandbox(&["exec", "host1", "sh", "-c", "ls /opt/rke/etcd-snapshots"]);
+    assert!(ok && listing.contains("e2e-serve-snap"), "{listing}");
+    let v = b.ok("POST", &format!("/v1/clusters/{n1}/cert-rotate"), "{}");
+    let rotate = v["operation_id"].as_str().unwrap().to_string();
+    let events = Stream::open(&a, &rotate).until_result(Duration::from_secs(900));
+    assert_eq!(exit_code(&events), 0, "{events:?}");
+    let apiserver_after = cert_of("kube-apiserver");
+    assert!(apiserver_after.contains("BEGIN CERTIFICATE"));
+    assert_ne!(
+        apiserver_before, apiserver_after,
+        "kube-apiserver's certificate rotated"
+    );
+    let history = b.ok("GET", &format!("/v1/clusters/{n1}/states"), "");
+    assert!(
+        history["versions"].as_array().unwrap().len() > versions_before,
+        "cert-rotate saved a state version: {history}"
+    );
+    let kubeconfig = runtime.block_on(async {
+        use sqlx::Row;
+        let pool = sqlx::AnyPool::connect(&database).await.unwrap();
+        sqlx::query("SELECT sealed FROM kubeconfigs WHERE cluster = $1")
+            .bind(n1)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+            .get::<String, _>("sealed")
+    });
+    let kubeconfig = rkers::serve::SecretBox::new(&key)
+        .open_string(&format!("kubeconfig:{n1}"), &kubeconfig)
+        .unwrap();
+    let version = runtime.block_on(async {
+        let api = rkers::kubeapi::KubeApi::from_kubeconfig(&kubeconfig)
+            .await
+            .unwrap();
+        api.server_version().await
+    });
+    assert!(
+        version.as_deref().is_ok_and(|v| v.contains("1.20")),
+        "after cert-rotate the stored kubeconfig of {n1} reaches its API: {version:?}"
     );
 
     // 3. Remove one cluster; its host is left without the cluster's containers.

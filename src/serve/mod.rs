@@ -61,6 +61,13 @@ pub struct ServeArgs {
     /// This replica's name in operation records [default: host name and process id].
     #[arg(long)]
     pub replica_id: Option<String>,
+    /// known_hosts file every operation checks host keys against and records new keys in
+    /// [default: none; each operation trusts the keys it first sees, in its scratch directory].
+    #[arg(long, value_name = "FILE")]
+    pub known_hosts: Option<PathBuf>,
+    /// Refuse hosts whose key is not in --known-hosts yet, instead of recording it.
+    #[arg(long, requires = "known_hosts")]
+    pub strict_host_keys: bool,
 }
 
 /// What every request handler shares.
@@ -70,6 +77,8 @@ pub struct App {
     pub secrets: SecretBox,
     pub tokens: Arc<Tokens>,
     pub replica: String,
+    /// How every operation reaches its hosts (`--known-hosts`, `--strict-host-keys`).
+    pub transport: Arc<crate::api::SshTransport>,
 }
 
 /// Why the server did not start.
@@ -113,6 +122,10 @@ pub async fn run(args: &ServeArgs) -> Result<(), ServeError> {
         secrets,
         tokens: Arc::new(tokens),
         replica: args.replica_id.clone().unwrap_or_else(default_replica),
+        transport: Arc::new(crate::api::SshTransport {
+            known_hosts: args.known_hosts.clone(),
+            strict_host_keys: args.strict_host_keys,
+        }),
     };
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

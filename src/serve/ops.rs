@@ -161,6 +161,7 @@ async fn run(app: App, cluster: String, id: String, kind: Kind, yaml: String) {
         Some(&id),
     ));
     let op = Operation::new(ClusterInput::Yaml(yaml), store)
+        .with_transport(app.transport.clone())
         .with_cancel(cancel.clone())
         .with_events(sink);
     let result = run_kind(&op, &kind).await;

@@ -238,9 +238,11 @@ async fn plan(State(app): State<App>, Path(name): Path<String>) -> Answer {
         .map_err(Failure::internal)?;
     let db = app.db.clone();
     let secrets = app.secrets.clone();
+    let transport = app.transport.clone();
     let result = ops::spawn_operation(move || async move {
         let store = Arc::new(DbStateStore::new(db, secrets, &name, None));
-        let op = api::Operation::new(api::ClusterInput::Yaml(yaml), store);
+        let op =
+            api::Operation::new(api::ClusterInput::Yaml(yaml), store).with_transport(transport);
         api::plan(&op).await
     })
     .await

@@ -36,6 +36,7 @@ async fn app(url: &str, replica: &str) -> App {
         secrets: SecretBox::new(&[9; 32]),
         tokens: Arc::new(Tokens::from_plain(&[TOKEN])),
         replica: replica.into(),
+        transport: Default::default(),
     }
 }
 
