@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn linux(h: &Host) -> bool {
-    h.facts().os_type != "windows"
+    !h.facts().is_windows()
 }
 
 /// The actions that bring calico's directories and tmpfiles.d entry to what calico-node needs,

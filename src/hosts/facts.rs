@@ -31,6 +31,12 @@ pub struct HostFacts {
 }
 
 impl HostFacts {
+    /// Docker reports a Windows engine: the one test of the platform phases rely on (the plan
+    /// decides from it what such a host runs, and the executor how its privileged steps run).
+    pub fn is_windows(&self) -> bool {
+        self.os_type.eq_ignore_ascii_case("windows")
+    }
+
     pub async fn gather(docker: &DockerClient) -> Result<HostFacts, HostError> {
         let info = docker.info().await?;
         let s = |o: Option<String>| o.unwrap_or_default();

@@ -494,7 +494,7 @@ fn build_plan(
 ) -> Result<ClusterPlan, RotateError> {
     let facts = crate::phases::host_facts(pool);
     let service_options = cluster.service_options()?;
-    let windows_options = if facts.values().any(|f| f.os_type == "windows") {
+    let windows_options = if facts.values().any(crate::plan::HostFacts::is_windows) {
         Some(cluster.windows_service_options()?)
     } else {
         None

@@ -337,10 +337,10 @@ pub enum HostCleanup {
 }
 
 impl HostCleanup {
-    /// The cleanup for a host of `os_type` that had `prefix` and the etcd role; a Windows one
-    /// runs in `windows_image`.
-    pub fn for_host(os_type: &str, prefix: &str, etcd: bool, windows_image: &str) -> HostCleanup {
-        if os_type.eq_ignore_ascii_case("windows") {
+    /// The cleanup for a host that had `prefix` and the etcd role; a Windows one runs in
+    /// `windows_image`.
+    pub fn for_host(windows: bool, prefix: &str, etcd: bool, windows_image: &str) -> HostCleanup {
+        if windows {
             HostCleanup::windows(windows_image)
         } else {
             HostCleanup::Linux {
@@ -523,7 +523,7 @@ mod tests {
             hostname: "h4".into(),
             etcd: false,
         };
-        let cleanup = HostCleanup::for_host("linux", "/opt/rke", true, "unused");
+        let cleanup = HostCleanup::for_host(false, "/opt/rke", true, "unused");
         assert_eq!(
             cleanup,
             HostCleanup::Linux {
@@ -551,7 +551,7 @@ mod tests {
 
     #[test]
     fn a_windows_worker_that_left_is_torn_down_through_wins() {
-        let cleanup = HostCleanup::for_host("windows", "/", false, "sidekick");
+        let cleanup = HostCleanup::for_host(true, "/", false, "sidekick");
         let HostCleanup::Windows { plan, image } = &cleanup else {
             panic!("{cleanup:?}")
         };

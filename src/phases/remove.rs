@@ -268,7 +268,7 @@ async fn plan_removal(
         let host = pool.get(&w.address).expect("connected host");
         let mut push = |a: Action| changes.push(HOST_STAGE, Pace::Parallel, &w.address, a);
         let e = |e: crate::hosts::HostError| e.to_string();
-        if host.facts().os_type.eq_ignore_ascii_case("windows") {
+        if host.facts().is_windows() {
             let cleanup = reconcile::HostCleanup::windows(&context.windows_image);
             for c in cleanup.containers(&[]) {
                 if host

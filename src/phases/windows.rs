@@ -400,7 +400,7 @@ pub async fn run_privileged_step(
 }
 
 fn require_windows(host: &Host, phase: &str) -> Result<(), PhaseError> {
-    if host.facts().os_type.eq_ignore_ascii_case("windows") {
+    if host.facts().is_windows() {
         Ok(())
     } else {
         Err(host_error(

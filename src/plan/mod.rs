@@ -110,6 +110,13 @@ pub struct HostFacts {
     pub cgroup_driver: String,
 }
 
+impl HostFacts {
+    /// Docker reports a Windows engine ([`windows::is_windows`]).
+    pub fn is_windows(&self) -> bool {
+        windows::is_windows(self)
+    }
+}
+
 impl Default for HostFacts {
     fn default() -> Self {
         HostFacts {

@@ -149,7 +149,7 @@ pub(super) async fn port_checks(
     // The listeners and probes are Linux containers: Windows workers are left out (and said so).
     let windows: Vec<String> = pool
         .hosts()
-        .filter(|h| h.facts().os_type == "windows")
+        .filter(|h| h.facts().is_windows())
         .map(|h| h.name().to_string())
         .collect();
     if !windows.is_empty() {

@@ -69,7 +69,7 @@ pub(super) async fn plan(
     }
     let service_options = cluster.service_options()?;
     // Only asked for when a Windows host is present: Linux-only clusters need no Windows flags.
-    let windows_options = if facts.values().any(|f| f.os_type == "windows") {
+    let windows_options = if facts.values().any(plan::HostFacts::is_windows) {
         Some(cluster.windows_service_options()?)
     } else {
         None

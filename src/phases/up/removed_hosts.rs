@@ -42,7 +42,7 @@ pub(super) async fn observe_removed(
                 .unwrap_or_default();
             let prefix = plan::host_prefix_path(prefix, &h.facts().operating_system);
             let cleanup = reconcile::HostCleanup::for_host(
-                &h.facts().os_type,
+                h.facts().is_windows(),
                 &prefix,
                 gone.etcd,
                 &old_sidekick,
