@@ -1,6 +1,8 @@
 //! RKE1's port checks between roles (spec §10): listener containers publish the role's ports
-//! on each host, then a checker container on each source host tries every target with `nc`.
-//! Container names, commands and the port matrix are RKE1's.
+//! on each host, then each source host tries every target: through its own sshd
+//! (`direct-tcpip` from the host's network namespace, no container), or, where sshd does not
+//! forward TCP, RKE1's checker container with `nc`. Container names, commands and the port
+//! matrix are RKE1's.
 
 use std::time::Duration;
 
@@ -478,14 +480,28 @@ async fn run_probe(
     plan: &PortCheckPlan,
     probe: &Probe,
 ) -> Result<Vec<String>, HostError> {
-    let d = connected(pool, &probe.source)?.docker();
+    let host = connected(pool, &probe.source)?;
+    let d = host.docker();
     let mut left = probe.pairs.clone();
+    let mut through_sshd = true;
     for attempt in 0..plan.attempts.max(1) {
         if left.is_empty() {
             break;
         }
         if attempt > 0 {
             tokio::time::sleep(plan.retry_delay).await;
+        }
+        if through_sshd {
+            match probe_through_sshd(host.ssh(), &left).await {
+                Ok(unreachable) => {
+                    left = unreachable;
+                    continue;
+                }
+                // sshd may not forward TCP: RKE1's checker container does the same from the
+                // host's network namespace.
+                Err(HostError::ForwardingRefused { .. }) => through_sshd = false,
+                Err(e) => return Err(e),
+            }
         }
         d.remove_container(PORT_CHECK_CONTAINER).await?;
         d.create_container(
@@ -505,6 +521,51 @@ async fn run_probe(
         left.retain(|pair| !reachable(&logs).any(|r| r == pair));
     }
     Ok(left)
+}
+
+/// How long a probe waits for one `address:port` to answer, as RKE1's `nc -w 5`.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+const PROBE_RETRY: Duration = Duration::from_millis(250);
+
+/// The pairs of `pairs` the host cannot reach, tried from the host itself by its sshd
+/// (`direct-tcpip` channels over the session rkers already has): the same network namespace
+/// as RKE1's checker container (host network), without a container per host. A pair counts as
+/// reachable only when the connection was made.
+async fn probe_through_sshd(
+    ssh: &super::SshSession,
+    pairs: &[String],
+) -> Result<Vec<String>, HostError> {
+    let tried = bounded(pairs, 32, |pair| async move {
+        let Some((address, port)) = pair
+            .rsplit_once(':')
+            .and_then(|(a, p)| Some((a, p.parse::<u16>().ok()?)))
+        else {
+            return Ok(Some(pair.clone()));
+        };
+        // A refused connection is tried again until the deadline: a listener just started
+        // may not accept yet (its published port is DNATed to a process still starting).
+        let deadline = tokio::time::Instant::now() + PROBE_TIMEOUT;
+        loop {
+            match tokio::time::timeout_at(deadline, ssh.open_tcp(address, port)).await {
+                Ok(Ok(_stream)) => return Ok(None),
+                Ok(Err(HostError::TcpConnectFailed { .. }))
+                    if tokio::time::Instant::now() + PROBE_RETRY < deadline =>
+                {
+                    tokio::time::sleep(PROBE_RETRY).await;
+                }
+                Ok(Err(HostError::TcpConnectFailed { .. })) | Err(_) => {
+                    return Ok(Some(pair.clone()));
+                }
+                Ok(Err(e)) => return Err(e),
+            }
+        }
+    })
+    .await;
+    let mut unreachable = Vec::new();
+    for r in tried {
+        unreachable.extend(r?);
+    }
+    Ok(unreachable)
 }
 
 #[cfg(test)]
