@@ -434,7 +434,7 @@ async fn existing_directories(host: &Host, dirs: &[String]) -> Result<Vec<String
             .join(" ")
     );
     let out = host
-        .ssh()
+        .link()
         .exec(&script)
         .await
         .map_err(|e| format!("list directories to clean: {e}"))?;
