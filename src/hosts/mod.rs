@@ -11,6 +11,7 @@
 
 pub mod banner;
 pub mod container;
+pub mod dind;
 pub mod docker;
 pub mod error;
 pub mod facts;
@@ -18,6 +19,7 @@ mod key_repair;
 pub mod keys;
 pub mod known_hosts;
 pub mod link;
+pub mod local;
 pub mod lost;
 pub mod pool;
 pub mod ports;

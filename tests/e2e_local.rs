@@ -1,0 +1,263 @@
+//! `rkers up --local` / `remove --local` end to end, on a sandbox host standing in for "the
+//! local machine": rkers runs in that host's network namespace (so `127.0.0.1`, RKE1's local
+//! node, is the host) with `DOCKER_HOST` naming the host's dockerd through its launcher's
+//! `/proc/PID/root`; no SSH is used, and no kubelet runs on the machine itself.
+//!
+//! 1. `up --local` gives a Ready node `localhost` (kubectl through the written kubeconfig).
+//! 2. A second `up --local` plans no action and keeps every container.
+//! 3. `remove --local` leaves no container on that daemon (the helper included).
+//!
+//! The sandbox instance is given as `RKERS_LOCAL_E2E`, the environment scripts/sandbox reads
+//! for it as `KEY=VALUE` words (as `tests/e2e_api.rs` takes `RKERS_API_E2E_A`):
+//!
+//! ```text
+//! RKERS_LOCAL_E2E="SANDBOX_INSTANCE=a RKERS_SANDBOX_DIR=/var/lib/rkers-sandbox-a SANDBOX_BRIDGE=rkbra \
+//!   SANDBOX_SUBNET_PREFIX=10.77.20 SANDBOX_POD_PREFIX=10.80 SANDBOX_REGISTRY_LOCAL=127.0.0.1:5020 \
+//!   SANDBOX_REGISTRY_STORAGE=/var/lib/rkers-sandbox/registry/storage"
+//! ```
+//!
+//! The instance is started fresh (one host) and taken down when the test passes. Skips,
+//! saying so, when the variable is unset or the test is not root.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+struct Instance {
+    envs: Vec<(String, String)>,
+    script: PathBuf,
+    dir: PathBuf,
+}
+
+impl Instance {
+    fn sandbox(&self, args: &[&str]) -> String {
+        let out = Command::new("bash")
+            .arg(&self.script)
+            .args(args)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
+            .output()
+            .expect("run scripts/sandbox");
+        assert!(
+            out.status.success(),
+            "scripts/sandbox {args:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn get(&self, key: &str) -> Option<String> {
+        self.envs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    }
+
+    /// The host's network namespace (scripts/lib/sandbox-net.sh names it).
+    fn netns(&self) -> PathBuf {
+        let instance = self.get("SANDBOX_INSTANCE").unwrap_or_default();
+        PathBuf::from(format!("/var/run/netns/rkers{instance}-host1"))
+    }
+
+    /// The host's dockerd socket, seen from the machine through its launcher's root.
+    fn docker_host(&self) -> String {
+        let pid = std::fs::read_to_string(self.dir.join("hosts/host1/launcher.pid"))
+            .expect("the host's launcher.pid");
+        format!("unix:///proc/{}/root/run/docker.sock", pid.trim())
+    }
+
+    /// `program args` inside the host's network namespace, talking to its dockerd.
+    fn in_host(&self, program: &Path, args: &[&str]) -> (bool, String) {
+        let out = Command::new("nsenter")
+            .arg(format!("--net={}", self.netns().display()))
+            .arg("--")
+            .arg(program)
+            .args(args)
+            .env("DOCKER_HOST", self.docker_host())
+            .output()
+            .expect("run nsenter");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    }
+
+    /// Every container on the host's daemon, as `name id` lines.
+    fn containers(&self) -> Vec<String> {
+        let out = Command::new("docker")
+            .args(["ps", "-a", "--format", "{{.Names}} {{.ID}}"])
+            .env("DOCKER_HOST", self.docker_host())
+            .output()
+            .expect("run docker");
+        assert!(
+            out.status.success(),
+            "docker ps: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut v: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+#[test]
+fn up_and_remove_on_the_local_docker_daemon() {
+    if !support::is_root() {
+        return support::skip("needs root (network namespaces, the sandbox)");
+    }
+    let Ok(words) = std::env::var("RKERS_LOCAL_E2E") else {
+        return support::skip("RKERS_LOCAL_E2E is not set (a sandbox instance's environment)");
+    };
+    let envs: Vec<(String, String)> = words
+        .split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let get = |k: &str| envs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let sb = Instance {
+        dir: PathBuf::from(get("RKERS_SANDBOX_DIR").expect("RKERS_SANDBOX_DIR in RKERS_LOCAL_E2E")),
+        script: get("RKERS_SANDBOX_SCRIPT")
+            .map(PathBuf::from)
+            .unwrap_or_else(support::Sandbox::script),
+        envs,
+    };
+    sb.sandbox(&["down", "--purge"]);
+    let out = sb.sandbox(&["up", "--hosts", "1", "--roles", "default"]);
+    let yml = PathBuf::from(out.lines().last().unwrap_or_default().trim());
+    let work = tempfile::tempdir().unwrap();
+    let config = work.path().join("cluster.yml");
+    std::fs::copy(&yml, &config).unwrap();
+    let config_arg = config.to_str().unwrap();
+    let rkers = PathBuf::from(env!("CARGO_BIN_EXE_rkers"));
+    let kubeconfig = work.path().join("kube_config_cluster.yml");
+
+    // 1. up --local: one node, `localhost`, Ready.
+    let started = Instant::now();
+    let (ok, text) = sb.in_host(&rkers, &["up", "--local", "--config", config_arg]);
+    assert!(ok, "rkers up --local failed:\n{text}");
+    eprintln!("up --local took {:.1}s", started.elapsed().as_secs_f64());
+    let kubeconfig_text = std::fs::read_to_string(&kubeconfig).unwrap();
+    assert!(
+        kubeconfig_text.contains("https://127.0.0.1:6443"),
+        "{kubeconfig_text}"
+    );
+    let kubectl = support::e2e::kubectl();
+    let kc = kubeconfig.to_str().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let ready = loop {
+        let (ok, nodes) = sb.in_host(
+            &kubectl,
+            &[
+                "--kubeconfig",
+                kc,
+                "get",
+                "nodes",
+                "-o",
+                "jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}",
+            ],
+        );
+        if ok && nodes.trim() == "localhost=True" {
+            break nodes;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no Ready node localhost: {nodes}"
+        );
+        std::thread::sleep(Duration::from_secs(3));
+    };
+    eprintln!(
+        "node Ready {:.1}s after up began: {}",
+        started.elapsed().as_secs_f64(),
+        ready.trim()
+    );
+    let before = sb.containers();
+    for name in ["etcd", "kube-apiserver", "kubelet", "kube-proxy"] {
+        assert!(
+            before.iter().any(|c| c.starts_with(&format!("{name} "))),
+            "{name} is not on the daemon: {before:?}"
+        );
+    }
+    assert!(
+        !before.iter().any(|c| c.starts_with("rkers-local-shell")),
+        "the helper outlived the run: {before:?}"
+    );
+
+    // The link itself: commands run in the host's namespaces (its hostname), with stdin and
+    // exit codes, and what each costs.
+    let alpine = std::fs::read_to_string(&config)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("alpine: ").map(str::to_string))
+        .expect("the sandbox's cluster.yml names the alpine image");
+    let docker_host = sb.docker_host();
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        use rkers::hosts::HostLink;
+        use rkers::hosts::local::{DockerEndpoint, LocalLink};
+        let endpoint = std::sync::Arc::new(DockerEndpoint::parse(Some(&docker_host)).unwrap());
+        let link = LocalLink::open("host1", endpoint, &alpine, &[], Duration::from_secs(60))
+            .await
+            .unwrap();
+        let out = link.exec("hostname").await.unwrap();
+        assert_eq!(out.stdout_str().trim(), "host1", "{out:?}");
+        let out = link.exec("echo err >&2; exit 3").await.unwrap();
+        assert_eq!(
+            (out.exit_status, out.stderr.as_slice()),
+            (Some(3), &b"err\n"[..])
+        );
+        let out = link.exec_with_input("cat", "cat", b"a\0b").await.unwrap();
+        assert_eq!(out.stdout, b"a\0b");
+        let timed = Instant::now();
+        for _ in 0..10 {
+            assert!(link.exec("true").await.unwrap().success());
+        }
+        eprintln!(
+            "one host command through the helper: {:.0} ms",
+            timed.elapsed().as_secs_f64() * 100.0
+        );
+        link.close().await;
+    });
+
+    // 2. A second up --local is a no-op.
+    let (ok, plan) = sb.in_host(
+        &rkers,
+        &["up", "--local", "--dry-run", "--config", config_arg],
+    );
+    assert!(ok, "up --local --dry-run failed:\n{plan}");
+    assert!(plan.contains("0 actions on 1 host"), "{plan}");
+    let started = Instant::now();
+    let (ok, text) = sb.in_host(&rkers, &["up", "--local", "--config", config_arg]);
+    assert!(ok, "second rkers up --local failed:\n{text}");
+    eprintln!(
+        "second up --local took {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(
+        sb.containers(),
+        before,
+        "a no-op up must keep every container"
+    );
+
+    // 3. remove --local leaves nothing of rkers on the daemon.
+    let started = Instant::now();
+    let (ok, text) = sb.in_host(
+        &rkers,
+        &["remove", "--local", "--force", "--config", config_arg],
+    );
+    assert!(ok, "rkers remove --local failed:\n{text}");
+    eprintln!(
+        "remove --local took {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    let left = sb.containers();
+    assert!(left.is_empty(), "containers left on the daemon: {left:?}");
+    assert!(!work.path().join("cluster.rkestate").exists());
+
+    sb.sandbox(&["down"]);
+}
