@@ -21,119 +21,19 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-struct Instance {
-    envs: Vec<(String, String)>,
-    script: PathBuf,
-    dir: PathBuf,
-}
-
-impl Instance {
-    fn sandbox(&self, args: &[&str]) -> String {
-        let out = Command::new("bash")
-            .arg(&self.script)
-            .args(args)
-            .envs(self.envs.iter().map(|(k, v)| (k, v)))
-            .output()
-            .expect("run scripts/sandbox");
-        assert!(
-            out.status.success(),
-            "scripts/sandbox {args:?} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn get(&self, key: &str) -> Option<String> {
-        self.envs
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.clone())
-    }
-
-    /// The host's network namespace (scripts/lib/sandbox-net.sh names it).
-    fn netns(&self) -> PathBuf {
-        let instance = self.get("SANDBOX_INSTANCE").unwrap_or_default();
-        PathBuf::from(format!("/var/run/netns/rkers{instance}-host1"))
-    }
-
-    /// The host's dockerd socket, seen from the machine through its launcher's root.
-    fn docker_host(&self) -> String {
-        let pid = std::fs::read_to_string(self.dir.join("hosts/host1/launcher.pid"))
-            .expect("the host's launcher.pid");
-        format!("unix:///proc/{}/root/run/docker.sock", pid.trim())
-    }
-
-    /// `program args` inside the host's network namespace, talking to its dockerd.
-    fn in_host(&self, program: &Path, args: &[&str]) -> (bool, String) {
-        let out = Command::new("nsenter")
-            .arg(format!("--net={}", self.netns().display()))
-            .arg("--")
-            .arg(program)
-            .args(args)
-            .env("DOCKER_HOST", self.docker_host())
-            .output()
-            .expect("run nsenter");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out.status.success(), text)
-    }
-
-    /// Every container on the host's daemon, as `name id` lines.
-    fn containers(&self) -> Vec<String> {
-        let out = Command::new("docker")
-            .args(["ps", "-a", "--format", "{{.Names}} {{.ID}}"])
-            .env("DOCKER_HOST", self.docker_host())
-            .output()
-            .expect("run docker");
-        assert!(
-            out.status.success(),
-            "docker ps: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let mut v: Vec<String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_string)
-            .collect();
-        v.sort();
-        v
-    }
-}
+use support::docker_host::Instance;
 
 #[test]
 fn up_and_remove_on_the_local_docker_daemon() {
-    if !support::is_root() {
-        return support::skip("needs root (network namespaces, the sandbox)");
-    }
-    let Ok(words) = std::env::var("RKERS_LOCAL_E2E") else {
-        return support::skip("RKERS_LOCAL_E2E is not set (a sandbox instance's environment)");
+    let Some(sb) = Instance::fresh("RKERS_LOCAL_E2E") else {
+        return;
     };
-    let envs: Vec<(String, String)> = words
-        .split_whitespace()
-        .filter_map(|w| w.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let get = |k: &str| envs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-    let sb = Instance {
-        dir: PathBuf::from(get("RKERS_SANDBOX_DIR").expect("RKERS_SANDBOX_DIR in RKERS_LOCAL_E2E")),
-        script: get("RKERS_SANDBOX_SCRIPT")
-            .map(PathBuf::from)
-            .unwrap_or_else(support::Sandbox::script),
-        envs,
-    };
-    sb.sandbox(&["down", "--purge"]);
-    let out = sb.sandbox(&["up", "--hosts", "1", "--roles", "default"]);
-    let yml = PathBuf::from(out.lines().last().unwrap_or_default().trim());
     let work = tempfile::tempdir().unwrap();
     let config = work.path().join("cluster.yml");
-    std::fs::copy(&yml, &config).unwrap();
+    std::fs::write(&config, sb.cluster_yml()).unwrap();
     let config_arg = config.to_str().unwrap();
     let rkers = PathBuf::from(env!("CARGO_BIN_EXE_rkers"));
     let kubeconfig = work.path().join("kube_config_cluster.yml");
@@ -148,30 +48,7 @@ fn up_and_remove_on_the_local_docker_daemon() {
         kubeconfig_text.contains("https://127.0.0.1:6443"),
         "{kubeconfig_text}"
     );
-    let kubectl = support::e2e::kubectl();
-    let kc = kubeconfig.to_str().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(180);
-    let ready = loop {
-        let (ok, nodes) = sb.in_host(
-            &kubectl,
-            &[
-                "--kubeconfig",
-                kc,
-                "get",
-                "nodes",
-                "-o",
-                "jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}",
-            ],
-        );
-        if ok && nodes.trim() == "localhost=True" {
-            break nodes;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no Ready node localhost: {nodes}"
-        );
-        std::thread::sleep(Duration::from_secs(3));
-    };
+    let ready = sb.wait_ready(&kubeconfig, &["localhost"], Duration::from_secs(180));
     eprintln!(
         "node Ready {:.1}s after up began: {}",
         started.elapsed().as_secs_f64(),

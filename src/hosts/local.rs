@@ -233,13 +233,14 @@ impl LocalLink {
         }
     }
 
-    /// Starts `argv` in the helper with its stdio attached.
+    /// Starts `argv` in the container with its stdio attached: the exec's id, its output and
+    /// its stdin.
     async fn start(
         &self,
         argv: Vec<String>,
         shown: &str,
         stdin: bool,
-    ) -> Result<(String, StartExecResults), HostError> {
+    ) -> Result<(String, ExecOutputStream, ExecInput), HostError> {
         let raw = self.docker.raw();
         let config = bollard::models::ExecConfig {
             cmd: Some(argv),
@@ -256,7 +257,12 @@ impl LocalLink {
             .start_exec(&exec.id, None)
             .await
             .map_err(|e| self.exec_err(shown, format!("docker exec start: {e}")))?;
-        Ok((exec.id, started))
+        match started {
+            StartExecResults::Attached { output, input } => Ok((exec.id, output, input)),
+            StartExecResults::Detached => {
+                Err(self.exec_err(shown, "docker did not attach to it".into()))
+            }
+        }
     }
 
     async fn run(
@@ -265,16 +271,9 @@ impl LocalLink {
         shown: &str,
         input: Option<&[u8]>,
     ) -> Result<ExecOutput, HostError> {
-        let (id, started) = self
+        let (id, mut output, mut stdin) = self
             .start(self.shell(command), shown, input.is_some())
             .await?;
-        let StartExecResults::Attached {
-            mut output,
-            input: mut stdin,
-        } = started
-        else {
-            return Err(self.exec_err(shown, "docker did not attach to it".into()));
-        };
         let feed = async {
             if let Some(data) = input {
                 stdin.write_all(data).await?;
@@ -319,16 +318,9 @@ impl LocalLink {
         Ok(out)
     }
 
-    /// `argv` in the helper as one byte stream: its stdin, and its stdout (stderr dropped).
+    /// `argv` in the container as one byte stream: its stdin, and its stdout (stderr dropped).
     async fn stream(&self, argv: Vec<String>, shown: &str) -> Result<BoxedStream, HostError> {
-        let (_, started) = self.start(argv, shown, true).await?;
-        let StartExecResults::Attached {
-            mut output,
-            input: mut stdin,
-        } = started
-        else {
-            return Err(self.exec_err(shown, "docker did not attach to it".into()));
-        };
+        let (_, mut output, mut stdin) = self.start(argv, shown, true).await?;
         let (ours, theirs) = tokio::io::duplex(64 * 1024);
         let (mut from_caller, mut to_caller) = tokio::io::split(theirs);
         tokio::spawn(async move {
@@ -348,6 +340,11 @@ impl LocalLink {
         Ok(Box::new(ours))
     }
 }
+
+type ExecOutputStream = std::pin::Pin<
+    Box<dyn futures::Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>,
+>;
+type ExecInput = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
 
 /// `command` in the host's own shell, in every namespace of the host's PID 1.
 fn host_shell(command: &str) -> Vec<String> {

@@ -241,18 +241,24 @@ fn known_hosts_path(opts: &SshOptions) -> PathBuf {
     })
 }
 
+impl HostAttempt {
+    fn new(target: &SshTarget) -> HostAttempt {
+        HostAttempt {
+            target: target.clone(),
+            link: None,
+            ssh: None,
+            docker: None,
+            facts: None,
+            error: None,
+        }
+    }
+}
+
 async fn attempt(target: SshTarget, opts: &SshOptions, bastions: &Bastions) -> HostAttempt {
     if let Some(opening) = opts.links.0.as_ref().and_then(|l| l.open_link(&target)) {
-        return attempt_link(target.clone(), opening.await, opts).await;
+        return attempt_link(&target, opening.await, opts).await;
     }
-    let mut out = HostAttempt {
-        target: target.clone(),
-        link: None,
-        ssh: None,
-        docker: None,
-        facts: None,
-        error: None,
-    };
+    let mut out = HostAttempt::new(&target);
     let session = async {
         let (params, bastion) = prepare(&target, opts).await?;
         let via = match &bastion {
@@ -286,18 +292,11 @@ async fn attempt(target: SshTarget, opts: &SshOptions, bastions: &Bastions) -> H
 
 /// A host reached through a plugged link instead of SSH.
 async fn attempt_link(
-    target: SshTarget,
+    target: &SshTarget,
     link: Result<Arc<dyn HostLink>, HostError>,
     opts: &SshOptions,
 ) -> HostAttempt {
-    let mut out = HostAttempt {
-        target: target.clone(),
-        link: None,
-        ssh: None,
-        docker: None,
-        facts: None,
-        error: None,
-    };
+    let mut out = HostAttempt::new(target);
     let link = match link {
         Ok(l) => l,
         Err(e) => {

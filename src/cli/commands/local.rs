@@ -134,8 +134,13 @@ async fn start_dind(
 }
 
 /// `remove --dind`, as RKE1: the node containers go (with their volumes), then the admin
-/// kubeconfig and the state; nothing runs inside the nodes.
-pub async fn remove_dind(cluster: &Cluster, reporter: &Reporter) -> Result<(), CliError> {
+/// kubeconfig, the state and (unless kept) its backups; nothing runs inside the nodes. Each
+/// node's `/var/lib/kubelet-rke-dind-<address>` stays on the daemon's host, as with RKE1.
+pub async fn remove_dind(
+    cluster: &Cluster,
+    keep_backups: bool,
+    reporter: &Reporter,
+) -> Result<(), CliError> {
     let docker_host = std::env::var("DOCKER_HOST").ok();
     let outer = Arc::new(DockerEndpoint::parse(docker_host.as_deref()).map_err(CliError::Usage)?);
     let docker = dind::outer_client(&outer, SshOptions::default().docker_timeout)
@@ -150,8 +155,8 @@ pub async fn remove_dind(cluster: &Cluster, reporter: &Reporter) -> Result<(), C
             dind::container_name(&node.address)
         ));
     }
-    for path in [&cluster.files.kubeconfig_path, &cluster.files.state_path] {
-        match std::fs::remove_file(path) {
+    for path in crate::phases::remove::local_files_to_delete(cluster, keep_backups) {
+        match std::fs::remove_file(&path) {
             Ok(()) => reporter.info(format!("[local] deleted {}", path.display())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {

@@ -34,7 +34,7 @@ pub async fn run(
             );
             Ok(())
         } else {
-            super::local::remove_dind(cluster, reporter).await
+            super::local::remove_dind(cluster, args.keep_backups, reporter).await
         };
     }
     if let Some(links) = links {
