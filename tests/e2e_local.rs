@@ -78,9 +78,15 @@ fn up_and_remove_on_the_local_docker_daemon() {
         use rkers::hosts::HostLink;
         use rkers::hosts::local::{DockerEndpoint, LocalLink};
         let endpoint = std::sync::Arc::new(DockerEndpoint::parse(Some(&docker_host)).unwrap());
-        let link = LocalLink::open("host1", endpoint, &alpine, &[], Duration::from_secs(60))
-            .await
-            .unwrap();
+        let link = LocalLink::open(
+            "host1",
+            endpoint.clone(),
+            &alpine,
+            &[],
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
         let out = link.exec("hostname").await.unwrap();
         assert_eq!(out.stdout_str().trim(), "host1", "{out:?}");
         let out = link.exec("echo err >&2; exit 3").await.unwrap();
@@ -99,7 +105,27 @@ fn up_and_remove_on_the_local_docker_daemon() {
             timed.elapsed().as_secs_f64() * 100.0
         );
         link.close().await;
+        // A link dropped without closing (a failed run) takes its helper with it.
+        let dropped = LocalLink::open("host1", endpoint, &alpine, &[], Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert!(
+            sb.containers()
+                .iter()
+                .any(|c| c.starts_with("rkers-local-shell ")),
+            "no helper while a link is open"
+        );
+        drop(dropped);
     });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sb
+        .containers()
+        .iter()
+        .any(|c| c.starts_with("rkers-local-shell "))
+    {
+        assert!(Instant::now() < deadline, "a dropped link's helper stays");
+        std::thread::sleep(Duration::from_millis(500));
+    }
 
     // 2. A second up --local is a no-op.
     let (ok, plan) = sb.in_host(

@@ -7,7 +7,8 @@
 //! `socat`), privileged and in the host's PID and network namespaces: each command is a
 //! `docker exec` of `nsenter -t 1 -m -u -i -n -p -- sh -c COMMAND`, i.e. the host's own shell
 //! in all of the host's namespaces. TCP connections "from the node" (health checks) are a
-//! `socat` exec in that helper. The helper is removed when the link closes.
+//! `socat` exec in that helper. The helper runs as long as the link holds its stdin open:
+//! closing the link, dropping it or killing rkers ends and removes it.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -133,7 +134,6 @@ impl LinkOpener for LocalLinks {
 /// One host reached through a container on a Docker daemon: commands are `docker exec`s in
 /// it, the node's Docker API is `node_docker`. Local mode: the helper container, in every
 /// namespace of the daemon's host. `--dind`: the node's own `rke-dind-<address>` container.
-#[derive(Debug)]
 pub struct LocalLink {
     host: String,
     addr: String,
@@ -145,9 +145,19 @@ pub struct LocalLink {
     /// Whether commands enter the namespaces of PID 1 (the helper) or run in the container
     /// itself (a dind node).
     enter_host: bool,
-    /// Removed on close (the helper; never a dind node).
-    owned: bool,
+    /// The helper's stdin, which keeps it alive (`None` for a dind node, which stays).
+    lifeline: std::sync::Mutex<Option<ExecInput>>,
     closed: AtomicBool,
+}
+
+impl std::fmt::Debug for LocalLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalLink")
+            .field("host", &self.host)
+            .field("addr", &self.addr)
+            .field("container", &self.container)
+            .finish()
+    }
 }
 
 impl LocalLink {
@@ -167,14 +177,46 @@ impl LocalLink {
             .await?;
         let spec = ContainerSpec {
             image: helper_image.to_owned(),
-            entrypoint: vec!["sleep".into()],
-            cmd: vec!["infinity".into()],
+            entrypoint: vec!["cat".into()],
             network_mode: Some("host".into()),
             pid_mode: Some("host".into()),
             privileged: true,
             ..Default::default()
         };
-        docker.create_container(HELPER_NAME, &spec).await?;
+        // Its main process reads the stdin this link holds open: when the link goes (closed,
+        // dropped, or rkers killed), it ends and Docker removes the container.
+        let mut body = spec.to_create_body();
+        body.open_stdin = Some(true);
+        body.stdin_once = Some(true);
+        body.attach_stdin = Some(true);
+        if let Some(host_config) = body.host_config.as_mut() {
+            host_config.auto_remove = Some(true);
+        }
+        let helper_err = |what: &str, e: bollard::errors::Error| HostError::Container {
+            host: host.to_owned(),
+            container: HELPER_NAME.to_owned(),
+            detail: format!("{what}: {e}"),
+        };
+        let options = bollard::query_parameters::CreateContainerOptions {
+            name: Some(HELPER_NAME.to_owned()),
+            ..Default::default()
+        };
+        docker
+            .raw()
+            .create_container(Some(options), body)
+            .await
+            .map_err(|e| helper_err("create", e))?;
+        let attach = bollard::query_parameters::AttachContainerOptions {
+            stdin: true,
+            stream: true,
+            ..Default::default()
+        };
+        let lifeline = docker
+            .raw()
+            .attach_container(HELPER_NAME, Some(attach))
+            .await
+            .map_err(|e| helper_err("attach", e))?
+            .input;
         docker.start_container(HELPER_NAME).await?;
         Ok(LocalLink {
             host: host.to_owned(),
@@ -183,7 +225,7 @@ impl LocalLink {
             docker,
             container: HELPER_NAME.to_owned(),
             enter_host: true,
-            owned: true,
+            lifeline: std::sync::Mutex::new(Some(lifeline)),
             closed: AtomicBool::new(false),
         })
     }
@@ -206,7 +248,7 @@ impl LocalLink {
             docker,
             container: container.to_owned(),
             enter_host: false,
-            owned: false,
+            lifeline: std::sync::Mutex::new(None),
             closed: AtomicBool::new(false),
         })
     }
@@ -412,8 +454,13 @@ impl HostLink for LocalLink {
     }
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
+            let lifeline = self
+                .lifeline
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
             if !self.closed.swap(true, Ordering::Relaxed)
-                && self.owned
+                && lifeline.is_some()
                 && let Err(e) = self.docker.remove_container(&self.container).await
             {
                 tracing::warn!(host = self.host, "{e}");
