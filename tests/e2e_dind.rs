@@ -93,6 +93,13 @@ fn up_and_remove_docker_in_docker_nodes() {
         .to_string();
     let image = std::env::var("RKERS_DIND_IMAGE")
         .unwrap_or_else(|_| format!("{registry}/{}", image_name()));
+    // The first two octets of the instance's cluster_cidr: each node's pods get a /24 of it.
+    let pods = sandbox_yml
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("cluster_cidr: "))
+        .and_then(|cidr| cidr.rsplitn(3, '.').nth(2))
+        .expect("cluster_cidr in the sandbox's cluster.yml")
+        .to_string();
     let work = tempfile::tempdir().unwrap();
     let config = work.path().join("cluster.yml");
     std::fs::write(&config, dind_cluster_yml(&sandbox_yml)).unwrap();
@@ -151,7 +158,7 @@ fn up_and_remove_docker_in_docker_nodes() {
             inner.lines().any(|n| n == "kubelet"),
             "{container} runs {inner}"
         );
-        pod_network(&sb, &container, &format!("10.80.{}.0/24", 201 + i));
+        pod_network(&sb, &container, &format!("{pods}.{}.0/24", 201 + i));
     }
     let outer = sb.containers();
     assert_eq!(
