@@ -99,12 +99,22 @@ async fn transport_per_host_and_in_preflight() {
     );
     let win = pool.get("windows-like").unwrap();
     assert!(
-        win.ssh().server_id().contains(WINDOWS_BANNER),
+        win.ssh()
+            .expect("an SSH host")
+            .server_id()
+            .contains(WINDOWS_BANNER),
         "{}",
-        win.ssh().server_id()
+        win.ssh().expect("an SSH host").server_id()
     );
-    assert!(win.ssh().is_windows_openssh());
-    assert!(!pool.get("normal").unwrap().ssh().is_windows_openssh());
+    assert!(win.ssh().expect("an SSH host").is_windows_openssh());
+    assert!(
+        !pool
+            .get("normal")
+            .unwrap()
+            .ssh()
+            .expect("an SSH host")
+            .is_windows_openssh()
+    );
     // Chosen up front, not after a refusal: nothing to warn about.
     assert!(win.docker().transport_note().is_none());
     assert!(

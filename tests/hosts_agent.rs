@@ -132,10 +132,11 @@ async fn agent_holds_passphrase_protected_key() {
     let h = pool.hosts().next().unwrap();
     assert!(
         h.ssh()
+            .expect("an SSH host")
             .auth_method()
             .starts_with("ssh-agent key ssh-ed25519"),
         "{}",
-        h.ssh().auth_method()
+        h.ssh().expect("an SSH host").auth_method()
     );
     h.docker().ping().await.unwrap();
 
@@ -155,6 +156,7 @@ async fn agent_holds_passphrase_protected_key() {
             .next()
             .unwrap()
             .ssh()
+            .expect("an SSH host")
             .auth_method()
             .starts_with("ssh-agent")
     );

@@ -98,11 +98,17 @@ async fn three_hosts_one_ssh_connection_each_for_everything() {
         .expect("all hosts connect");
     assert_eq!(pool.len(), 3);
     for h in pool.hosts() {
-        assert_eq!(h.ssh().host_key_verdict(), &HostKeyVerdict::Recorded);
+        assert_eq!(
+            h.ssh().expect("an SSH host").host_key_verdict(),
+            &HostKeyVerdict::Recorded
+        );
         assert!(
-            h.ssh().auth_method().contains("ssh-ed25519"),
+            h.ssh()
+                .expect("an SSH host")
+                .auth_method()
+                .contains("ssh-ed25519"),
             "{}",
-            h.ssh().auth_method()
+            h.ssh().expect("an SSH host").auth_method()
         );
         let f = h.facts();
         assert_eq!(f.os_type, "linux");
@@ -133,10 +139,18 @@ async fn three_hosts_one_ssh_connection_each_for_everything() {
             for r in futures::future::join_all(calls).await {
                 r?;
             }
-            let out = h.ssh().exec("echo hello; echo err >&2; exit 3").await?;
+            let out = h
+                .ssh()
+                .expect("an SSH host")
+                .exec("echo hello; echo err >&2; exit 3")
+                .await?;
             assert_eq!(out.stdout_str(), "hello\n");
             assert_eq!(out.exit_status, Some(3));
-            let mut s = h.ssh().open_tcp("127.0.0.1", other_port).await?;
+            let mut s = h
+                .ssh()
+                .expect("an SSH host")
+                .open_tcp("127.0.0.1", other_port)
+                .await?;
             let mut banner = [0u8; 8];
             tokio::io::AsyncReadExt::read_exact(&mut s, &mut banner)
                 .await
@@ -161,7 +175,10 @@ async fn three_hosts_one_ssh_connection_each_for_everything() {
     // Second run: keys are now known.
     let pool = HostPool::connect(&targets, &opts).await.unwrap();
     for h in pool.hosts() {
-        assert_eq!(h.ssh().host_key_verdict(), &HostKeyVerdict::Known);
+        assert_eq!(
+            h.ssh().expect("an SSH host").host_key_verdict(),
+            &HostKeyVerdict::Known
+        );
     }
 }
 
@@ -308,7 +325,7 @@ async fn bastion_carries_every_node_over_one_connection() {
         .unwrap();
     for h in pool.hosts() {
         assert_eq!(
-            h.ssh().via_bastion(),
+            h.ssh().expect("an SSH host").via_bastion(),
             Some(format!("127.0.0.1:{}", bastion.port).as_str())
         );
         h.docker().ping().await.unwrap();
@@ -342,9 +359,12 @@ async fn user_certificate_authenticates() {
         .await
         .unwrap();
     assert!(
-        host.ssh().auth_method().contains("with certificate"),
+        host.ssh()
+            .expect("an SSH host")
+            .auth_method()
+            .contains("with certificate"),
         "{}",
-        host.ssh().auth_method()
+        host.ssh().expect("an SSH host").auth_method()
     );
     // Inline certificate works the same way.
     t.auth.ssh_cert_path = None;
@@ -385,8 +405,11 @@ async fn ssh_config_alias_supplies_hostname_port_user_and_key() {
         bastion: None,
     };
     let host = connect_one(t, &opts).await.unwrap();
-    assert_eq!(host.ssh().addr(), format!("127.0.0.1:{}", sshd.port));
-    assert_eq!(host.ssh().user(), "root");
+    assert_eq!(
+        host.ssh().expect("an SSH host").addr(),
+        format!("127.0.0.1:{}", sshd.port)
+    );
+    assert_eq!(host.ssh().expect("an SSH host").user(), "root");
 }
 
 // ---- every error of the issue, provoked for real -------------------------------------
@@ -504,7 +527,10 @@ async fn error_host_key_changed_names_both_fingerprints() {
     let mut insecure = opts.clone();
     insecure.host_key_policy = rkers::hosts::HostKeyPolicy::Insecure;
     let h = connect_one(t, &insecure).await.unwrap();
-    assert_eq!(h.ssh().host_key_verdict(), &HostKeyVerdict::NotChecked);
+    assert_eq!(
+        h.ssh().expect("an SSH host").host_key_verdict(),
+        &HostKeyVerdict::NotChecked
+    );
     drop(sshd2);
 }
 

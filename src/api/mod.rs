@@ -38,11 +38,13 @@ pub use tokio_util::sync::CancellationToken;
 
 use crate::cluster::{Cluster, ClusterError};
 use crate::config::{self, RkeConfig};
-use crate::hosts::SshOptions;
+pub use crate::hosts::{ExecOutput, HostLink};
+use crate::hosts::{HostError, LinkOpener, Links, SshOptions, SshTarget};
 use crate::metadata::Catalog;
 use crate::output::Reporter;
 use crate::phases;
 use crate::state::{ClusterFiles, StateFile};
+use futures::future::BoxFuture;
 
 /// The cluster.yml of an operation.
 pub enum ClusterInput {
@@ -201,14 +203,70 @@ impl ApiError {
     }
 }
 
-/// How each host is reached. Today every phase drives a host through one SSH session
-/// (commands, file transfers, the Docker API forwarded over it), so SSH is the only transport:
-/// a factory chooses its settings ([`SshTransport`]). Other transports (a local Docker daemon
-/// for `up --local`, RKE1's per-node dialers) are not pluggable yet.
+/// How each host is reached. A phase drives a host through its [`HostLink`]: commands (with
+/// stdin), TCP connections made from the host, and the streams its Docker API is spoken over.
+/// SSH is the default link ([`SshTransport`] chooses its settings); a factory whose
+/// [`open_link`](TransportFactory::open_link) answers for a host plugs in another one, like
+/// RKE1's per-node dialers.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use futures::future::BoxFuture;
+/// use rkers::api::{HostLink, TransportFactory};
+/// use rkers::hosts::{HostError, SshOptions, SshTarget};
+///
+/// /// Reaches the nodes whose address starts with `local-` through the caller's own link,
+/// /// the others over SSH.
+/// struct Mixed {
+///     local: Arc<dyn HostLink>,
+/// }
+///
+/// impl TransportFactory for Mixed {
+///     fn ssh_options(&self) -> SshOptions {
+///         SshOptions::default()
+///     }
+///     fn open_link<'a>(
+///         &'a self,
+///         target: &'a SshTarget,
+///     ) -> Option<BoxFuture<'a, Result<Arc<dyn HostLink>, HostError>>> {
+///         if !target.address.starts_with("local-") {
+///             return None; // SSH, as usual
+///         }
+///         let link = self.local.clone();
+///         Some(Box::pin(async move { Ok(link) }))
+///     }
+/// }
+/// # fn use_it(op: rkers::api::Operation, local: Arc<dyn HostLink>) -> rkers::api::Operation {
+/// op.with_transport(Arc::new(Mixed { local }))
+/// # }
+/// ```
 pub trait TransportFactory: Send + Sync {
     /// The SSH settings hosts are reached with (known_hosts, host key policy, timeouts,
-    /// concurrency).
+    /// concurrency); the concurrency and Docker timeout apply to every link.
     fn ssh_options(&self) -> SshOptions;
+
+    /// Opens the link to one host (cluster.yml's node as a target: address, user, Docker
+    /// socket). `None`, the default, reaches it over SSH with [`ssh_options`](Self::ssh_options).
+    /// A link is opened once per host and run, and closed with [`HostLink::close`] at the end.
+    fn open_link<'a>(
+        &'a self,
+        target: &'a SshTarget,
+    ) -> Option<BoxFuture<'a, Result<Arc<dyn HostLink>, HostError>>> {
+        let _ = target;
+        None
+    }
+}
+
+/// The operation's factory as the host pool's link opener.
+struct FactoryLinks(Arc<dyn TransportFactory>);
+
+impl LinkOpener for FactoryLinks {
+    fn open_link<'a>(
+        &'a self,
+        target: &'a SshTarget,
+    ) -> Option<BoxFuture<'a, Result<Arc<dyn HostLink>, HostError>>> {
+        self.0.open_link(target)
+    }
 }
 
 /// Hosts reached over SSH, as the CLI does. Nothing is read from the process: no
@@ -582,6 +640,7 @@ impl Run {
         if ssh.known_hosts_path.is_none() {
             ssh.known_hosts_path = Some(scratch.path().join("known_hosts"));
         }
+        ssh.links = Links(Some(Arc::new(FactoryLinks(op.transport.clone()))));
         let notices = reporter.clone();
         ssh.notices = crate::hosts::target::NoticeSink::new(move |m| notices.warn(m));
         Ok(Run {

@@ -126,6 +126,9 @@ pub struct UpArgs {
     /// Deploy Kubernetes cluster in docker containers (experimental).
     #[arg(long)]
     pub dind: bool,
+    /// Image of the docker-in-docker containers.
+    #[arg(long, default_value = crate::hosts::dind::DEFAULT_IMAGE)]
+    pub dind_image: String,
     /// Storage driver for the docker-in-docker containers.
     #[arg(long, default_value = "")]
     pub dind_storage_driver: String,

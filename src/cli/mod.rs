@@ -160,7 +160,7 @@ async fn run(cli: Cli, reporter: &crate::output::Reporter) -> Result<(), CliErro
         .command
         .config_path()
         .expect("every other command has --config");
-    let cluster = crate::cluster::Cluster::load(path, reporter).map_err(|e| {
+    let mut cluster = crate::cluster::Cluster::load(path, reporter).map_err(|e| {
         if e.is_invalid_config() {
             CliError::InvalidConfig(format!(
                 "{path}: invalid cluster configuration:\n{e}",
@@ -170,6 +170,7 @@ async fn run(cli: Cli, reporter: &crate::output::Reporter) -> Result<(), CliErro
             CliError::Failed(e.to_string())
         }
     })?;
+    let links = commands::local::prepare(&cli.command, &mut cluster, reporter).await?;
     match &cli.command {
         Command::Up(a) if a.init => {
             let custom = a.custom_certs.then(|| {
@@ -179,8 +180,8 @@ async fn run(cli: Cli, reporter: &crate::output::Reporter) -> Result<(), CliErro
             });
             commands::offline::init_state(&cluster, reporter, custom.as_deref(), a.dry_run)
         }
-        Command::Up(a) => commands::up::run(&cluster, a, reporter).await,
-        Command::Remove(a) => commands::remove::run(&cluster, a, reporter).await,
+        Command::Up(a) => commands::up::run(&cluster, a, reporter, links).await,
+        Command::Remove(a) => commands::remove::run(&cluster, a, reporter, links).await,
         Command::Version(_) => commands::version::run(&cluster).await,
         Command::Preflight(a) => commands::preflight::run(&cluster, a, reporter).await,
         Command::Doctor(a) => commands::doctor::run(&cluster, a, reporter).await,

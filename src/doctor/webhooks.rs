@@ -287,7 +287,7 @@ async fn backend_down(api: &KubeApi, w: &WebhookView, via: Option<&Arc<Host>>) -
                 match via {
                     // From a control plane node, where the API server calls it from.
                     Some(h) => h
-                        .ssh()
+                        .link()
                         .open_tcp(&host, port)
                         .await
                         .map(drop)

@@ -22,6 +22,7 @@ use serde::Serialize;
 
 use super::container::{ContainerSpec, ObservedContainer};
 use super::error::HostError;
+use super::link::HostLink;
 use super::ssh::{BoxedStream, SshSession, UnixOpenError};
 use super::target::RegistryCredential;
 
@@ -33,6 +34,9 @@ pub enum DockerTransport {
     StreamLocal,
     /// `docker system dial-stdio` on an exec channel (sshd refuses stream-local forwarding).
     DialStdio,
+    /// The stream a plugged host link opens (not SSH: `up --local`, `--dind`, a library
+    /// user's transport).
+    Link,
 }
 
 /// Why a host's Docker transport was chosen.
@@ -46,6 +50,8 @@ pub enum TransportReason {
     WindowsSshServer,
     /// sshd refused stream-local forwarding to the socket.
     ForwardingRefused,
+    /// The host is not reached over SSH; its link opens the Docker streams.
+    PluggedLink,
 }
 
 impl std::fmt::Display for TransportReason {
@@ -56,6 +62,7 @@ impl std::fmt::Display for TransportReason {
                 "Windows SSH server: named pipes cannot be forwarded"
             }
             TransportReason::ForwardingRefused => "sshd refused stream-local forwarding",
+            TransportReason::PluggedLink => "the host's link is not SSH",
         })
     }
 }
@@ -93,6 +100,7 @@ impl std::fmt::Display for DockerTransport {
         f.write_str(match self {
             DockerTransport::StreamLocal => "stream-local",
             DockerTransport::DialStdio => "dial-stdio",
+            DockerTransport::Link => "link",
         })
     }
 }
@@ -107,22 +115,28 @@ enum Opener {
         ssh: Arc<SshSession>,
         command: String,
     },
+    Link {
+        link: Arc<dyn HostLink>,
+        socket: String,
+    },
+    Custom(StreamOpener),
 }
+
+/// Opens a fresh stream to a Docker API, one per HTTP exchange.
+pub type StreamOpener = Arc<
+    dyn Fn() -> futures::future::BoxFuture<'static, std::io::Result<BoxedStream>> + Send + Sync,
+>;
 
 impl Opener {
     async fn open(&self) -> std::io::Result<BoxedStream> {
         match self {
-            Opener::StreamLocal { ssh, socket } => ssh.open_unix(socket).await.map_err(|e| {
-                std::io::Error::other(match e {
-                    UnixOpenError::Prohibited(r) => format!("stream-local forwarding refused: {r}"),
-                    UnixOpenError::ConnectFailed(r) => format!("cannot connect to {socket}: {r}"),
-                    UnixOpenError::Session(e) => e.to_string(),
-                })
-            }),
+            Opener::StreamLocal { ssh, socket } => HostLink::open_docker(&**ssh, socket).await,
             Opener::DialStdio { ssh, command } => ssh
                 .exec_stream(command)
                 .await
                 .map_err(|e| std::io::Error::other(e.to_string())),
+            Opener::Link { link, socket } => link.open_docker(socket).await,
+            Opener::Custom(open) => open().await,
         }
     }
 }
@@ -330,6 +344,34 @@ impl DockerClient {
                 }
             }
         }
+    }
+
+    /// Reaches the daemon through a plugged link's Docker streams and negotiates the API
+    /// version.
+    pub async fn connect_link(
+        link: Arc<dyn HostLink>,
+        socket: &str,
+        timeout: Duration,
+    ) -> Result<DockerClient, HostError> {
+        let host = link.host().to_owned();
+        let opener = Opener::Link {
+            link,
+            socket: socket.to_owned(),
+        };
+        let choice = (DockerTransport::Link, TransportReason::PluggedLink);
+        Self::build(&host, socket, opener, choice, timeout).await
+    }
+
+    /// A client of the daemon `open` reaches (a link's own Docker, before any host link
+    /// exists); `endpoint` names it in messages.
+    pub async fn connect_with(
+        host: &str,
+        endpoint: &str,
+        open: StreamOpener,
+        timeout: Duration,
+    ) -> Result<DockerClient, HostError> {
+        let choice = (DockerTransport::Link, TransportReason::PluggedLink);
+        Self::build(host, endpoint, Opener::Custom(open), choice, timeout).await
     }
 
     /// A Windows host (Win32-OpenSSH): dial-stdio from the start, since the SSH server cannot

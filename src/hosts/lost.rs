@@ -98,7 +98,8 @@ pub fn describe(host: &str, ssh_addr: &str, lost: Lost, original: &str) -> Strin
 /// daemons answer: the connection that broke was something else's (a component's health
 /// port, reached through SSH), or Docker restarted, and the step's own error says more.
 pub async fn probe(host: &Host) -> Option<Lost> {
-    let ssh = host.ssh();
+    // What a probe can tell apart is SSH's; a plugged link's own error already names it.
+    let ssh = host.ssh()?;
     let ssh_works = !ssh.is_closed()
         && matches!(
             tokio::time::timeout(PROBE, ssh.exec("true")).await,
@@ -134,7 +135,7 @@ pub async fn explain(host: &Host, message: String) -> String {
         "probed after a dropped connection"
     );
     match lost {
-        Some(lost) => describe(host.name(), host.ssh().addr(), lost, &message),
+        Some(lost) => describe(host.name(), host.link().addr(), lost, &message),
         None => message,
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Callers describe hosts with [`SshTarget`] / [`SshOptions`] (no dependency on the cluster.yml
 //! model), open them all with [`HostPool::connect`], and then use each host's [`Host`]:
-//! [`Host::ssh`] for channels and commands, [`Host::docker`] for the typed Docker layer.
+//! [`Host::link`] for commands and connections from the host (SSH by default, another
+//! [`HostLink`] when the run plugs one in), [`Host::docker`] for the typed Docker layer.
 
 // HostError carries the host and full context in owned strings by design; errors are the
 // cold path, so their size does not matter.
@@ -10,12 +11,15 @@
 
 pub mod banner;
 pub mod container;
+pub mod dind;
 pub mod docker;
 pub mod error;
 pub mod facts;
 mod key_repair;
 pub mod keys;
 pub mod known_hosts;
+pub mod link;
+pub mod local;
 pub mod lost;
 pub mod pool;
 pub mod ports;
@@ -32,10 +36,11 @@ pub use docker::{
     DockerClient, DockerTransport, OneShotResult, PullProgress, TransportReason, UploadOptions,
 };
 pub use facts::{DockerVersionCheck, HostFacts, check_docker_version};
+pub use link::{HostLink, LinkOpener};
 pub use pool::{Host, HostAttempt, HostPool, HostProblems};
 pub use ports::{PortCheckFailure, PortCheckPlan, PortHost, check_cluster_ports};
 pub use preflight::{PreflightOptions, PreflightReport};
 pub use ssh::{ExecOutput, HostKeyVerdict, SshSession};
 pub use target::{
-    BastionTarget, HostKeyPolicy, RegistryCredential, Secret, SshAuth, SshOptions, SshTarget,
+    BastionTarget, HostKeyPolicy, Links, RegistryCredential, Secret, SshAuth, SshOptions, SshTarget,
 };

@@ -1,4 +1,5 @@
-//! All hosts of a run: one SSH session (and one Docker client over it) per host, opened in
+//! All hosts of a run: one link per host (an SSH session by default, or what the run's
+//! [`LinkOpener`](super::link::LinkOpener) opens) and one Docker client over it, opened in
 //! parallel under a concurrency limit, plus one shared session per bastion.
 //!
 //! A host that cannot be reached is never dropped silently (RKE1 did, spec §32 pain point 1):
@@ -17,15 +18,17 @@ use super::docker::DockerClient;
 use super::error::HostError;
 use super::facts::HostFacts;
 use super::keys::{self, KeyLoadOptions};
+use super::link::HostLink;
 use super::ssh::{ConnectParams, SshSession};
 use super::ssh_config::{self, SshConfigHost};
 use super::target::{BastionTarget, SshAuth, SshOptions, SshTarget};
 
-/// One reachable host: its SSH session, Docker client and facts.
+/// One reachable host: its link, Docker client and facts.
 #[derive(Debug)]
 pub struct Host {
     pub target: SshTarget,
-    ssh: Arc<SshSession>,
+    link: Arc<dyn HostLink>,
+    ssh: Option<Arc<SshSession>>,
     docker: DockerClient,
     facts: HostFacts,
 }
@@ -34,8 +37,13 @@ impl Host {
     pub fn name(&self) -> &str {
         &self.target.name
     }
-    pub fn ssh(&self) -> &Arc<SshSession> {
-        &self.ssh
+    /// Commands and connections from the host, whatever the transport.
+    pub fn link(&self) -> &Arc<dyn HostLink> {
+        &self.link
+    }
+    /// The SSH session, when the host is reached over SSH.
+    pub fn ssh(&self) -> Option<&Arc<SshSession>> {
+        self.ssh.as_ref()
     }
     pub fn docker(&self) -> &DockerClient {
         &self.docker
@@ -50,6 +58,9 @@ impl Host {
 #[derive(Debug)]
 pub struct HostAttempt {
     pub target: SshTarget,
+    /// The link, once open (the SSH session as a link, or a plugged one).
+    pub link: Option<Arc<dyn HostLink>>,
+    /// The SSH session, when the link is SSH.
     pub ssh: Option<Arc<SshSession>>,
     pub docker: Option<DockerClient>,
     pub facts: Option<HostFacts>,
@@ -230,14 +241,24 @@ fn known_hosts_path(opts: &SshOptions) -> PathBuf {
     })
 }
 
+impl HostAttempt {
+    fn new(target: &SshTarget) -> HostAttempt {
+        HostAttempt {
+            target: target.clone(),
+            link: None,
+            ssh: None,
+            docker: None,
+            facts: None,
+            error: None,
+        }
+    }
+}
+
 async fn attempt(target: SshTarget, opts: &SshOptions, bastions: &Bastions) -> HostAttempt {
-    let mut out = HostAttempt {
-        target: target.clone(),
-        ssh: None,
-        docker: None,
-        facts: None,
-        error: None,
-    };
+    if let Some(opening) = opts.links.0.as_ref().and_then(|l| l.open_link(&target)) {
+        return attempt_link(&target, opening.await, opts).await;
+    }
+    let mut out = HostAttempt::new(&target);
     let session = async {
         let (params, bastion) = prepare(&target, opts).await?;
         let via = match &bastion {
@@ -264,7 +285,32 @@ async fn attempt(target: SshTarget, opts: &SshOptions, bastions: &Bastions) -> H
         }
     };
     out.ssh = Some(session.clone());
-    match DockerClient::connect(session, &target.docker_socket, opts.docker_timeout).await {
+    out.link = Some(session.clone());
+    let docker = DockerClient::connect(session, &target.docker_socket, opts.docker_timeout).await;
+    with_docker(out, docker).await
+}
+
+/// A host reached through a plugged link instead of SSH.
+async fn attempt_link(
+    target: &SshTarget,
+    link: Result<Arc<dyn HostLink>, HostError>,
+    opts: &SshOptions,
+) -> HostAttempt {
+    let mut out = HostAttempt::new(target);
+    let link = match link {
+        Ok(l) => l,
+        Err(e) => {
+            out.error = Some(e);
+            return out;
+        }
+    };
+    out.link = Some(link.clone());
+    let docker = DockerClient::connect_link(link, &target.docker_socket, opts.docker_timeout).await;
+    with_docker(out, docker).await
+}
+
+async fn with_docker(mut out: HostAttempt, docker: Result<DockerClient, HostError>) -> HostAttempt {
+    match docker {
         Ok(d) => {
             match HostFacts::gather(&d).await {
                 Ok(f) => out.facts = Some(f),
@@ -322,22 +368,23 @@ impl HostPool {
         let problems: Vec<HostError> = attempts.iter().filter_map(|a| a.error.clone()).collect();
         if !problems.is_empty() {
             for a in &attempts {
-                if let Some(s) = &a.ssh {
-                    s.close().await;
+                if let Some(l) = &a.link {
+                    l.close().await;
                 }
             }
             return Err(HostProblems(problems));
         }
         let mut hosts = IndexMap::new();
         for a in attempts {
-            let (Some(ssh), Some(docker), Some(facts)) = (a.ssh, a.docker, a.facts) else {
+            let (Some(link), Some(docker), Some(facts)) = (a.link, a.docker, a.facts) else {
                 continue;
             };
             hosts.insert(
                 a.target.name.clone(),
                 Arc::new(Host {
                     target: a.target,
-                    ssh,
+                    link,
+                    ssh: a.ssh,
                     docker,
                     facts,
                 }),
@@ -400,10 +447,10 @@ impl HostPool {
             .await
     }
 
-    /// Disconnects every session.
+    /// Ends every host's link.
     pub async fn close(&self) {
         for h in self.hosts.values() {
-            h.ssh.close().await;
+            h.link.close().await;
         }
     }
 }

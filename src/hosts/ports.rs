@@ -343,7 +343,7 @@ async fn start_listener(
                 tracing::debug!(host, "{name}: port already served by {component}");
                 return Ok(());
             }
-            let holders = port_holders(h.ssh(), ports).await;
+            let holders = port_holders(h.link().as_ref(), ports).await;
             Err(HostError::Container {
                 host: host.to_owned(),
                 container: name.to_owned(),
@@ -390,7 +390,7 @@ pub async fn check_host_ports_free(
 
 /// Which processes hold `ports` on the node, read with `ss -ltnp` (or `netstat -ltnp`) as the
 /// SSH user; a user other than root may not see them, and that is said instead.
-async fn port_holders(ssh: &super::SshSession, ports: &[u16]) -> String {
+async fn port_holders(ssh: &dyn super::HostLink, ports: &[u16]) -> String {
     let out = tokio::time::timeout(
         Duration::from_secs(10),
         ssh.exec("ss -Hltnp 2>/dev/null || netstat -ltnp 2>/dev/null"),

@@ -226,8 +226,19 @@ fn short_method(m: &str) -> &str {
 }
 
 pub fn host_report(a: &HostAttempt, opts: &PreflightOptions) -> HostReport {
-    let ssh = match &a.ssh {
-        Some(s) => SshReport {
+    let ssh = match (&a.ssh, &a.link) {
+        // A plugged link: reached, with none of SSH's facts.
+        (None, Some(l)) => SshReport {
+            ok: true,
+            address: Some(l.addr().to_owned()),
+            user: Some(l.user().to_owned()),
+            method: None,
+            host_key: None,
+            host_key_fingerprint: None,
+            via_bastion: None,
+            server_id: None,
+        },
+        (Some(s), _) => SshReport {
             ok: true,
             address: Some(s.addr().to_owned()),
             user: Some(s.user().to_owned()),
@@ -238,7 +249,7 @@ pub fn host_report(a: &HostAttempt, opts: &PreflightOptions) -> HostReport {
             via_bastion: s.via_bastion().map(str::to_owned),
             server_id: Some(s.server_id().to_owned()).filter(|i| !i.is_empty()),
         },
-        None => SshReport {
+        (None, None) => SshReport {
             ok: false,
             address: None,
             user: None,

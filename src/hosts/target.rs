@@ -163,6 +163,23 @@ pub struct SshOptions {
     pub key_cache: super::keys::KeyCache,
     /// Where notices of connecting (a host key recorded) go.
     pub notices: NoticeSink,
+    /// Opens hosts' links in place of SSH (`up --local`, `--dind`, a library user's
+    /// transport); `None`, and hosts it declines, are reached over SSH.
+    pub links: Links,
+}
+
+/// The [`LinkOpener`](super::link::LinkOpener) of a run, if any.
+#[derive(Clone, Default)]
+pub struct Links(pub Option<std::sync::Arc<dyn super::link::LinkOpener>>);
+
+impl std::fmt::Debug for Links {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Links(plugged)"
+        } else {
+            "Links(ssh)"
+        })
+    }
 }
 
 /// Receives the notices of connecting: the run's reporter when set (the library API: each
@@ -209,6 +226,7 @@ impl Default for SshOptions {
             record_new_host_keys: true,
             key_cache: Default::default(),
             notices: Default::default(),
+            links: Default::default(),
         }
     }
 }

@@ -95,8 +95,8 @@ pub async fn cert_list(
         }
     }
     for attempt in &attempts {
-        if let Some(s) = &attempt.ssh {
-            s.close().await;
+        if let Some(l) = &attempt.link {
+            l.close().await;
         }
     }
 

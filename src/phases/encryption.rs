@@ -161,7 +161,14 @@ async fn restart_apiserver(host: &Host, tls: &TlsMaterial) -> Result<(), String>
         .start_container(crate::plan::KUBE_APISERVER)
         .await
         .map_err(|e| e.to_string())?;
-    health::wait_healthy(host.ssh(), APISERVER_HEALTH, Some(tls), 24, |_| true).await
+    health::wait_healthy(
+        host.link().as_ref(),
+        APISERVER_HEALTH,
+        Some(tls),
+        24,
+        |_| true,
+    )
+    .await
 }
 
 /// The health check's TLS material: the cluster CA and the kube-apiserver client certificate.
@@ -470,7 +477,7 @@ const PROVIDER_FILE: &str = "ssl/encryption.yaml";
 
 async fn close(hosts: &[Arc<Host>]) {
     for h in hosts {
-        h.ssh().close().await;
+        h.link().close().await;
     }
 }
 

@@ -1021,7 +1021,7 @@ async fn find_local_snapshot(hosts: &[&Arc<Host>], name: &str) -> Result<(String
         for candidate in [format!("{name}.zip"), name.to_string()] {
             let path = format!("{SNAPSHOT_DIR}/{candidate}");
             let out = host
-                .ssh()
+                .link()
                 .exec(&format!(
                     "test -f {} && echo yes; true",
                     shell_words::quote(&path)

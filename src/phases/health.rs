@@ -4,7 +4,7 @@
 //! certificates of the scheduler and controller-manager (≥ 1.22) cannot be, so for those only
 //! the HTTP status counts, as in RKE1.
 
-use crate::hosts::SshSession;
+use crate::hosts::HostLink;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
@@ -31,7 +31,7 @@ impl std::fmt::Debug for TlsMaterial {
 
 /// One GET of `url` through the node; returns the status and body.
 pub async fn get(
-    ssh: &SshSession,
+    ssh: &dyn HostLink,
     url: &str,
     tls: Option<&TlsMaterial>,
     timeout: Duration,
@@ -42,7 +42,7 @@ pub async fn get(
 }
 
 async fn get_inner(
-    ssh: &SshSession,
+    ssh: &dyn HostLink,
     url: &str,
     tls: Option<&TlsMaterial>,
 ) -> Result<(u16, String), String> {
@@ -193,7 +193,7 @@ impl rustls::client::danger::ServerCertVerifier for AcceptAnyServer {
 /// more often (`poll_pause`): a component that turns healthy is seen within a quarter second
 /// of it, not up to 5 s later, which every plane of `up` waited for on every host.
 pub async fn wait_healthy(
-    ssh: &SshSession,
+    ssh: &dyn HostLink,
     url: &str,
     tls: Option<&TlsMaterial>,
     attempts: u32,
@@ -256,7 +256,7 @@ pub async fn wait_component(
     let etcd = name == crate::plan::ETCD;
     let attempts = if etcd { 18 } else { 24 };
     let accept = |body: &str| !etcd || etcd_body_healthy(body);
-    if let Err(e) = wait_healthy(host.ssh(), url, tls, attempts, accept).await {
+    if let Err(e) = wait_healthy(host.link().as_ref(), url, tls, attempts, accept).await {
         let logs = host.docker().logs(name, 5).await.unwrap_or_default();
         let last = logs.lines().last().unwrap_or("").trim();
         return Err(format!(

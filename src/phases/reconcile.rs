@@ -107,7 +107,7 @@ pub async fn etcdctl(host: &Host, args: &[&str]) -> Result<String, String> {
         .map(|a| shell_words::quote(a).into_owned())
         .collect();
     let out = host
-        .ssh()
+        .link()
         .exec(&format!("docker exec etcd etcdctl {}", quoted.join(" ")))
         .await
         .map_err(|e| e.to_string())?;

@@ -434,7 +434,7 @@ async fn existing_directories(host: &Host, dirs: &[String]) -> Result<Vec<String
             .join(" ")
     );
     let out = host
-        .ssh()
+        .link()
         .exec(&script)
         .await
         .map_err(|e| format!("list directories to clean: {e}"))?;
@@ -466,7 +466,10 @@ async fn clean_log_links(host: &Host, image: &str, dir: &str) -> Result<(), Stri
 
 /// The local files `remove` deletes: the kubeconfig, the state and, unless kept, the state's
 /// backups, each of which holds every private key of the removed cluster.
-fn local_files_to_delete(cluster: &Cluster, keep_backups: bool) -> Vec<std::path::PathBuf> {
+pub(crate) fn local_files_to_delete(
+    cluster: &Cluster,
+    keep_backups: bool,
+) -> Vec<std::path::PathBuf> {
     let mut paths = vec![
         cluster.files.kubeconfig_path.clone(),
         cluster.files.state_path.clone(),

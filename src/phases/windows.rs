@@ -58,7 +58,7 @@ pub async fn run_host_agent(
 ) -> Result<HostReport, PhaseError> {
     require_windows(host, phase)?;
     let out = host
-        .ssh()
+        .link()
         .exec_with_input(
             &plan::host_agent_command(),
             plan::HOST_AGENT_NAME,

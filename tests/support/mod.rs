@@ -7,6 +7,7 @@
 
 #![allow(dead_code)]
 
+pub mod docker_host;
 pub mod e2e;
 
 use std::io::Write;

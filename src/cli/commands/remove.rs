@@ -4,33 +4,42 @@ use crate::cli::CliError;
 use crate::cli::args::RemoveArgs;
 use crate::cli::commands::up::ssh_options_for;
 use crate::cluster::Cluster;
+use crate::hosts::Links;
 use crate::output::Reporter;
 use crate::phases::remove::{RemoveError, RemoveOptions, remove};
 use std::io::{BufRead, IsTerminal, Write};
 
+/// `links`: how hosts are reached when not over SSH (`--local`).
 pub async fn run(
     cluster: &Cluster,
     args: &RemoveArgs,
     reporter: &Reporter,
+    links: Option<Links>,
 ) -> Result<(), CliError> {
-    if args.local || args.dind {
-        return Err(CliError::NotImplemented(if args.local {
-            "remove --local"
-        } else {
-            "remove --dind"
-        }));
-    }
     if !args.force && !args.dry_run && !confirmed()? {
         return Err(CliError::Failed(
             "removal cancelled: nothing was changed".into(),
         ));
     }
-    let opts = RemoveOptions {
+    let mut opts = RemoveOptions {
         dry_run: args.dry_run,
         keep_backups: args.keep_backups,
         agent_override: args.connect.ssh_agent_auth,
         ssh: ssh_options_for(&args.connect, args.dry_run),
     };
+    if args.dind {
+        return if args.dry_run {
+            reporter.info(
+                "[dind] would remove the rke-dind-* containers, the kubeconfig and the state",
+            );
+            Ok(())
+        } else {
+            super::local::remove_dind(cluster, args.keep_backups, reporter).await
+        };
+    }
+    if let Some(links) = links {
+        opts.ssh.links = links;
+    }
     remove(cluster, &opts, reporter).await.map_err(|e| match e {
         RemoveError::Cluster(c) if c.is_invalid_config() => CliError::InvalidConfig(c.to_string()),
         other => CliError::Failed(other.to_string()),

@@ -3,7 +3,7 @@
 use crate::cli::CliError;
 use crate::cli::args::{ConnectArgs, HostKeyPolicy, UpArgs};
 use crate::cluster::Cluster;
-use crate::hosts::SshOptions;
+use crate::hosts::{Links, SshOptions};
 use crate::output::Reporter;
 use crate::phases::adoption::AdoptionRefused;
 use crate::phases::up::{UpError, UpOptions, up};
@@ -31,8 +31,14 @@ pub fn ssh_options_for(c: &ConnectArgs, read_only: bool) -> SshOptions {
     }
 }
 
-pub async fn run(cluster: &Cluster, args: &UpArgs, reporter: &Reporter) -> Result<(), CliError> {
-    let opts = UpOptions {
+/// `links`: how hosts are reached when not over SSH (`--local`, `--dind`).
+pub async fn run(
+    cluster: &Cluster,
+    args: &UpArgs,
+    reporter: &Reporter,
+    links: Option<Links>,
+) -> Result<(), CliError> {
+    let mut opts = UpOptions {
         dry_run: args.dry_run,
         force: args.force,
         disable_port_check: args.disable_port_check,
@@ -48,6 +54,9 @@ pub async fn run(cluster: &Cluster, args: &UpArgs, reporter: &Reporter) -> Resul
         confirm: terminal_question(),
         ignore_blocking_webhooks: args.ignore_blocking_webhooks,
     };
+    if let Some(links) = links {
+        opts.ssh.links = links;
+    }
     let started = std::time::Instant::now();
     let result = up(cluster, &opts, reporter).await;
     // Also after a failure: where the time went up to it is as useful then.

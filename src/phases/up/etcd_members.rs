@@ -236,7 +236,7 @@ pub(super) async fn join_etcd_members(
             if let Some(check) = &spec.health_check {
                 let tls = check_tls(run, check);
                 health::wait_healthy(
-                    host.ssh(),
+                    host.link().as_ref(),
                     &check.url,
                     tls.as_ref(),
                     30,

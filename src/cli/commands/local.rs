@@ -1,0 +1,171 @@
+//! `up --local` / `remove --local` (RKE1's local mode): the cluster is one node, the machine
+//! whose Docker daemon `DOCKER_HOST` names (default `unix:///var/run/docker.sock`), reached
+//! without SSH through [`crate::hosts::local`]. And `up --dind` / `remove --dind`: each node a
+//! Docker-in-Docker container on that daemon ([`crate::hosts::dind`]).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cli::CliError;
+use crate::cli::args::Command;
+use crate::cluster::Cluster;
+use crate::config::Node;
+use crate::hosts::dind::{self, DindLinks, DindOptions};
+use crate::hosts::local::{DockerEndpoint, LocalLinks};
+use crate::hosts::{Links, SshOptions};
+use crate::output::Reporter;
+
+/// RKE1's local node: it replaces the nodes of cluster.yml.
+pub const LOCAL_ADDRESS: &str = "127.0.0.1";
+pub const LOCAL_HOSTNAME: &str = "localhost";
+
+/// Whether the command runs in local mode.
+pub fn is_local(command: &Command) -> bool {
+    matches!(command, Command::Up(a) if a.local) || matches!(command, Command::Remove(a) if a.local)
+}
+
+/// Makes the cluster RKE1's local one: the nodes of the file are replaced by one node
+/// `127.0.0.1` (hostname `localhost`, user `root`, every role), and kubelet is told not to
+/// fail on swap, as RKE1 does for a developer's machine.
+pub fn localize(cluster: &mut Cluster) {
+    let node = Node {
+        address: LOCAL_ADDRESS.into(),
+        hostname_override: LOCAL_HOSTNAME.into(),
+        user: "root".into(),
+        role: ["controlplane", "etcd", "worker"]
+            .map(String::from)
+            .to_vec(),
+        ..Default::default()
+    };
+    cluster.config.nodes = vec![node];
+    cluster
+        .config
+        .services
+        .kubelet
+        .extra_args
+        .entry("fail-swap-on".into())
+        .or_insert_with(|| "false".into());
+    crate::config::apply_defaults(&mut cluster.config, &cluster.catalog);
+}
+
+/// The links of a local-mode run: the daemon of `docker_host` (the `DOCKER_HOST` value).
+pub fn links(
+    cluster: &Cluster,
+    ssh: &SshOptions,
+    docker_host: Option<&str>,
+) -> Result<Links, CliError> {
+    let endpoint = DockerEndpoint::parse(docker_host).map_err(CliError::Usage)?;
+    Ok(Links(Some(Arc::new(LocalLinks {
+        endpoint,
+        helper_image: cluster.config.system_images.alpine.clone(),
+        registries: cluster.registry_credentials(),
+        docker_timeout: ssh.docker_timeout,
+    }))))
+}
+
+/// Readies the cluster of a local-mode or `--dind` command before it runs, and returns the
+/// links its hosts are reached through (`None`: SSH).
+pub async fn prepare(
+    command: &Command,
+    cluster: &mut Cluster,
+    reporter: &Reporter,
+) -> Result<Option<Links>, CliError> {
+    let docker_host = std::env::var("DOCKER_HOST").ok();
+    let ssh = SshOptions::default();
+    match command {
+        Command::Up(a) if a.local && a.dind => Err(CliError::Usage(
+            "--local and --dind cannot be used together".into(),
+        )),
+        Command::Up(a) if a.dind => {
+            let opts = DindOptions {
+                image: a.dind_image.clone(),
+                storage_driver: a.dind_storage_driver.clone(),
+                dns_server: a.dind_dns_server.clone(),
+                registries: cluster.registry_credentials(),
+            };
+            start_dind(cluster, &opts, docker_host.as_deref(), a.dry_run, reporter)
+                .await
+                .map(Some)
+        }
+        _ if is_local(command) => {
+            localize(cluster);
+            links(cluster, &ssh, docker_host.as_deref()).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Starts (or finds) each node's `rke-dind-<address>` container and makes its IP the node's
+/// address, as RKE1 does (the hostname stays the address of cluster.yml).
+async fn start_dind(
+    cluster: &mut Cluster,
+    opts: &DindOptions,
+    docker_host: Option<&str>,
+    dry_run: bool,
+    reporter: &Reporter,
+) -> Result<Links, CliError> {
+    let outer = Arc::new(DockerEndpoint::parse(docker_host).map_err(CliError::Usage)?);
+    let timeout = SshOptions::default().docker_timeout;
+    let docker = dind::outer_client(&outer, timeout)
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let mut containers = HashMap::new();
+    for node in &mut cluster.config.nodes {
+        let name = dind::container_name(&node.address);
+        let ip = if dry_run {
+            dind::node_ip(&docker, &node.address).await
+        } else {
+            dind::start_node(&docker, &node.address, opts, Duration::from_secs(60)).await
+        }
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+        reporter.info(format!("[dind] {name} runs on {outer} at {ip}"));
+        if node.internal_address == node.address {
+            node.internal_address = ip.clone();
+        }
+        node.address = ip.clone();
+        containers.insert(ip, name);
+    }
+    Ok(Links(Some(Arc::new(DindLinks {
+        outer,
+        containers,
+        docker_timeout: timeout,
+    }))))
+}
+
+/// `remove --dind`, as RKE1: the node containers go (with their volumes), then the admin
+/// kubeconfig, the state and (unless kept) its backups; nothing runs inside the nodes. Each
+/// node's `/var/lib/kubelet-rke-dind-<address>` stays on the daemon's host, as with RKE1.
+pub async fn remove_dind(
+    cluster: &Cluster,
+    keep_backups: bool,
+    reporter: &Reporter,
+) -> Result<(), CliError> {
+    let docker_host = std::env::var("DOCKER_HOST").ok();
+    let outer = Arc::new(DockerEndpoint::parse(docker_host.as_deref()).map_err(CliError::Usage)?);
+    let docker = dind::outer_client(&outer, SshOptions::default().docker_timeout)
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    for node in &cluster.config.nodes {
+        dind::remove_node(&docker, &node.address)
+            .await
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+        reporter.info(format!(
+            "[dind] removed {} on {outer}",
+            dind::container_name(&node.address)
+        ));
+    }
+    for path in crate::phases::remove::local_files_to_delete(cluster, keep_backups) {
+        match std::fs::remove_file(&path) {
+            Ok(()) => reporter.info(format!("[local] deleted {}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(CliError::Failed(format!(
+                    "cannot delete {}: {e}",
+                    path.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}

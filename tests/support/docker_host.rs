@@ -1,0 +1,167 @@
+//! A sandbox instance whose host1 stands in for "the local machine" of `up --local` and
+//! `up --dind`: rkers runs in that host's network namespace, with `DOCKER_HOST` naming the
+//! host's dockerd through its launcher's `/proc/PID/root` (no SSH, no kubelet on the machine).
+//! The instance is given as an environment variable holding the environment scripts/sandbox
+//! reads for it, as `KEY=VALUE` words (as `tests/e2e_api.rs` takes `RKERS_API_E2E_A`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct Instance {
+    envs: Vec<(String, String)>,
+    script: PathBuf,
+    pub dir: PathBuf,
+}
+
+impl Instance {
+    /// The instance `var` names, started fresh with one host; `None` (with the reason printed)
+    /// when the variable is unset or the test is not root.
+    pub fn fresh(var: &str) -> Option<Instance> {
+        if !super::is_root() {
+            super::skip("needs root (network namespaces, the sandbox)");
+            return None;
+        }
+        let Ok(words) = std::env::var(var) else {
+            super::skip(&format!(
+                "{var} is not set (a sandbox instance's environment)"
+            ));
+            return None;
+        };
+        let envs: Vec<(String, String)> = words
+            .split_whitespace()
+            .filter_map(|w| w.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let get = |k: &str| envs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        let sb = Instance {
+            dir: PathBuf::from(
+                get("RKERS_SANDBOX_DIR").expect("RKERS_SANDBOX_DIR in the instance"),
+            ),
+            script: get("RKERS_SANDBOX_SCRIPT")
+                .map(PathBuf::from)
+                .unwrap_or_else(super::Sandbox::script),
+            envs,
+        };
+        sb.sandbox(&["down", "--purge"]);
+        sb.sandbox(&["up", "--hosts", "1", "--roles", "default"]);
+        Some(sb)
+    }
+
+    pub fn sandbox(&self, args: &[&str]) -> String {
+        let out = Command::new("bash")
+            .arg(&self.script)
+            .args(args)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
+            .output()
+            .expect("run scripts/sandbox");
+        assert!(
+            out.status.success(),
+            "scripts/sandbox {args:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The cluster.yml scripts/sandbox wrote.
+    pub fn cluster_yml(&self) -> String {
+        std::fs::read_to_string(self.dir.join("cluster.yml")).expect("the sandbox's cluster.yml")
+    }
+
+    /// The host's network namespace (scripts/lib/sandbox-net.sh names it).
+    fn netns(&self) -> PathBuf {
+        let instance = self
+            .envs
+            .iter()
+            .find(|(k, _)| k == "SANDBOX_INSTANCE")
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_default();
+        PathBuf::from(format!("/var/run/netns/rkers{instance}-host1"))
+    }
+
+    /// The host's dockerd socket, seen from the machine through its launcher's root.
+    pub fn docker_host(&self) -> String {
+        let pid = std::fs::read_to_string(self.dir.join("hosts/host1/launcher.pid"))
+            .expect("the host's launcher.pid");
+        format!("unix:///proc/{}/root/run/docker.sock", pid.trim())
+    }
+
+    /// `program args` inside the host's network namespace, talking to its dockerd.
+    pub fn in_host(&self, program: &Path, args: &[&str]) -> (bool, String) {
+        let out = Command::new("nsenter")
+            .arg(format!("--net={}", self.netns().display()))
+            .arg("--")
+            .arg(program)
+            .args(args)
+            .env("DOCKER_HOST", self.docker_host())
+            .output()
+            .expect("run nsenter");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    }
+
+    /// The docker CLI on the host's daemon; fails the test when it fails.
+    pub fn docker(&self, args: &[&str]) -> String {
+        let out = Command::new("docker")
+            .args(args)
+            .env("DOCKER_HOST", self.docker_host())
+            .output()
+            .expect("run docker");
+        assert!(
+            out.status.success(),
+            "docker {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Every container on the host's daemon, as sorted `name id` lines.
+    pub fn containers(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .docker(&["ps", "-a", "--format", "{{.Names}} {{.ID}}"])
+            .lines()
+            .map(str::to_string)
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Waits until kubectl through `kubeconfig` (run in the host's namespace) lists exactly
+    /// `names`, all Ready; returns the listing.
+    pub fn wait_ready(
+        &self,
+        kubeconfig: &Path,
+        names: &[&str],
+        timeout: std::time::Duration,
+    ) -> String {
+        let want: Vec<String> = names.iter().map(|n| format!("{n}=True")).collect();
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let (ok, nodes) = self.in_host(
+                &super::e2e::kubectl(),
+                &[
+                    "--kubeconfig",
+                    kubeconfig.to_str().unwrap(),
+                    "get",
+                    "nodes",
+                    "-o",
+                    "jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}",
+                ],
+            );
+            let mut have: Vec<String> = nodes.lines().map(str::to_string).collect();
+            have.sort();
+            if ok && have == want {
+                return nodes;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "nodes not all Ready: want {want:?}, have {nodes}"
+            );
+            std::thread::sleep(std::time::Duration::from_secs(3));
+        }
+    }
+}
