@@ -492,7 +492,7 @@ async fn run_probe(
             tokio::time::sleep(plan.retry_delay).await;
         }
         if through_sshd {
-            match probe_through_sshd(host.ssh(), &left).await {
+            match probe_from_host(host.link().as_ref(), &left).await {
                 Ok(unreachable) => {
                     left = unreachable;
                     continue;
@@ -527,12 +527,13 @@ async fn run_probe(
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 const PROBE_RETRY: Duration = Duration::from_millis(250);
 
-/// The pairs of `pairs` the host cannot reach, tried from the host itself by its sshd
-/// (`direct-tcpip` channels over the session rkers already has): the same network namespace
-/// as RKE1's checker container (host network), without a container per host. A pair counts as
+/// The pairs of `pairs` the host cannot reach, tried from the host itself through its link
+/// (over SSH: `direct-tcpip` channels its sshd opens, on the session rkers already has): the
+/// same network namespace as RKE1's checker container (host network), without a container
+/// per host. A pair counts as
 /// reachable only when the connection was made.
-async fn probe_through_sshd(
-    ssh: &super::SshSession,
+async fn probe_from_host(
+    link: &dyn super::link::HostLink,
     pairs: &[String],
 ) -> Result<Vec<String>, HostError> {
     let tried = bounded(pairs, 32, |pair| async move {
@@ -546,7 +547,7 @@ async fn probe_through_sshd(
         // may not accept yet (its published port is DNATed to a process still starting).
         let deadline = tokio::time::Instant::now() + PROBE_TIMEOUT;
         loop {
-            match tokio::time::timeout_at(deadline, ssh.open_tcp(address, port)).await {
+            match tokio::time::timeout_at(deadline, link.open_tcp(address, port)).await {
                 Ok(Ok(_stream)) => return Ok(None),
                 Ok(Err(HostError::TcpConnectFailed { .. }))
                     if tokio::time::Instant::now() + PROBE_RETRY < deadline =>
