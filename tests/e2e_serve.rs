@@ -285,6 +285,33 @@ impl Drop for Stream {
     }
 }
 
+/// Opens the kubeconfig the server stored sealed for `cluster` and asks its API server for its
+/// version.
+fn stored_kubeconfig_reaches_api(
+    runtime: &tokio::runtime::Runtime,
+    database: &str,
+    key: &[u8; 32],
+    cluster: &str,
+) -> Result<String, String> {
+    runtime.block_on(async {
+        use sqlx::Row;
+        let pool = sqlx::AnyPool::connect(database).await.unwrap();
+        let sealed: String = sqlx::query("SELECT sealed FROM kubeconfigs WHERE cluster = $1")
+            .bind(cluster)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+            .get("sealed");
+        let kubeconfig = rkers::serve::SecretBox::new(key)
+            .open_string(&format!("kubeconfig:{cluster}"), &sealed)
+            .unwrap();
+        let api = rkers::kubeapi::KubeApi::from_kubeconfig(&kubeconfig)
+            .await
+            .map_err(|e| e.to_string())?;
+        api.server_version().await.map_err(|e| e.to_string())
+    })
+}
+
 fn exit_code(events: &[(String, Value)]) -> i64 {
     events.last().unwrap().1["exit_code"].as_i64().unwrap_or(-1)
 }
@@ -464,7 +491,7 @@ fn serve_drives_two_clusters_from_two_replicas() {
     }
     // Sealed at rest: no private key in any stored state, yet the states load with their CA,
     // and the stored kubeconfig reaches the cluster.
-    let (raw_states, kubeconfig) = runtime.block_on(async {
+    let raw_states = runtime.block_on(async {
         use sqlx::Row;
         sqlx::any::install_default_drivers();
         let pool = sqlx::AnyPool::connect(&database).await.unwrap();
@@ -475,13 +502,7 @@ fn serve_drives_two_clusters_from_two_replicas() {
             .iter()
             .map(|r| r.get::<String, _>("sealed"))
             .collect();
-        let kc: String = sqlx::query("SELECT sealed FROM kubeconfigs WHERE cluster = $1")
-            .bind(n0)
-            .fetch_one(&pool)
-            .await
-            .unwrap()
-            .get("sealed");
-        (raw, kc)
+        raw
     });
     assert!(raw_states.len() >= 2, "{}", raw_states.len());
     assert!(
@@ -499,15 +520,7 @@ fn serve_drives_two_clusters_from_two_replicas() {
             .contains_key("kube-ca"),
         "the state of {n1} has its CA"
     );
-    let kubeconfig = rkers::serve::SecretBox::new(&key)
-        .open_string(&format!("kubeconfig:{n0}"), &kubeconfig)
-        .unwrap();
-    let version = runtime.block_on(async {
-        let api = rkers::kubeapi::KubeApi::from_kubeconfig(&kubeconfig)
-            .await
-            .unwrap();
-        api.server_version().await
-    });
+    let version = stored_kubeconfig_reaches_api(&runtime, &database, &key, n0);
     assert!(
         version.as_deref().is_ok_and(|v| v.contains("1.20")),
         "the kubeconfig {n0}'s up stored reaches its API: {version:?}"
@@ -569,25 +582,7 @@ fn serve_drives_two_clusters_from_two_replicas() {
         history["versions"].as_array().unwrap().len() > versions_before,
         "cert-rotate saved a state version: {history}"
     );
-    let kubeconfig = runtime.block_on(async {
-        use sqlx::Row;
-        let pool = sqlx::AnyPool::connect(&database).await.unwrap();
-        sqlx::query("SELECT sealed FROM kubeconfigs WHERE cluster = $1")
-            .bind(n1)
-            .fetch_one(&pool)
-            .await
-            .unwrap()
-            .get::<String, _>("sealed")
-    });
-    let kubeconfig = rkers::serve::SecretBox::new(&key)
-        .open_string(&format!("kubeconfig:{n1}"), &kubeconfig)
-        .unwrap();
-    let version = runtime.block_on(async {
-        let api = rkers::kubeapi::KubeApi::from_kubeconfig(&kubeconfig)
-            .await
-            .unwrap();
-        api.server_version().await
-    });
+    let version = stored_kubeconfig_reaches_api(&runtime, &database, &key, n1);
     assert!(
         version.as_deref().is_ok_and(|v| v.contains("1.20")),
         "after cert-rotate the stored kubeconfig of {n1} reaches its API: {version:?}"
