@@ -168,6 +168,53 @@ pub enum Action {
     FixEtcdPermissions {
         path: String,
     },
+    /// RKE1's log links (§8.5) for the containers this run creates on a Linux host, in a
+    /// one-shot helper container.
+    LinkLogs {
+        containers: Vec<String>,
+        /// The host's Docker root directory, where the logs are.
+        docker_root: String,
+    },
+    /// Pseudo-host `cluster`: encryption was on and is turned off: the controlplane hosts get
+    /// an identity-first provider file, kube-apiserver restarts there and every Secret is
+    /// rewritten in plain text, before the provider file goes (§23).
+    DisableEncryption {
+        reason: String,
+    },
+    /// Pseudo-host `cluster`: RKE1's RBAC objects (§20), server-side applied; `objects` names
+    /// what is applied, `reason` why.
+    ApplyRbac {
+        objects: Vec<String>,
+        reason: String,
+    },
+    /// Pseudo-host `cluster`: a node's labels, annotations and taints (§21); `changes` says
+    /// what changes, as read from the node (or why it could not be read).
+    SyncNode {
+        node: String,
+        changes: Vec<String>,
+        #[serde(skip)]
+        sync: Box<crate::kubeapi::NodeSync>,
+    },
+    /// Pseudo-host `cluster`: an addon's manifest applied (§19): `changed` are the objects that
+    /// are created or change, `pruned` those an earlier run deployed that go. The manifest is
+    /// not serialized: a user addon may hold Secrets.
+    ApplyAddon {
+        resource: String,
+        changed: Vec<String>,
+        pruned: Vec<String>,
+        reason: String,
+        #[serde(skip)]
+        plan: Box<crate::addons::AddonPlan>,
+    },
+    /// Pseudo-host `cluster`: an addon turned off: what an earlier run deployed under
+    /// `resource` is deleted, with RKE1's ConfigMap and deploy Job.
+    RemoveAddon {
+        resource: String,
+        pruned: Vec<String>,
+        reason: String,
+        #[serde(skip)]
+        plan: Box<crate::addons::AddonPlan>,
+    },
 }
 
 fn octal<S: serde::Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
@@ -308,6 +355,48 @@ impl std::fmt::Display for Action {
                     f,
                     "create {path} and make it private to its owner (etcd-fix-perm)"
                 )
+            }
+            Action::LinkLogs { containers, .. } => {
+                write!(f, "link the logs of {}", containers.join(", "))
+            }
+            Action::DisableEncryption { reason } => write!(
+                f,
+                "turn encryption off: identity-first provider file on the controlplane hosts, \
+                 restart kube-apiserver, rewrite every Secret in plain text ({reason})"
+            ),
+            Action::ApplyRbac { objects, reason } => {
+                write!(f, "apply {} ({reason})", objects.join(", "))
+            }
+            Action::SyncNode { node, changes, .. } => {
+                write!(f, "sync node {node}: {}", changes.join(", "))
+            }
+            Action::ApplyAddon {
+                resource,
+                changed,
+                pruned,
+                reason,
+                ..
+            } => {
+                write!(f, "apply addon {resource} ({reason})")?;
+                for id in changed {
+                    write!(f, "\n      apply {id}")?;
+                }
+                for id in pruned {
+                    write!(f, "\n      prune {id}")?;
+                }
+                Ok(())
+            }
+            Action::RemoveAddon {
+                resource,
+                pruned,
+                reason,
+                ..
+            } => {
+                write!(f, "remove addon {resource} ({reason})")?;
+                for id in pruned {
+                    write!(f, "\n      prune {id}")?;
+                }
+                Ok(())
             }
         }
     }

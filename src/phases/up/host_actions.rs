@@ -70,6 +70,8 @@ pub(crate) fn in_run_order(actions: &mut [Action], early_workers: bool, planes: 
             // A member leaving: its etcd containers and data directory go with it.
             Action::RemoveEtcdMember { .. } | Action::CleanDirectories { .. } => (5, 0),
             Action::AddEtcdMember { .. } => (6, 0),
+            // After every container it links the logs of.
+            Action::LinkLogs { .. } => (30, 0),
             // Right before the etcd container it prepares (listed just before it).
             Action::FixEtcdPermissions { .. } => in_planes(plan::ETCD).unwrap_or((20, 0)),
             _ => match container_of(a) {

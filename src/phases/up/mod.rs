@@ -15,6 +15,7 @@
 //!    safe. `containers` brings one container to its planned state.
 
 mod cluster;
+mod cluster_actions;
 mod connect;
 mod containers;
 mod dry_run;
@@ -108,7 +109,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     // Encryption turned off: Secrets go back to plain text while the cluster still runs as it
     // was, before the files step removes the provider file; done after it, the step wrote the
     // file back and the next `up` had to remove it again (§23).
-    cluster::disable_encryption(cluster, old, &loaded.state, &run, reporter).await?;
+    cluster::disable_encryption(cluster, old, &run, reporter).await?;
     files::apply_files(&run, &runner).await?;
     crate::doctor::guard::apply_calico_actions(cluster, &run.pool, &run.actions, reporter)
         .await
@@ -175,11 +176,11 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         })
         .await?;
     }
-    let api = cluster::authz(cluster, reporter).await?;
-    cluster::rewrite_secrets(old, &loaded.state, &api, reporter).await?;
+    let api = cluster::authz(cluster, &run).await?;
+    cluster::rewrite_secrets(&run, &api).await?;
     // RKE1's order (§9): the state is recorded once the control plane answers, before the
     // worker plane; on a new cluster the kubelets already run, only kube-proxy waits for it.
-    cluster::save_state(cluster, loaded.state, &api, reporter).await?;
+    cluster::save_state(cluster, loaded.state, &run, &api).await?;
     if let Some(old) = old_current {
         rolling::upgrade_worker_plane(cluster, old, &run, &runner, Some(&api)).await?;
     } else {
@@ -192,10 +193,11 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         // kube-proxy everywhere, and the worker components of etcd and control plane hosts.
         planes::plane(&run, &runner, "worker plane", WORKER_PLANE, |_| true).await?;
     }
-    nodes::sync_nodes(cluster, old_current, &run, &api, &runner).await?;
+    nodes::sync_nodes(&run, &api).await?;
     removed_hosts::remove_hosts(&run, &api, &runner).await?;
     nodes::link_logs(&run, &runner).await?;
-    crate::phases::addons::deploy_addons(cluster, &api, reporter)
+    let exec = run.cluster_executor(&api, None);
+    crate::phases::addons::deploy_addons(cluster, &run.addons, &run.cluster_actions, &exec)
         .await
         .map_err(other)?;
     run.pool.close().await;

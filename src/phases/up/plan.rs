@@ -2,6 +2,7 @@
 //! what each host runs and holds, and the actions between the two, in the order `up` takes
 //! them; then the checks that may refuse the run before anything changes (webhooks, adoption).
 
+use super::cluster_actions::{PlannedCluster, log_links, plan_cluster};
 use super::connect::Connected;
 use super::host_actions::{host_actions, in_run_order};
 use super::observe::{guard_existing_cluster, observe};
@@ -40,6 +41,10 @@ pub(super) struct Planned {
     pub(super) default_tools_tag: Option<String>,
     /// Set when the state was not written by rkers: what adopting the cluster changes.
     pub(super) adoption: Option<Adoption>,
+    /// The addons and the actions of the pseudo-host `cluster`.
+    pub(super) cluster: PlannedCluster,
+    /// The authorization mode is RBAC.
+    pub(super) rbac: bool,
 }
 
 pub(super) async fn plan(
@@ -255,8 +260,27 @@ pub(super) async fn plan(
                 &all_actions,
             )
         });
+    // Each Linux host's log links follow from its created containers: its last action.
+    for shown in all_actions.iter_mut() {
+        let windows = cluster_plan.windows.contains_key(&shown.host);
+        if let Some(list) = actions.get_mut(&shown.host)
+            && let Some(links) = log_links(list, windows, facts.get(&shown.host))
+        {
+            list.push(links.clone());
+            shown.actions.push(links);
+        }
+    }
+    let cluster_planned = plan_cluster(cluster, loaded, &cluster_plan, reporter).await?;
+    if !cluster_planned.actions.is_empty() {
+        all_actions.push(HostActions {
+            host: crate::phases::changeset::CLUSTER.to_string(),
+            actions: cluster_planned.actions.clone(),
+        });
+    }
     phase.done();
     Ok(Planned {
+        cluster: cluster_planned,
+        rbac: super::cluster_actions::rbac(cluster),
         pool,
         plan: cluster_plan,
         bundle,
