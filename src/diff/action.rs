@@ -50,9 +50,21 @@ pub enum Action {
         /// What the host has now, e.g. `0644 0:0`.
         was: String,
     },
+    /// A voting member (etcd before 3.4, which has no learners).
     AddEtcdMember {
         member: String,
         peer_url: String,
+    },
+    /// A member that does not count towards quorum until promoted (etcd 3.4+); `rollback` is
+    /// what happens when it does not join (it is then not applied as planned).
+    AddEtcdLearner {
+        member: String,
+        peer_url: String,
+        rollback: String,
+    },
+    /// The learner becomes a voting member once it has caught up (after its etcd started).
+    PromoteEtcdMember {
+        member: String,
     },
     RemoveEtcdMember {
         member: String,
@@ -260,6 +272,19 @@ impl std::fmt::Display for Action {
             Action::AddEtcdMember { member, peer_url } => {
                 write!(f, "add etcd member {member} ({peer_url})")
             }
+            Action::AddEtcdLearner {
+                member,
+                peer_url,
+                rollback,
+            } => write!(
+                f,
+                "add etcd member {member} ({peer_url}) as a learner; if it does not join: \
+                 {rollback}"
+            ),
+            Action::PromoteEtcdMember { member } => write!(
+                f,
+                "promote etcd learner {member} to a voting member once it has caught up"
+            ),
             Action::RemoveEtcdMember { member } => write!(f, "remove etcd member {member}"),
             Action::CleanDirectories { paths } => write!(f, "clean {}", paths.join(", ")),
             Action::DeleteNode { node } => write!(f, "delete node {node}"),

@@ -72,6 +72,8 @@ impl ClusterExecutor<'_> {
             | Action::RemoveFile { .. }
             | Action::SetFileMode { .. }
             | Action::AddEtcdMember { .. }
+            | Action::AddEtcdLearner { .. }
+            | Action::PromoteEtcdMember { .. }
             | Action::RemoveEtcdMember { .. }
             | Action::CleanDirectories { .. }
             | Action::DeleteNode { .. }

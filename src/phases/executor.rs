@@ -163,7 +163,10 @@ impl HostExecutor<'_> {
                         "no remaining etcd member is reachable".into(),
                     )),
                 },
-                Action::AddEtcdMember { .. } => Err(ExecFailure::OwnStep("etcd join")),
+                // With the join's ordering, rollback and health gate.
+                Action::AddEtcdMember { .. }
+                | Action::AddEtcdLearner { .. }
+                | Action::PromoteEtcdMember { .. } => Err(ExecFailure::OwnStep("etcd join")),
                 Action::DeleteNode { .. } => Err(ExecFailure::OwnStep("removed hosts")),
                 Action::InstallWins { .. } | Action::StartWins { .. } => {
                     Err(ExecFailure::OwnStep("wins"))

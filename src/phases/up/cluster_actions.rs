@@ -52,8 +52,8 @@ pub(super) async fn plan_cluster(
         });
     let mut recorded = loaded.state.clone();
     recorded.promote_desired_to_current();
-    let state: serde_json::Value =
-        serde_json::from_str(&recorded.to_json().map_err(other)?).map_err(other)?;
+    let state =
+        comparable(serde_json::from_str(&recorded.to_json().map_err(other)?).map_err(other)?);
     let rbac = rbac(cluster);
     let desired = ClusterDesired {
         disable_encryption: !old_encryption.is_empty() && new_encryption.is_empty(),
@@ -102,10 +102,11 @@ async fn observe(
         .await
         .map_err(|e| e.to_string())?;
     let state_secret = match api.read_state_secret().await.map_err(|e| e.to_string())? {
-        Some(text) => Some(
-            serde_json::from_str(&text)
-                .map_err(|e| format!("Secret kube-system/full-cluster-state: {e}"))?,
-        ),
+        Some(text) => {
+            Some(comparable(serde_json::from_str(&text).map_err(|e| {
+                format!("Secret kube-system/full-cluster-state: {e}")
+            })?))
+        }
         None => None,
     };
     let nodes: kube::Api<Node> = kube::Api::all(api.client.clone());
@@ -128,6 +129,29 @@ async fn observe(
         nodes,
         addons: seen,
     })
+}
+
+/// A state as compared with the state Secret's: without what every run changes by itself.
+/// The Secret gets the state as the run holds it, which carries rkers' mark from the second
+/// run on (it comes from the state file); and every run re-signs the `kube-admin` certificate
+/// (as RKE1 does), whose kubeconfig also names the path rkers was given. A run that changes
+/// nothing else leaves the Secret as it is: the certificate it holds stays valid (same key,
+/// same CA).
+fn comparable(mut state: serde_json::Value) -> serde_json::Value {
+    if let Some(map) = state.as_object_mut() {
+        map.remove(crate::state::RKERS_MARK);
+    }
+    for side in ["desiredState", "currentState"] {
+        if let Some(admin) = state
+            .pointer_mut(&format!("/{side}/certificatesBundle/kube-admin"))
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            for field in ["certificatePEM", "config", "configPath"] {
+                admin.remove(field);
+            }
+        }
+    }
+    state
 }
 
 fn taints_of(cfg: Option<&RkeConfig>, address: &str) -> Vec<TaintSpec> {

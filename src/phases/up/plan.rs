@@ -166,18 +166,19 @@ pub(super) async fn plan(
         });
         actions.insert(host_plan.address.clone(), list);
     }
-    for a in &recon.etcd_added {
-        if let (Some(list), Some(h)) = (
-            actions.get_mut(a),
-            cluster_plan.hosts.iter().find(|h| &h.address == a),
-        ) {
-            let add = Action::AddEtcdMember {
-                member: reconcile::member_name(&h.hostname),
-                peer_url: reconcile::peer_url(&h.internal_address),
-            };
-            list.insert(0, add.clone());
-            if let Some(shown) = all_actions.iter_mut().find(|x| &x.host == a) {
-                shown.actions.insert(0, add);
+    // Joining etcd members: added (as learners and promoted once their etcd runs, where etcd
+    // has learners), decided from the members read through one that stays.
+    let joins = super::etcd_members::plan_joins(&pool, &cluster_plan, &recon, reporter).await;
+    for (a, membership) in joins {
+        if let Some(list) = actions.get_mut(&a) {
+            for action in membership {
+                match action {
+                    Action::PromoteEtcdMember { .. } => list.push(action),
+                    _ => list.insert(0, action),
+                }
+            }
+            if let Some(shown) = all_actions.iter_mut().find(|x| x.host == a) {
+                shown.actions = list.clone();
             }
         }
     }
