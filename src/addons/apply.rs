@@ -272,12 +272,8 @@ pub async fn stored_manifest(api: &KubeApi, resource: &str) -> Result<Option<Str
 
 /// Applies `plan` (or removes the addon when it has no manifest): server-side applies every
 /// object, deletes what the stored previous manifest had and the new one lacks, then stores the
-/// new manifest in RKE1's ConfigMap. With `dry_run` nothing is written.
-pub async fn apply_addon(
-    api: &KubeApi,
-    plan: &AddonPlan,
-    dry_run: bool,
-) -> Result<AddonChange, AddonError> {
+/// new manifest in RKE1's ConfigMap. [`observe_addon`] reads what it would change.
+pub async fn apply_addon(api: &KubeApi, plan: &AddonPlan) -> Result<AddonChange, AddonError> {
     let resource = plan.resource;
     let previous = stored_manifest(api, resource).await?;
     let new_objects = match &plan.manifest {
@@ -304,12 +300,6 @@ pub async fn apply_addon(
         .filter(|id| !keep.contains(id))
         .cloned()
         .collect();
-    if dry_run {
-        change.changed = new_ids;
-        change.pruned = stale;
-        return Ok(change);
-    }
-
     let mut resolver = Resolver::new(api);
     let params = PatchParams::apply(FIELD_MANAGER).force();
     // Before 1.21 the API server has no field manager for APIServices and panics on their

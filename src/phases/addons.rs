@@ -83,11 +83,11 @@ async fn fetch_url(url: &str) -> Result<String, String> {
     String::from_utf8(body.to_bytes().to_vec()).map_err(|e| e.to_string())
 }
 
-fn log_change(reporter: &Reporter, change: &apply::AddonChange, plan: &AddonPlan, dry_run: bool) {
-    let verb = if dry_run { "would apply" } else { "applied" };
+/// What applying an addon did, for the log (the dry run lists it as the addon's action).
+fn log_change(reporter: &Reporter, change: &apply::AddonChange, plan: &AddonPlan) {
     if plan.manifest.is_some() {
         reporter.info(format!(
-            "[addons] {}{}: {verb} {} objects, {} changed",
+            "[addons] {}{}: applied {} objects, {} changed",
             plan.resource,
             plan.template
                 .as_deref()
@@ -96,19 +96,12 @@ fn log_change(reporter: &Reporter, change: &apply::AddonChange, plan: &AddonPlan
             change.objects.len(),
             change.changed.len()
         ));
-        if dry_run {
-            for id in &change.objects {
-                reporter.info(format!("[addons]   apply {id}"));
-            }
-        } else {
-            for id in &change.changed {
-                reporter.info(format!("[addons]   changed {id}"));
-            }
+        for id in &change.changed {
+            reporter.info(format!("[addons]   changed {id}"));
         }
     }
     for id in &change.pruned {
-        let verb = if dry_run { "would prune" } else { "pruned" };
-        reporter.info(format!("[addons] {}: {verb} {id}", plan.resource));
+        reporter.info(format!("[addons] {}: pruned {id}", plan.resource));
     }
 }
 
@@ -183,8 +176,8 @@ pub async fn apply_one(
             delete_admission_jobs(api).await?;
         }
     }
-    let change = apply::apply_addon(api, plan, false).await?;
-    log_change(reporter, &change, plan, false);
+    let change = apply::apply_addon(api, plan).await?;
+    log_change(reporter, &change, plan);
     Ok(())
 }
 

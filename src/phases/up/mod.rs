@@ -6,8 +6,9 @@
 //! 2. `connect`: every host at once; any host that cannot be reached stops the run before
 //!    anything changes, with every host's problem listed (RKE1 silently dropped them, §33.18).
 //! 3. `plan` and `observe`: the desired containers and files of each host (pure), compared
-//!    with what each host runs and holds (`host_actions`); the result is the list of actions
-//!    `--dry-run` prints (`dry_run`).
+//!    with what each host runs and holds (`host_actions`), and what the cluster holds through
+//!    its API (`cluster_actions`); the result is the list of actions `--dry-run` prints
+//!    (`dry_run`).
 //! 4. apply: `files` and certificates, images, Windows hosts' wins (`windows`), the etcd
 //!    plane (`etcd_members`, `etcd`), the control plane (`planes`, `rolling`), RBAC and
 //!    the current state (`cluster`), the worker plane, node labels and taints and log links
