@@ -435,11 +435,10 @@ pub async fn observe_addon(
         }
         let mut obj = obj.clone();
         fill_port_protocols(&mut obj);
-        let after = target
-            .patch(&id.name, &params, &Patch::Apply(&obj))
-            .await
-            .map_err(|e| api_error(resource, id, e))?;
-        if stored_content(&existing) != stored_content(&after) {
+        // A dry run the server refuses (an immutable field, e.g. a Job's template) is a change
+        // too: applying it is what tells how it ends.
+        let after = target.patch(&id.name, &params, &Patch::Apply(&obj)).await;
+        if !after.is_ok_and(|after| stored_content(&existing) == stored_content(&after)) {
             changed.push(id.to_string());
         }
     }
