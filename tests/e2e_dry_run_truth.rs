@@ -240,9 +240,34 @@ async fn other_commands_apply_exactly_their_dry_run() {
         "{}",
         show(&plan)
     );
+    // The cluster's part: nothing can be read yet, so RBAC, the state Secret, every node and
+    // every addon are planned, in the order they are applied; and each host links the logs
+    // of the containers it created, last.
+    let cluster_plan = texts(&plan, "cluster");
+    assert!(
+        cluster_plan[0].starts_with("apply ServiceAccount kube-system/rke-job-deployer")
+            && cluster_plan[1]
+                == "save the state in Secret kube-system/full-cluster-state (new cluster)",
+        "{}",
+        show(&plan)
+    );
+    let synced = cluster_plan
+        .iter()
+        .filter(|a| a.starts_with("sync node ") && a.ends_with(": new cluster"))
+        .count();
+    assert_eq!(synced, 3, "{}", show(&plan));
+    for h in [&h1, &h2, &h3] {
+        let last = texts(&plan, h).last().copied().unwrap_or_default();
+        assert!(
+            last.starts_with("link the logs of ") && last.contains("kubelet"),
+            "{h}: {}",
+            show(&plan)
+        );
+    }
 }
 
-/// `up` on an unchanged cluster: nothing planned, nothing applied.
+/// `up` on an unchanged cluster: nothing planned, nothing applied, on the hosts and in the
+/// cluster (its RBAC, state Secret, nodes and addons were read and found as planned).
 #[tokio::test(flavor = "multi_thread")]
 async fn up_no_op_applies_exactly_its_dry_run() {
     let Some(cluster) = E2e::new() else { return };
@@ -271,6 +296,45 @@ async fn up_with_one_changed_flag_applies_exactly_its_dry_run() {
         "{}",
         show(&plan)
     );
+    // The cluster was read: only the state, which holds the new flag, changes there.
+    assert_eq!(
+        texts(&plan, "cluster"),
+        ["save the state in Secret kube-system/full-cluster-state (the state changed)"],
+        "{}",
+        show(&plan)
+    );
+
+    // A user addon added, then turned off: applied, then pruned, through the cluster's
+    // actions, and nothing else changes in the cluster.
+    cluster.reset_config(3);
+    cluster.edit(|t| {
+        format!(
+            "{t}addons: |\n  apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: truth\n    \
+             namespace: default\n  data:\n    a: b\n"
+        )
+    });
+    let plan = dry_run_is_the_truth(&cluster, &["up"], &[]);
+    assert_eq!(
+        texts(&plan, "cluster"),
+        [
+            "save the state in Secret kube-system/full-cluster-state (the state changed)",
+            "apply addon rke-user-addon (not deployed yet)\n      apply ConfigMap default/truth"
+        ],
+        "{}",
+        show(&plan)
+    );
+    cluster.reset_config(3);
+    let plan = dry_run_is_the_truth(&cluster, &["up"], &[]);
+    assert_eq!(
+        texts(&plan, "cluster"),
+        [
+            "save the state in Secret kube-system/full-cluster-state (the state changed)",
+            "remove addon rke-user-addon (turned off)\n      prune ConfigMap default/truth"
+        ],
+        "{}",
+        show(&plan)
+    );
+
     // Back to the standard config for the tests that follow.
     cluster.standard().await;
 }
@@ -305,6 +369,12 @@ async fn up_with_hosts_and_etcd_members_coming_and_going_applies_exactly_its_dry
     );
     assert!(
         has(&plan, &h3, "create and start container kubelet"),
+        "{}",
+        show(&plan)
+    );
+    // Its node went with it: labelled and tainted once its kubelet registers it again.
+    assert!(
+        has(&plan, "cluster", "sync node host3: not registered yet"),
         "{}",
         show(&plan)
     );

@@ -113,7 +113,11 @@ async fn cluster_lifecycle_on_the_sandbox() {
     });
     let plan = cluster.dry_run();
     assert!(plan.contains("recreate container kube-apiserver"), "{plan}");
-    assert!(plan.contains("1 action on 3 hosts"), "{plan}");
+    // With its log links, and the state Secret that records the new flag.
+    assert!(
+        plan.contains("link the logs of kube-apiserver") && plan.contains("3 actions on 4 hosts"),
+        "{plan}"
+    );
     cluster.up();
     let after = sb.container_ids(&hosts);
     let changed: Vec<&String> = before

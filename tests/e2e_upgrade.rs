@@ -86,7 +86,8 @@ async fn workers_are_upgraded_one_at_a_time_and_never_left_cordoned() {
         ) + STRATEGY
     });
     let plan = e2e.dry_run();
-    assert!(plan.contains("3 actions on 3 hosts"), "{plan}");
+    // Per host the kubelet recreated and its logs linked; the state Secret gets the new flag.
+    assert!(plan.contains("7 actions on 4 hosts"), "{plan}");
     assert!(
         plan.contains("rolling upgrade of workers, 1 at a time")
             && plan.contains("cordoned and drained first: host2, host3"),

@@ -3,7 +3,7 @@
 //! ConfigMap `kube-system/<resource>` that holds the manifest (§19.2).
 
 use super::{AddonError, AddonPlan};
-use crate::kubeapi::{FIELD_MANAGER, KubeApi};
+use crate::kubeapi::{FIELD_MANAGER, KubeApi, stored_content};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{
@@ -272,12 +272,8 @@ pub async fn stored_manifest(api: &KubeApi, resource: &str) -> Result<Option<Str
 
 /// Applies `plan` (or removes the addon when it has no manifest): server-side applies every
 /// object, deletes what the stored previous manifest had and the new one lacks, then stores the
-/// new manifest in RKE1's ConfigMap. With `dry_run` nothing is written.
-pub async fn apply_addon(
-    api: &KubeApi,
-    plan: &AddonPlan,
-    dry_run: bool,
-) -> Result<AddonChange, AddonError> {
+/// new manifest in RKE1's ConfigMap. [`observe_addon`] reads what it would change.
+pub async fn apply_addon(api: &KubeApi, plan: &AddonPlan) -> Result<AddonChange, AddonError> {
     let resource = plan.resource;
     let previous = stored_manifest(api, resource).await?;
     let new_objects = match &plan.manifest {
@@ -304,12 +300,6 @@ pub async fn apply_addon(
         .filter(|id| !keep.contains(id))
         .cloned()
         .collect();
-    if dry_run {
-        change.changed = new_ids;
-        change.pruned = stale;
-        return Ok(change);
-    }
-
     let mut resolver = Resolver::new(api);
     let params = PatchParams::apply(FIELD_MANAGER).force();
     // Before 1.21 the API server has no field manager for APIServices and panics on their
@@ -384,6 +374,79 @@ pub async fn apply_addon(
 
     store_manifest(api, resource, plan.manifest.as_deref()).await?;
     Ok(change)
+}
+
+/// An addon as the cluster holds it, read only: the stored manifest, the objects of `plan`'s
+/// manifest that applying it would create or change (each server-side applied as a dry run
+/// and compared with what is stored), and what it would prune.
+pub async fn observe_addon(
+    api: &KubeApi,
+    plan: &AddonPlan,
+) -> Result<crate::diff::cluster::AddonObserved, AddonError> {
+    let resource = plan.resource;
+    let stored = stored_manifest(api, resource).await?;
+    let new_objects = match &plan.manifest {
+        Some(m) => parse_manifest(resource, m)?,
+        None => Vec::new(),
+    };
+    let new_ids: Vec<ObjectId> = new_objects.iter().filter_map(ObjectId::of).collect();
+    let keep: BTreeSet<&ObjectId> = new_ids.iter().collect();
+    let pruned: Vec<String> = stored
+        .as_deref()
+        .and_then(|p| parse_manifest(resource, p).ok())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(ObjectId::of)
+        .filter(|id| !keep.contains(id))
+        .map(|id| id.to_string())
+        .collect();
+    let mut changed = Vec::new();
+    let mut resolver = Resolver::new(api);
+    let params = PatchParams {
+        dry_run: true,
+        ..PatchParams::apply(FIELD_MANAGER).force()
+    };
+    for (obj, id) in new_objects.iter().zip(&new_ids) {
+        // A kind the server does not serve yet (its CRD comes with this manifest): created.
+        let Some(target) = resolver
+            .resolve(id, false)
+            .await
+            .map_err(|e| api_error(resource, id, e))?
+        else {
+            changed.push(id.to_string());
+            continue;
+        };
+        let Some(existing) = target
+            .get_opt(&id.name)
+            .await
+            .map_err(|e| api_error(resource, id, e))?
+        else {
+            changed.push(id.to_string());
+            continue;
+        };
+        if existing.metadata.deletion_timestamp.is_some() {
+            changed.push(id.to_string());
+            continue;
+        }
+        // Before 1.21 an APIService cannot be server-side applied (see `apply_addon`), not
+        // even as a dry run: one that exists counts as unchanged unless the manifest changed.
+        if is_apiservice(id) {
+            continue;
+        }
+        let mut obj = obj.clone();
+        fill_port_protocols(&mut obj);
+        // A dry run the server refuses (an immutable field, e.g. a Job's template) is a change
+        // too: applying it is what tells how it ends.
+        let after = target.patch(&id.name, &params, &Patch::Apply(&obj)).await;
+        if !after.is_ok_and(|after| stored_content(&existing) == stored_content(&after)) {
+            changed.push(id.to_string());
+        }
+    }
+    Ok(crate::diff::cluster::AddonObserved {
+        stored,
+        changed,
+        pruned,
+    })
 }
 
 fn is_apiservice(id: &ObjectId) -> bool {

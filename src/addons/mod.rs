@@ -38,7 +38,7 @@ pub mod resource {
 
 /// One addon of a run: what to deploy under its resource name, or `None` to remove whatever a
 /// previous run deployed there.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AddonPlan {
     pub resource: &'static str,
     /// The KDM template key the manifest was rendered from (system addons only).

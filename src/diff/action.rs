@@ -50,9 +50,21 @@ pub enum Action {
         /// What the host has now, e.g. `0644 0:0`.
         was: String,
     },
+    /// A voting member (etcd before 3.4, which has no learners).
     AddEtcdMember {
         member: String,
         peer_url: String,
+    },
+    /// A member that does not count towards quorum until promoted (etcd 3.4+); `rollback` is
+    /// what happens when it does not join (it is then not applied as planned).
+    AddEtcdLearner {
+        member: String,
+        peer_url: String,
+        rollback: String,
+    },
+    /// The learner becomes a voting member once it has caught up (after its etcd started).
+    PromoteEtcdMember {
+        member: String,
     },
     RemoveEtcdMember {
         member: String,
@@ -168,6 +180,53 @@ pub enum Action {
     FixEtcdPermissions {
         path: String,
     },
+    /// RKE1's log links (§8.5) for the containers this run creates on a Linux host, in a
+    /// one-shot helper container.
+    LinkLogs {
+        containers: Vec<String>,
+        /// The host's Docker root directory, where the logs are.
+        docker_root: String,
+    },
+    /// Pseudo-host `cluster`: encryption was on and is turned off: the controlplane hosts get
+    /// an identity-first provider file, kube-apiserver restarts there and every Secret is
+    /// rewritten in plain text, before the provider file goes (§23).
+    DisableEncryption {
+        reason: String,
+    },
+    /// Pseudo-host `cluster`: RKE1's RBAC objects (§20), server-side applied; `objects` names
+    /// what is applied, `reason` why.
+    ApplyRbac {
+        objects: Vec<String>,
+        reason: String,
+    },
+    /// Pseudo-host `cluster`: a node's labels, annotations and taints (§21); `changes` says
+    /// what changes, as read from the node (or why it could not be read).
+    SyncNode {
+        node: String,
+        changes: Vec<String>,
+        #[serde(skip)]
+        sync: Box<crate::kubeapi::NodeSync>,
+    },
+    /// Pseudo-host `cluster`: an addon's manifest applied (§19): `changed` are the objects that
+    /// are created or change, `pruned` those an earlier run deployed that go. The manifest is
+    /// not serialized: a user addon may hold Secrets.
+    ApplyAddon {
+        resource: String,
+        changed: Vec<String>,
+        pruned: Vec<String>,
+        reason: String,
+        #[serde(skip)]
+        plan: Box<crate::addons::AddonPlan>,
+    },
+    /// Pseudo-host `cluster`: an addon turned off: what an earlier run deployed under
+    /// `resource` is deleted, with RKE1's ConfigMap and deploy Job.
+    RemoveAddon {
+        resource: String,
+        pruned: Vec<String>,
+        reason: String,
+        #[serde(skip)]
+        plan: Box<crate::addons::AddonPlan>,
+    },
 }
 
 fn octal<S: serde::Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
@@ -213,6 +272,19 @@ impl std::fmt::Display for Action {
             Action::AddEtcdMember { member, peer_url } => {
                 write!(f, "add etcd member {member} ({peer_url})")
             }
+            Action::AddEtcdLearner {
+                member,
+                peer_url,
+                rollback,
+            } => write!(
+                f,
+                "add etcd member {member} ({peer_url}) as a learner; if it does not join: \
+                 {rollback}"
+            ),
+            Action::PromoteEtcdMember { member } => write!(
+                f,
+                "promote etcd learner {member} to a voting member once it has caught up"
+            ),
             Action::RemoveEtcdMember { member } => write!(f, "remove etcd member {member}"),
             Action::CleanDirectories { paths } => write!(f, "clean {}", paths.join(", ")),
             Action::DeleteNode { node } => write!(f, "delete node {node}"),
@@ -308,6 +380,48 @@ impl std::fmt::Display for Action {
                     f,
                     "create {path} and make it private to its owner (etcd-fix-perm)"
                 )
+            }
+            Action::LinkLogs { containers, .. } => {
+                write!(f, "link the logs of {}", containers.join(", "))
+            }
+            Action::DisableEncryption { reason } => write!(
+                f,
+                "turn encryption off: identity-first provider file on the controlplane hosts, \
+                 restart kube-apiserver, rewrite every Secret in plain text ({reason})"
+            ),
+            Action::ApplyRbac { objects, reason } => {
+                write!(f, "apply {} ({reason})", objects.join(", "))
+            }
+            Action::SyncNode { node, changes, .. } => {
+                write!(f, "sync node {node}: {}", changes.join(", "))
+            }
+            Action::ApplyAddon {
+                resource,
+                changed,
+                pruned,
+                reason,
+                ..
+            } => {
+                write!(f, "apply addon {resource} ({reason})")?;
+                for id in changed {
+                    write!(f, "\n      apply {id}")?;
+                }
+                for id in pruned {
+                    write!(f, "\n      prune {id}")?;
+                }
+                Ok(())
+            }
+            Action::RemoveAddon {
+                resource,
+                pruned,
+                reason,
+                ..
+            } => {
+                write!(f, "remove addon {resource} ({reason})")?;
+                for id in pruned {
+                    write!(f, "\n      prune {id}")?;
+                }
+                Ok(())
             }
         }
     }

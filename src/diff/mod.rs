@@ -12,6 +12,7 @@
 //! restarts a running one, so adopted clusters are unaffected.
 
 mod action;
+pub mod cluster;
 mod content;
 mod reasons;
 

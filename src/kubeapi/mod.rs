@@ -5,7 +5,7 @@
 pub mod drain;
 pub mod nodes;
 
-pub use nodes::{NodeSync, TaintSpec, find_node, sync_node};
+pub use nodes::{HOSTNAME_LABEL, NodeSync, TaintSpec, find_node, sync_node};
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
@@ -87,22 +87,61 @@ impl KubeApi {
 
     /// Creates or updates the RBAC objects RKE1 creates right after the control plane (§20).
     pub async fn apply_authz(&self, rbac: bool) -> Result<(), KubeApiError> {
-        let mut docs = vec![JOB_DEPLOYER_SERVICE_ACCOUNT, JOB_DEPLOYER_BINDING];
-        if rbac {
-            docs.extend([
-                SYSTEM_NODE_BINDING,
-                KUBEAPI_PROXY_ROLE,
-                KUBEAPI_PROXY_BINDING,
-            ]);
-        }
-        for doc in docs {
+        for doc in authz_docs(rbac) {
             self.apply_yaml(doc).await?;
         }
         Ok(())
     }
 
+    /// The RBAC objects [`KubeApi::apply_authz`] would create or change, as `Kind
+    /// namespace/name`: each is server-side applied as a dry run and compared with what is
+    /// stored.
+    pub async fn authz_changes(&self, rbac: bool) -> Result<Vec<String>, KubeApiError> {
+        let mut out = Vec::new();
+        for doc in authz_docs(rbac) {
+            let (api, obj, name) = self.builtin_object(doc)?;
+            let existing = api
+                .get_opt(&name)
+                .await
+                .map_err(|e| self.err(&format!("get {name}"), e))?;
+            let params = PatchParams {
+                dry_run: true,
+                ..PatchParams::apply(FIELD_MANAGER).force()
+            };
+            let after = api
+                .patch(&name, &params, &Patch::Apply(&obj))
+                .await
+                .map_err(|e| self.err(&format!("apply {name} (dry run)"), e))?;
+            if existing.is_none_or(|e| stored_content(&e) != stored_content(&after)) {
+                out.push(object_name(&obj));
+            }
+        }
+        Ok(out)
+    }
+
     /// Server-side applies one YAML object of a built-in kind.
     pub async fn apply_yaml(&self, yaml: &str) -> Result<(), KubeApiError> {
+        let (api, obj, name) = self.builtin_object(yaml)?;
+        let kind = obj
+            .types
+            .as_ref()
+            .map(|t| t.kind.clone())
+            .unwrap_or_default();
+        api.patch(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&obj),
+        )
+        .await
+        .map_err(|e| self.err(&format!("apply {kind} {name}"), e))?;
+        Ok(())
+    }
+
+    /// One embedded YAML object of a built-in kind, its API and its name.
+    fn builtin_object(
+        &self,
+        yaml: &str,
+    ) -> Result<(Api<DynamicObject>, DynamicObject, String), KubeApiError> {
         let obj: DynamicObject =
             serde_saphyr::from_str(yaml).map_err(|e| self.err("parse embedded manifest", e))?;
         let types = obj
@@ -128,14 +167,7 @@ impl KubeApi {
             ),
             Scope::Cluster => Api::all_with(self.client.clone(), &resource),
         };
-        api.patch(
-            &name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&obj),
-        )
-        .await
-        .map_err(|e| self.err(&format!("apply {} {name}", types.kind), e))?;
-        Ok(())
+        Ok((api, obj, name))
     }
 
     /// Stores the full state JSON in the cluster, where RKE1 keeps it (§7), retrying briefly
@@ -181,17 +213,23 @@ impl KubeApi {
         Err(self.err("save Secret kube-system/full-cluster-state", last_error))
     }
 
-    /// Reads the in-cluster state: the Secret first, then the ConfigMap older RKE1 releases
-    /// used (§27; RKE1's node-side fallback reads only the ConfigMap, §33.5).
-    pub async fn read_state(&self) -> Result<Option<String>, KubeApiError> {
+    /// The state the state Secret holds, without the ConfigMap fallback.
+    pub async fn read_state_secret(&self) -> Result<Option<String>, KubeApiError> {
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), STATE_SECRET_NAMESPACE);
-        if let Some(secret) = secrets
+        Ok(secrets
             .get_opt(STATE_SECRET_NAME)
             .await
             .map_err(|e| self.err("get Secret full-cluster-state", e))?
-            && let Some(v) = secret.data.and_then(|mut d| d.remove(STATE_SECRET_KEY))
-        {
-            return Ok(Some(String::from_utf8_lossy(&v.0).into_owned()));
+            .and_then(|s| s.data)
+            .and_then(|mut d| d.remove(STATE_SECRET_KEY))
+            .map(|v| String::from_utf8_lossy(&v.0).into_owned()))
+    }
+
+    /// Reads the in-cluster state: the Secret first, then the ConfigMap older RKE1 releases
+    /// used (§27; RKE1's node-side fallback reads only the ConfigMap, §33.5).
+    pub async fn read_state(&self) -> Result<Option<String>, KubeApiError> {
+        if let Some(state) = self.read_state_secret().await? {
+            return Ok(Some(state));
         }
         let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
             Api::namespaced(self.client.clone(), STATE_SECRET_NAMESPACE);
@@ -202,6 +240,59 @@ impl KubeApi {
             .and_then(|cm| cm.data)
             .and_then(|mut d| d.remove(STATE_SECRET_KEY)))
     }
+}
+
+/// The RBAC objects of §20 `up` applies: the job deployer's always, the rest under RBAC.
+fn authz_docs(rbac: bool) -> Vec<&'static str> {
+    let mut docs = vec![JOB_DEPLOYER_SERVICE_ACCOUNT, JOB_DEPLOYER_BINDING];
+    if rbac {
+        docs.extend([
+            SYSTEM_NODE_BINDING,
+            KUBEAPI_PROXY_ROLE,
+            KUBEAPI_PROXY_BINDING,
+        ]);
+    }
+    docs
+}
+
+/// The RBAC objects `up` applies, as `Kind namespace/name`.
+pub fn authz_objects(rbac: bool) -> Vec<String> {
+    authz_docs(rbac)
+        .into_iter()
+        .filter_map(|doc| serde_saphyr::from_str::<DynamicObject>(doc).ok())
+        .map(|o| object_name(&o))
+        .collect()
+}
+
+fn object_name(o: &DynamicObject) -> String {
+    let kind = o
+        .types
+        .as_ref()
+        .map(|t| t.kind.as_str())
+        .unwrap_or_default();
+    let name = o.metadata.name.as_deref().unwrap_or_default();
+    match &o.metadata.namespace {
+        Some(ns) => format!("{kind} {ns}/{name}"),
+        None => format!("{kind} {name}"),
+    }
+}
+
+/// An object as stored, minus what every write or controller touches: the resource version,
+/// the field ownership records and the status. Two reads with the same content mean an apply
+/// between them changed nothing.
+pub fn stored_content(o: &DynamicObject) -> serde_json::Value {
+    let mut v = serde_json::to_value(o).unwrap_or_default();
+    if let Some(map) = v.as_object_mut() {
+        map.remove("status");
+    }
+    if let Some(meta) = v
+        .get_mut("metadata")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        meta.remove("resourceVersion");
+        meta.remove("managedFields");
+    }
+    v
 }
 
 /// The resource and scope of the few built-in kinds rkers applies itself; no discovery round

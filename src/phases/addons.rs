@@ -5,8 +5,10 @@
 use crate::addons::apply::{self, ObjectId};
 use crate::addons::{AddonError, AddonPlan, plan_addons, resource, wait};
 use crate::cluster::Cluster;
+use crate::diff::Action;
 use crate::kubeapi::KubeApi;
 use crate::output::Reporter;
+use crate::phases::cluster_executor::ClusterExecutor;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, DeleteParams};
@@ -81,11 +83,11 @@ async fn fetch_url(url: &str) -> Result<String, String> {
     String::from_utf8(body.to_bytes().to_vec()).map_err(|e| e.to_string())
 }
 
-fn log_change(reporter: &Reporter, change: &apply::AddonChange, plan: &AddonPlan, dry_run: bool) {
-    let verb = if dry_run { "would apply" } else { "applied" };
+/// What applying an addon did, for the log (the dry run lists it as the addon's action).
+fn log_change(reporter: &Reporter, change: &apply::AddonChange, plan: &AddonPlan) {
     if plan.manifest.is_some() {
         reporter.info(format!(
-            "[addons] {}{}: {verb} {} objects, {} changed",
+            "[addons] {}{}: applied {} objects, {} changed",
             plan.resource,
             plan.template
                 .as_deref()
@@ -94,19 +96,12 @@ fn log_change(reporter: &Reporter, change: &apply::AddonChange, plan: &AddonPlan
             change.objects.len(),
             change.changed.len()
         ));
-        if dry_run {
-            for id in &change.objects {
-                reporter.info(format!("[addons]   apply {id}"));
-            }
-        } else {
-            for id in &change.changed {
-                reporter.info(format!("[addons]   changed {id}"));
-            }
+        for id in &change.changed {
+            reporter.info(format!("[addons]   changed {id}"));
         }
     }
     for id in &change.pruned {
-        let verb = if dry_run { "would prune" } else { "pruned" };
-        reporter.info(format!("[addons] {}: {verb} {id}", plan.resource));
+        reporter.info(format!("[addons] {}: pruned {id}", plan.resource));
     }
 }
 
@@ -151,11 +146,28 @@ async fn delete_admission_jobs(api: &KubeApi) -> Result<(), AddonError> {
     Ok(())
 }
 
-/// One addon: apply or remove, then wait for its workloads.
-async fn deploy_one(
+/// Every addon of the run in RKE1's order, rendered, with the `addons_include` files read.
+pub async fn addon_plans(cluster: &Cluster) -> Result<Vec<AddonPlan>, AddonError> {
+    let includes = read_includes(cluster).await?;
+    plan_addons(&cluster.config, &cluster.catalog, &includes)
+}
+
+/// The objects of an addon's manifest, as `Kind namespace/name`.
+pub fn manifest_objects(plan: &AddonPlan) -> Result<Vec<String>, AddonError> {
+    Ok(match &plan.manifest {
+        Some(m) => apply::parse_manifest(plan.resource, m)?
+            .iter()
+            .filter_map(ObjectId::of)
+            .map(|id| id.to_string())
+            .collect(),
+        None => Vec::new(),
+    })
+}
+
+/// One addon's planned action: applied (or removed) through the API.
+pub async fn apply_one(
     api: &KubeApi,
     plan: &AddonPlan,
-    timeout: Duration,
     reporter: &Reporter,
 ) -> Result<(), AddonError> {
     if plan.resource == resource::INGRESS && plan.manifest.is_some() {
@@ -164,34 +176,61 @@ async fn deploy_one(
             delete_admission_jobs(api).await?;
         }
     }
-    let change = apply::apply_addon(api, plan, false).await?;
-    log_change(reporter, &change, plan, false);
-    if plan.manifest.is_none() {
+    let change = apply::apply_addon(api, plan).await?;
+    log_change(reporter, &change, plan);
+    Ok(())
+}
+
+/// The health gate after an addon, applied or not: its workloads ready and, after the network
+/// plugin, every node's network.
+async fn wait_addon(api: &KubeApi, plan: &AddonPlan, timeout: Duration) -> Result<(), AddonError> {
+    let Some(manifest) = &plan.manifest else {
         return Ok(());
-    }
-    wait::wait_workloads(api, plan.resource, &change.objects, timeout).await?;
+    };
+    let objects: Vec<ObjectId> = apply::parse_manifest(plan.resource, manifest)?
+        .iter()
+        .filter_map(ObjectId::of)
+        .collect();
+    wait::wait_workloads(api, plan.resource, &objects, timeout).await?;
     if plan.resource == resource::NETWORK {
-        let selectors = cni_pod_selectors(api, &change.objects).await;
+        let selectors = cni_pod_selectors(api, &objects).await;
         wait::wait_nodes_network(api, &selectors, timeout).await?;
     }
     Ok(())
 }
 
-/// Deploys every addon in RKE1's order. A failing system addon (network, DNS, metrics-server,
-/// ingress) fails `up`; a failing user addon only warns — RKE1's `addonError.isCritical` rule
-/// (§19.1).
+/// The addons step: in RKE1's order, each addon's planned action (`ApplyAddon` or
+/// `RemoveAddon` among `actions`) applied through `exec`, then its workloads waited for. A
+/// failing system addon (network, DNS, metrics-server, ingress) fails `up`; a failing user
+/// addon only warns — RKE1's `addonError.isCritical` rule (§19.1).
 pub async fn deploy_addons(
     cluster: &Cluster,
-    api: &KubeApi,
-    reporter: &Reporter,
-) -> Result<(), AddonError> {
+    plans: &[AddonPlan],
+    actions: &[Action],
+    exec: &ClusterExecutor<'_>,
+) -> Result<(), String> {
+    let reporter = exec.reporter;
     let phase = reporter.phase("addons");
     let result = async {
-        let includes = read_includes(cluster).await?;
-        let plans = plan_addons(&cluster.config, &cluster.catalog, &includes)?;
         let timeout = Duration::from_secs(cluster.config.addon_job_timeout.max(1) as u64);
-        for plan in &plans {
-            match deploy_one(api, plan, timeout, reporter).await {
+        for plan in plans {
+            let action = actions.iter().find(|a| match a {
+                Action::ApplyAddon { resource, .. } | Action::RemoveAddon { resource, .. } => {
+                    resource == plan.resource
+                }
+                _ => false,
+            });
+            let result = match action {
+                Some(a) => exec.apply(a).await.map_err(|e| e.to_string()),
+                None => Ok(()),
+            };
+            let result = match result {
+                Ok(()) => wait_addon(exec.api, plan, timeout)
+                    .await
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e),
+            };
+            match result {
                 Ok(()) => {}
                 Err(e) if !plan.critical => {
                     reporter.warn(format!("[addons] user addon {} failed: {e}", plan.resource))
@@ -204,52 +243,9 @@ pub async fn deploy_addons(
     .await;
     match &result {
         Ok(()) => phase.done(),
-        Err(e) => phase.fail(&e.to_string()),
+        Err(e) => phase.fail(e),
     }
     result
-}
-
-/// `up --dry-run`: what the addons step would apply and prune. The prune list needs the
-/// cluster's stored manifests; without a reachable API server only the rendering is shown.
-pub async fn dry_run_addons(cluster: &Cluster, reporter: &Reporter) -> Result<(), AddonError> {
-    let includes = read_includes(cluster).await?;
-    let plans = plan_addons(&cluster.config, &cluster.catalog, &includes)?;
-    let mut api = match std::fs::read_to_string(&cluster.files.kubeconfig_path) {
-        Ok(text) => KubeApi::from_kubeconfig(&text).await.ok(),
-        Err(_) => None,
-    };
-    for plan in &plans {
-        let online = match &api {
-            Some(a) => apply::apply_addon(a, plan, true).await.ok(),
-            None => None,
-        };
-        let change = match online {
-            Some(c) => c,
-            None => {
-                // One failed read is enough: do not wait for a down API server per addon.
-                api = None;
-                offline_change(plan)?
-            }
-        };
-        log_change(reporter, &change, plan, true);
-    }
-    Ok(())
-}
-
-fn offline_change(plan: &AddonPlan) -> Result<apply::AddonChange, AddonError> {
-    let objects: Vec<ObjectId> = match &plan.manifest {
-        Some(m) => apply::parse_manifest(plan.resource, m)?
-            .iter()
-            .filter_map(ObjectId::of)
-            .collect(),
-        None => Vec::new(),
-    };
-    Ok(apply::AddonChange {
-        resource: plan.resource.to_string(),
-        changed: objects.clone(),
-        objects,
-        pruned: Vec::new(),
-    })
 }
 
 #[cfg(test)]

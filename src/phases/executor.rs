@@ -31,6 +31,9 @@ pub enum ExecFailure {
     /// An etcd member operation (etcdctl through a member's etcd container).
     #[error("{0}")]
     Etcd(String),
+    /// A call to the Kubernetes API (the cluster actions).
+    #[error("{0}")]
+    Api(String),
     /// The action needs something its step did not give the executor (a planned container, a
     /// file's contents, an etcd member to go through): a bug in the step, never in the input.
     #[error("{0}")]
@@ -160,7 +163,10 @@ impl HostExecutor<'_> {
                         "no remaining etcd member is reachable".into(),
                     )),
                 },
-                Action::AddEtcdMember { .. } => Err(ExecFailure::OwnStep("etcd join")),
+                // With the join's ordering, rollback and health gate.
+                Action::AddEtcdMember { .. }
+                | Action::AddEtcdLearner { .. }
+                | Action::PromoteEtcdMember { .. } => Err(ExecFailure::OwnStep("etcd join")),
                 Action::DeleteNode { .. } => Err(ExecFailure::OwnStep("removed hosts")),
                 Action::InstallWins { .. } | Action::StartWins { .. } => {
                     Err(ExecFailure::OwnStep("wins"))
@@ -183,6 +189,23 @@ impl HostExecutor<'_> {
                 | Action::CopySnapshotFrom { .. }
                 | Action::RunUp { .. } => Err(ExecFailure::OwnStep("a day-2 command's changeset")),
                 Action::FixEtcdPermissions { path } => self.fix_etcd_permissions(path).await,
+                Action::LinkLogs {
+                    containers,
+                    docker_root,
+                } => crate::phases::log_links::link_logs(
+                    self.host,
+                    self.helper_image,
+                    docker_root,
+                    containers,
+                )
+                .await
+                .map_err(ExecFailure::Missing),
+                // `up`'s cluster actions: the cluster executor applies them.
+                Action::DisableEncryption { .. }
+                | Action::ApplyRbac { .. }
+                | Action::SyncNode { .. }
+                | Action::ApplyAddon { .. }
+                | Action::RemoveAddon { .. } => Err(ExecFailure::OwnStep("cluster")),
             };
             self.report(action, result)?;
         }

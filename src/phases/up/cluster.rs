@@ -5,28 +5,30 @@
 use super::run::Run;
 use super::{UpError, finish, other};
 use crate::cluster::Cluster;
+use crate::diff::Action;
 use crate::kubeapi::KubeApi;
 use crate::output::Reporter;
 use crate::phases::PhaseError;
+use crate::phases::changeset::CLUSTER;
 use crate::state::StateFile;
 use std::time::Duration;
 
-/// Encryption on before and off now: Secrets are written back in plain text first (§23).
+/// Encryption on before and off now (the planned `DisableEncryption`): Secrets are written
+/// back in plain text first (§23).
 pub(super) async fn disable_encryption(
     cluster: &Cluster,
     old: Option<&StateFile>,
-    state: &StateFile,
     run: &Run,
     reporter: &Reporter,
 ) -> Result<(), UpError> {
-    let Some(old) = old.filter(|o| {
-        !o.current_state.encryption_config.is_empty()
-            && state.desired_state.encryption_config.is_empty()
-    }) else {
+    let planned = run.cluster_actions_where(|a| matches!(a, Action::DisableEncryption { .. }));
+    let (Some(action), Some(old)) = (planned.first(), old) else {
         return Ok(());
     };
     let phase = reporter.phase("disable encryption");
     let r = crate::phases::encryption::disable(cluster, old, &run.pool, reporter).await;
+    let failure = r.as_ref().err().map(String::as_str);
+    reporter.applied(CLUSTER, action, failure);
     finish(
         phase,
         r.map_err(|e| PhaseError::Phase {
@@ -43,59 +45,66 @@ pub(super) async fn existing_api(cluster: &Cluster) -> Result<Option<KubeApi>, U
     Ok(KubeApi::from_kubeconfig(&kubeconfig).await.ok())
 }
 
-/// RKE1's RBAC objects (or their removal when authorization is not RBAC); returns the API the
-/// later steps use.
-pub(super) async fn authz(cluster: &Cluster, reporter: &Reporter) -> Result<KubeApi, UpError> {
-    let phase = reporter.phase("authz");
+/// The planned cluster actions `pick` selects, applied in order; stops at the first failure.
+async fn apply_picked(
+    run: &Run,
+    api: &KubeApi,
+    state_json: Option<&str>,
+    pick: fn(&Action) -> bool,
+) -> Result<(), String> {
+    let exec = run.cluster_executor(api, state_json);
+    for action in run.cluster_actions_where(pick) {
+        exec.apply(action).await.map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn phase_error(phase: &str) -> impl FnOnce(String) -> PhaseError {
+    move |message| PhaseError::Phase {
+        phase: phase.into(),
+        message,
+    }
+}
+
+/// The API the later steps use, and RKE1's RBAC objects when planned (§20).
+pub(super) async fn authz(cluster: &Cluster, run: &Run) -> Result<KubeApi, UpError> {
+    let phase = run.reporter.phase("authz");
     let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(other)?;
     let api = KubeApi::from_kubeconfig(&kubeconfig).await.map_err(other)?;
-    let rbac =
-        cluster.config.authorization.mode.is_empty() || cluster.config.authorization.mode == "rbac";
-    api.apply_authz(rbac).await.map_err(other)?;
-    phase.done();
+    let r = apply_picked(run, &api, None, |a| matches!(a, Action::ApplyRbac { .. })).await;
+    finish(phase, r.map_err(phase_error("authz")))?;
     Ok(api)
 }
 
-/// Encryption newly on, or a different provider: Secrets stored before are rewritten with the
-/// provider now first (§23).
-pub(super) async fn rewrite_secrets(
-    old: Option<&StateFile>,
-    state: &StateFile,
-    api: &KubeApi,
-    reporter: &Reporter,
-) -> Result<(), UpError> {
-    let applied = old.map(|o| o.current_state.encryption_config.as_str());
-    if state.desired_state.encryption_config.is_empty()
-        || applied == Some(state.desired_state.encryption_config.as_str())
-    {
+/// Encryption newly on, or a different provider (the planned `RewriteSecrets`): Secrets stored
+/// before are rewritten with the provider now first (§23).
+pub(super) async fn rewrite_secrets(run: &Run, api: &KubeApi) -> Result<(), UpError> {
+    let pick: fn(&Action) -> bool = |a| matches!(a, Action::RewriteSecrets { .. });
+    if run.cluster_actions_where(pick).is_empty() {
         return Ok(());
     }
-    let phase = reporter.phase("rewrite secrets");
-    let r = crate::phases::encryption::rewrite_secrets(api, reporter).await;
-    finish(
-        phase,
-        r.map(|_| ()).map_err(|e| PhaseError::Phase {
-            phase: "rewrite secrets".into(),
-            message: e,
-        }),
-    )
+    let phase = run.reporter.phase("rewrite secrets");
+    let r = apply_picked(run, api, None, pick).await;
+    finish(phase, r.map_err(phase_error("rewrite secrets")))
 }
 
-/// The desired state becomes the current one, in the state file and the cluster's state Secret.
+/// The desired state becomes the current one, in the state file and, when planned (it
+/// differs from what the cluster holds), in the cluster's state Secret.
 pub(super) async fn save_state(
     cluster: &Cluster,
     mut state: StateFile,
+    run: &Run,
     api: &KubeApi,
-    reporter: &Reporter,
 ) -> Result<(), UpError> {
-    let phase = reporter.phase("save state");
+    let phase = run.reporter.phase("save state");
     state.promote_desired_to_current();
     state.save(&cluster.files.state_path).map_err(other)?;
-    api.save_state_secret(&state.to_json().map_err(other)?)
-        .await
-        .map_err(other)?;
-    phase.done();
-    Ok(())
+    let json = state.to_json().map_err(other)?;
+    let r = apply_picked(run, api, Some(&json), |a| {
+        matches!(a, Action::SaveStateSecret { .. })
+    })
+    .await;
+    finish(phase, r.map_err(phase_error("save state")))
 }
 
 /// kube-proxy v1.20 looks its Node up once it starts and backs off 1, 2, 4, 8 s while it is

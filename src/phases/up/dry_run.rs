@@ -1,10 +1,10 @@
 //! `up --dry-run`: the actions the plan step decided, and how an existing cluster would be
 //! rolled; nothing on the hosts changes.
 
+use super::UpError;
 use super::plan::Planned;
 use super::rolling::rolling_summary;
 use super::state::Loaded;
-use super::{UpError, other};
 use crate::cluster::Cluster;
 use crate::output::Reporter;
 
@@ -23,9 +23,6 @@ pub(super) async fn show(
             println!("{line}");
         }
     }
-    crate::phases::addons::dry_run_addons(cluster, reporter)
-        .await
-        .map_err(other)?;
     planned.pool.close().await;
     Ok(())
 }

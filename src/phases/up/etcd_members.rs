@@ -6,11 +6,13 @@ use super::run::{ETCD_PLANE, Run};
 use super::{UpError, other};
 use crate::cluster::Cluster;
 use crate::diff::Action;
-use crate::hosts::Host;
+use crate::hosts::{Host, HostPool};
+use crate::output::Reporter;
 use crate::phases::Runner;
 use crate::phases::health;
 use crate::phases::reconcile;
 use crate::plan;
+use crate::plan::ClusterPlan;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -24,6 +26,78 @@ pub(super) fn member_host<'a>(run: &'a Run, skip: &BTreeSet<String>) -> Option<&
             h.roles.etcd && !added.contains(h.address.as_str()) && !skip.contains(&h.address)
         })
         .find_map(|h| run.pool.get(&h.address))
+}
+
+/// What the rollback of a learner's failed join does, as the dry run states it.
+const LEARNER_ROLLBACK: &str =
+    "its etcd container is removed and the learner removed again, the cluster keeps its members";
+
+/// The membership actions of each joining etcd host, read (never changed) through a member
+/// that stays: none for a member whose etcd has started already (an interrupted run); else
+/// added as a learner and promoted where etcd has learners (3.4+), or added as a voting member.
+/// Learners do not count towards quorum until promoted: RKE1 adds voting members, and a join
+/// that fails then leaves the cluster without quorum (1 of 2 members up).
+pub(super) async fn plan_joins(
+    pool: &HostPool,
+    plan: &ClusterPlan,
+    recon: &reconcile::Changes,
+    reporter: &Reporter,
+) -> Vec<(String, Vec<Action>)> {
+    let added: BTreeSet<&str> = recon.etcd_added.iter().map(String::as_str).collect();
+    let Some(via) = plan
+        .hosts
+        .iter()
+        .filter(|h| h.roles.etcd && !added.contains(h.address.as_str()))
+        .find_map(|h| pool.get(&h.address))
+    else {
+        // No member stays to join through: the join step has nothing to do either.
+        return Vec::new();
+    };
+    if added.is_empty() {
+        return Vec::new();
+    }
+    let members = match reconcile::member_list(via).await {
+        Ok(m) => m,
+        Err(e) => {
+            reporter.warn(format!(
+                "the etcd members could not be read through {}: {e}",
+                via.name()
+            ));
+            Vec::new()
+        }
+    };
+    let learners = reconcile::supports_learners(via).await;
+    let mut out = Vec::new();
+    for h in recon
+        .etcd_added
+        .iter()
+        .filter_map(|a| plan.hosts.iter().find(|h| &h.address == a))
+    {
+        let member = reconcile::member_name(&h.hostname);
+        let peer_url = reconcile::peer_url(&h.internal_address);
+        // A member that has never started (new, or left unstarted by an interrupted run)
+        // starts from an empty data directory: data of an earlier membership would make etcd
+        // restart as that removed member, which the cluster refuses.
+        let started = members
+            .iter()
+            .any(|(_, n, urls)| !n.is_empty() && urls.split(',').any(|u| u == peer_url));
+        let actions = if started {
+            Vec::new()
+        } else if learners {
+            vec![
+                Action::AddEtcdLearner {
+                    member: member.clone(),
+                    peer_url,
+                    rollback: LEARNER_ROLLBACK.into(),
+                },
+                Action::PromoteEtcdMember { member },
+            ]
+        } else {
+            vec![Action::AddEtcdMember { member, peer_url }]
+        };
+        out.push((h.address.clone(), actions));
+    }
+    out
 }
 
 /// Members leave before their containers stop, one at a time, so the cluster keeps quorum
@@ -153,25 +227,26 @@ pub(super) async fn join_etcd_members(
         let result = async {
             let via = member_host(run, &BTreeSet::new()).ok_or("no etcd member to join through")?;
             let peer = reconcile::peer_url(&h.internal_address);
-            // A member that has never started (new, or left unstarted by an interrupted run)
-            // starts from an empty data directory: data of an earlier membership would make
-            // etcd restart as that removed member, which the cluster refuses ("the member has
-            // been permanently removed from the cluster").
-            let started = reconcile::member_list(via)
-                .await?
+            // As planned (`plan_joins`): no membership action for a member that has started
+            // already (an interrupted run); a learner is promoted once its etcd runs.
+            let planned = &run.actions[address];
+            let add = planned.iter().find(|a| {
+                matches!(
+                    a,
+                    Action::AddEtcdMember { .. } | Action::AddEtcdLearner { .. }
+                )
+            });
+            let promote = planned
                 .iter()
-                .any(|(_, n, urls)| !n.is_empty() && urls.split(',').any(|u| u == peer));
-            // Learners (etcd 3.4+) do not count towards quorum until promoted: RKE1 adds voting
-            // members, and a join that fails then leaves the cluster without quorum (1 of 2
-            // members up). The member is promoted once it has caught up, and removed again when
-            // its join fails.
-            let learner = !started && reconcile::supports_learners(via).await;
-            reconcile::add_member(via, &name, &peer, learner).await?;
-            let add = Action::AddEtcdMember {
-                member: name.clone(),
-                peer_url: peer.clone(),
-            };
-            run.reporter.applied(address, &add, None);
+                .find(|a| matches!(a, Action::PromoteEtcdMember { .. }));
+            let learner = matches!(add, Some(Action::AddEtcdLearner { .. }));
+            let started = add.is_none();
+            if let Some(add) = add {
+                let added = reconcile::add_member(via, &name, &peer, learner).await;
+                run.reporter
+                    .applied(address, add, added.as_ref().err().map(String::as_str));
+                added?;
+            }
             let joined = async {
             let pending: BTreeSet<String> = run.recon.etcd_added[i + 1..].iter().cloned().collect();
             let ctx = plan::EtcdContext::while_adding(&order, &pending);
@@ -231,7 +306,12 @@ pub(super) async fn join_etcd_members(
                 .await
                 .map_err(|e| e.to_string())?;
             if learner {
-                reconcile::promote_member(via, &peer, 45).await?;
+                let promoted = reconcile::promote_member(via, &peer, 45).await;
+                if let Some(promote) = promote {
+                    run.reporter
+                        .applied(address, promote, promoted.as_ref().err().map(String::as_str));
+                }
+                promoted?;
             }
             if let Some(check) = &spec.health_check {
                 let tls = check_tls(run, check);
@@ -261,6 +341,12 @@ pub(super) async fn join_etcd_members(
                     reconcile::remove_member_by_peer(via, &peer).await
                 }
                 .await;
+                // The rollback the plan announced with the learner, reported as it ran.
+                let removed = Action::RemoveEtcdMember {
+                    member: name.clone(),
+                };
+                run.reporter
+                    .applied(address, &removed, undone.as_ref().err().map(String::as_str));
                 return Err(match undone {
                     Ok(()) => format!("{e}\n(the learner was removed again: the cluster keeps its members and quorum)"),
                     Err(u) => format!("{e}\n(removing the learner again failed too: {u})"),

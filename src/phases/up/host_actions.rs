@@ -69,7 +69,11 @@ pub(crate) fn in_run_order(actions: &mut [Action], early_workers: bool, planes: 
             Action::PullImage { .. } => (2, 0),
             // A member leaving: its etcd containers and data directory go with it.
             Action::RemoveEtcdMember { .. } | Action::CleanDirectories { .. } => (5, 0),
-            Action::AddEtcdMember { .. } => (6, 0),
+            Action::AddEtcdMember { .. } | Action::AddEtcdLearner { .. } => (6, 0),
+            // Once its etcd runs: planned after that container, which has the same rank.
+            Action::PromoteEtcdMember { .. } => in_planes(plan::ETCD).unwrap_or((20, 0)),
+            // After every container it links the logs of.
+            Action::LinkLogs { .. } => (30, 0),
             // Right before the etcd container it prepares (listed just before it).
             Action::FixEtcdPermissions { .. } => in_planes(plan::ETCD).unwrap_or((20, 0)),
             _ => match container_of(a) {

@@ -6,8 +6,9 @@
 //! 2. `connect`: every host at once; any host that cannot be reached stops the run before
 //!    anything changes, with every host's problem listed (RKE1 silently dropped them, §33.18).
 //! 3. `plan` and `observe`: the desired containers and files of each host (pure), compared
-//!    with what each host runs and holds (`host_actions`); the result is the list of actions
-//!    `--dry-run` prints (`dry_run`).
+//!    with what each host runs and holds (`host_actions`), and what the cluster holds through
+//!    its API (`cluster_actions`); the result is the list of actions `--dry-run` prints
+//!    (`dry_run`).
 //! 4. apply: `files` and certificates, images, Windows hosts' wins (`windows`), the etcd
 //!    plane (`etcd_members`, `etcd`), the control plane (`planes`, `rolling`), RBAC and
 //!    the current state (`cluster`), the worker plane, node labels and taints and log links
@@ -15,6 +16,7 @@
 //!    safe. `containers` brings one container to its planned state.
 
 mod cluster;
+mod cluster_actions;
 mod connect;
 mod containers;
 mod dry_run;
@@ -108,7 +110,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     // Encryption turned off: Secrets go back to plain text while the cluster still runs as it
     // was, before the files step removes the provider file; done after it, the step wrote the
     // file back and the next `up` had to remove it again (§23).
-    cluster::disable_encryption(cluster, old, &loaded.state, &run, reporter).await?;
+    cluster::disable_encryption(cluster, old, &run, reporter).await?;
     files::apply_files(&run, &runner).await?;
     crate::doctor::guard::apply_calico_actions(cluster, &run.pool, &run.actions, reporter)
         .await
@@ -176,11 +178,11 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         })
         .await?;
     }
-    let api = cluster::authz(cluster, reporter).await?;
-    cluster::rewrite_secrets(old, &loaded.state, &api, reporter).await?;
+    let api = cluster::authz(cluster, &run).await?;
+    cluster::rewrite_secrets(&run, &api).await?;
     // RKE1's order (§9): the state is recorded once the control plane answers, before the
     // worker plane; on a new cluster the kubelets already run, only kube-proxy waits for it.
-    cluster::save_state(cluster, loaded.state, &api, reporter).await?;
+    cluster::save_state(cluster, loaded.state, &run, &api).await?;
     if let Some(old) = old_current {
         rolling::upgrade_worker_plane(cluster, old, &run, &runner, Some(&api)).await?;
     } else {
@@ -193,10 +195,11 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         // kube-proxy everywhere, and the worker components of etcd and control plane hosts.
         planes::plane(&run, &runner, "worker plane", WORKER_PLANE, |_| true).await?;
     }
-    nodes::sync_nodes(cluster, old_current, &run, &api, &runner).await?;
+    nodes::sync_nodes(&run, &api).await?;
     removed_hosts::remove_hosts(&run, &api, &runner).await?;
     nodes::link_logs(&run, &runner).await?;
-    crate::phases::addons::deploy_addons(cluster, &api, reporter)
+    let exec = run.cluster_executor(&api, None);
+    crate::phases::addons::deploy_addons(cluster, &run.addons, &run.cluster_actions, &exec)
         .await
         .map_err(other)?;
     run.pool.close().await;

@@ -2,6 +2,7 @@
 //! what each host runs and holds, and the actions between the two, in the order `up` takes
 //! them; then the checks that may refuse the run before anything changes (webhooks, adoption).
 
+use super::cluster_actions::{PlannedCluster, log_links, plan_cluster};
 use super::connect::Connected;
 use super::host_actions::{host_actions, in_run_order};
 use super::observe::{guard_existing_cluster, observe};
@@ -40,6 +41,10 @@ pub(super) struct Planned {
     pub(super) default_tools_tag: Option<String>,
     /// Set when the state was not written by rkers: what adopting the cluster changes.
     pub(super) adoption: Option<Adoption>,
+    /// The addons and the actions of the pseudo-host `cluster`.
+    pub(super) cluster: PlannedCluster,
+    /// The authorization mode is RBAC.
+    pub(super) rbac: bool,
 }
 
 pub(super) async fn plan(
@@ -161,18 +166,19 @@ pub(super) async fn plan(
         });
         actions.insert(host_plan.address.clone(), list);
     }
-    for a in &recon.etcd_added {
-        if let (Some(list), Some(h)) = (
-            actions.get_mut(a),
-            cluster_plan.hosts.iter().find(|h| &h.address == a),
-        ) {
-            let add = Action::AddEtcdMember {
-                member: reconcile::member_name(&h.hostname),
-                peer_url: reconcile::peer_url(&h.internal_address),
-            };
-            list.insert(0, add.clone());
-            if let Some(shown) = all_actions.iter_mut().find(|x| &x.host == a) {
-                shown.actions.insert(0, add);
+    // Joining etcd members: added (as learners and promoted once their etcd runs, where etcd
+    // has learners), decided from the members read through one that stays.
+    let joins = super::etcd_members::plan_joins(&pool, &cluster_plan, &recon, reporter).await;
+    for (a, membership) in joins {
+        if let Some(list) = actions.get_mut(&a) {
+            for action in membership {
+                match action {
+                    Action::PromoteEtcdMember { .. } => list.push(action),
+                    _ => list.insert(0, action),
+                }
+            }
+            if let Some(shown) = all_actions.iter_mut().find(|x| x.host == a) {
+                shown.actions = list.clone();
             }
         }
     }
@@ -255,8 +261,27 @@ pub(super) async fn plan(
                 &all_actions,
             )
         });
+    // Each Linux host's log links follow from its created containers: its last action.
+    for shown in all_actions.iter_mut() {
+        let windows = cluster_plan.windows.contains_key(&shown.host);
+        if let Some(list) = actions.get_mut(&shown.host)
+            && let Some(links) = log_links(list, windows, facts.get(&shown.host))
+        {
+            list.push(links.clone());
+            shown.actions.push(links);
+        }
+    }
+    let cluster_planned = plan_cluster(cluster, loaded, &cluster_plan, reporter).await?;
+    if !cluster_planned.actions.is_empty() {
+        all_actions.push(HostActions {
+            host: crate::phases::changeset::CLUSTER.to_string(),
+            actions: cluster_planned.actions.clone(),
+        });
+    }
     phase.done();
     Ok(Planned {
+        cluster: cluster_planned,
+        rbac: super::cluster_actions::rbac(cluster),
         pool,
         plan: cluster_plan,
         bundle,

@@ -99,6 +99,11 @@ pub(super) struct Run {
     pub(super) default_tools_tag: Option<String>,
     /// Where the executor reports each action it applied.
     pub(super) reporter: Reporter,
+    /// The actions of the pseudo-host `cluster`, in the order they are applied.
+    pub(super) cluster_actions: Vec<Action>,
+    /// Every addon of the run, in RKE1's order.
+    pub(super) addons: Vec<crate::addons::AddonPlan>,
+    pub(super) rbac: bool,
 }
 
 impl Run {
@@ -122,7 +127,29 @@ impl Run {
                 .then(|| state.desired_state.encryption_config.clone()),
             default_tools_tag: planned.default_tools_tag,
             reporter: reporter.clone(),
+            cluster_actions: planned.cluster.actions,
+            addons: planned.cluster.addons,
+            rbac: planned.rbac,
         }
+    }
+
+    /// The executor of the `cluster` actions; `state_json` is what the state Secret gets.
+    pub(super) fn cluster_executor<'a>(
+        &'a self,
+        api: &'a crate::kubeapi::KubeApi,
+        state_json: Option<&'a str>,
+    ) -> crate::phases::cluster_executor::ClusterExecutor<'a> {
+        crate::phases::cluster_executor::ClusterExecutor {
+            api,
+            reporter: &self.reporter,
+            rbac: self.rbac,
+            state_json,
+        }
+    }
+
+    /// The planned `cluster` actions `pick` selects, in order.
+    pub(super) fn cluster_actions_where(&self, pick: fn(&Action) -> bool) -> Vec<&Action> {
+        self.cluster_actions.iter().filter(|a| pick(a)).collect()
     }
 
     pub(super) fn host_plan(&self, address: &str) -> &HostPlan {

@@ -473,3 +473,49 @@ fn actions_are_listed_in_the_order_the_run_applies_them() {
         ])
     );
 }
+
+/// A joining member: added as a learner before its etcd is created, promoted right after that
+/// etcd (and before the rest of the etcd plane), its logs linked last.
+#[test]
+fn a_learner_is_promoted_right_after_its_etcd_starts() {
+    let create = |name: &str| Action::CreateContainer {
+        name: name.into(),
+        image: "img".into(),
+        start: true,
+    };
+    // As the plan step lists them: membership first, the promotion pushed last.
+    let mut list = vec![
+        Action::AddEtcdLearner {
+            member: "etcd-h2".into(),
+            peer_url: "https://10.0.0.2:2380".into(),
+            rollback: "undone".into(),
+        },
+        Action::FixEtcdPermissions {
+            path: "/var/lib/etcd".into(),
+        },
+        create("etcd"),
+        create("etcd-rolling-snapshots"),
+        create("kubelet"),
+        Action::PromoteEtcdMember {
+            member: "etcd-h2".into(),
+        },
+        Action::LinkLogs {
+            containers: vec!["etcd".into()],
+            docker_root: "/var/lib/docker".into(),
+        },
+    ];
+    in_run_order(&mut list, false, &[ETCD_PLANE, WORKER_PLANE]);
+    let texts: Vec<String> = list.iter().map(|a| a.to_string()).collect();
+    assert_eq!(
+        texts,
+        [
+            "add etcd member etcd-h2 (https://10.0.0.2:2380) as a learner; if it does not join: undone",
+            "create /var/lib/etcd and make it private to its owner (etcd-fix-perm)",
+            "create and start container etcd (img)",
+            "promote etcd learner etcd-h2 to a voting member once it has caught up",
+            "create and start container etcd-rolling-snapshots (img)",
+            "create and start container kubelet (img)",
+            "link the logs of etcd",
+        ]
+    );
+}
