@@ -864,6 +864,13 @@ async fn incident3_webhook_blocks_the_cni() {
             .then_some(())
     });
 
+    // The DaemonSet this test made anew also replaced the pods on host1 and host2: a report
+    // taken while one of them still starts would find that pod, not the incident.
+    wait_for("every flannel pod ready", Duration::from_secs(120), || {
+        let pods = pods_of(&cluster, "app=flannel");
+        (pods.len() >= 3 && pods.iter().all(|p| p.2)).then_some(())
+    });
+
     // 3. doctor: fixed.
     let (code, report, text) = doctor_json(&cluster, &[]);
     assert_eq!(finding(&report, "webhook", None)["status"], "ok", "{text}");
