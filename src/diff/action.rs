@@ -10,16 +10,23 @@ pub enum Action {
     PullImage {
         image: String,
     },
+    /// `spec` is the container exactly as the plan wants it, which the executor creates; it is
+    /// not serialized (its environment may hold credentials) and the dry run names its image.
     CreateContainer {
         name: String,
         image: String,
         start: bool,
+        #[serde(skip)]
+        spec: Box<crate::plan::ContainerSpec>,
     },
+    /// `changes` are what differs from the running container, `spec` what replaces it.
     RecreateContainer {
         name: String,
         #[serde(serialize_with = "changes_as_strings")]
         changes: Vec<FieldChange>,
         start: bool,
+        #[serde(skip)]
+        spec: Box<crate::plan::ContainerSpec>,
     },
     StartContainer {
         name: String,
@@ -31,9 +38,13 @@ pub enum Action {
         name: String,
         reason: String,
     },
+    /// `file` is what is written, never serialized nor shown (keys, certificates); `path` is
+    /// where, the file's path relative to its root (`/etc/kubernetes`, or the Windows prefix).
     UploadFile {
         path: String,
         reason: String,
+        #[serde(skip)]
+        file: Box<crate::phases::files::DesiredFile>,
     },
     RemoveFile {
         path: String,
@@ -65,6 +76,7 @@ pub enum Action {
     /// The learner becomes a voting member once it has caught up (after its etcd started).
     PromoteEtcdMember {
         member: String,
+        peer_url: String,
     },
     RemoveEtcdMember {
         member: String,
@@ -106,11 +118,16 @@ pub enum Action {
         owner: String,
         /// What the host has now (`missing`, or mode and owner).
         found: String,
+        /// The image of the one-shot container that writes calico's directories and entry.
+        #[serde(skip)]
+        image: String,
     },
     /// calico/canal: the systemd-tmpfiles entry that recreates those directories at boot.
     WriteTmpfilesEntry {
         path: String,
         reason: String,
+        #[serde(skip)]
+        image: String,
     },
     // other commands' actions (wip-dryrun)
     /// Files written under `dir` in one go (certificates, the encryption provider file, a copy
@@ -179,6 +196,11 @@ pub enum Action {
     /// only its owner reads it (a one-shot helper container).
     FixEtcdPermissions {
         path: String,
+        /// A joining member: an etcd container an interrupted run left is removed and the
+        /// directory emptied first, since data of an earlier membership would make etcd start
+        /// as that removed member, which the cluster refuses.
+        #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+        empty_first: bool,
     },
     /// RKE1's log links (§8.5) for the containers this run creates on a Linux host, in a
     /// one-shot helper container.
@@ -241,7 +263,9 @@ impl std::fmt::Display for Action {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Action::PullImage { image } => write!(f, "pull image {image}"),
-            Action::CreateContainer { name, image, start } => {
+            Action::CreateContainer {
+                name, image, start, ..
+            } => {
                 let verb = if *start { "create and start" } else { "create" };
                 write!(f, "{verb} container {name} ({image})")
             }
@@ -257,7 +281,7 @@ impl std::fmt::Display for Action {
             Action::RemoveContainer { name, reason } => {
                 write!(f, "remove container {name} ({reason})")
             }
-            Action::UploadFile { path, reason } => write!(f, "upload {path} ({reason})"),
+            Action::UploadFile { path, reason, .. } => write!(f, "upload {path} ({reason})"),
             Action::RemoveFile { path, reason } => write!(f, "remove {path} ({reason})"),
             Action::SetFileMode {
                 path,
@@ -281,7 +305,7 @@ impl std::fmt::Display for Action {
                 "add etcd member {member} ({peer_url}) as a learner; if it does not join: \
                  {rollback}"
             ),
-            Action::PromoteEtcdMember { member } => write!(
+            Action::PromoteEtcdMember { member, .. } => write!(
                 f,
                 "promote etcd learner {member} to a voting member once it has caught up"
             ),
@@ -326,8 +350,9 @@ impl std::fmt::Display for Action {
                 mode,
                 owner,
                 found,
+                ..
             } => write!(f, "ensure directory {path} {owner} {mode} (found: {found})"),
-            Action::WriteTmpfilesEntry { path, reason } => {
+            Action::WriteTmpfilesEntry { path, reason, .. } => {
                 write!(f, "write {path} ({reason})")
             }
             // other commands' actions (wip-dryrun)
@@ -375,7 +400,13 @@ impl std::fmt::Display for Action {
             }
             Action::RunUp { reason } => write!(f, "run `rkers up` ({reason})"),
             // up's actions (wip-plan)
-            Action::FixEtcdPermissions { path } => {
+            Action::FixEtcdPermissions { path, empty_first } => {
+                if *empty_first {
+                    write!(
+                        f,
+                        "remove the etcd container an earlier run left, if any, empty {path}, "
+                    )?;
+                }
                 write!(
                     f,
                     "create {path} and make it private to its owner (etcd-fix-perm)"
@@ -482,6 +513,7 @@ mod tests {
                             why: None,
                         }],
                         start: true,
+                        spec: Box::default(),
                     },
                 ],
             },
@@ -504,6 +536,7 @@ mod tests {
             mode: "0755".into(),
             owner: "root:root".into(),
             found: "0700 0:0".into(),
+            image: "img".into(),
         };
         assert_eq!(
             dir.to_string(),
@@ -512,6 +545,7 @@ mod tests {
         let entry = Action::WriteTmpfilesEntry {
             path: "/etc/tmpfiles.d/calico.conf".into(),
             reason: "no tmpfiles.d entry creates /var/run/calico".into(),
+            image: "img".into(),
         };
         assert_eq!(
             entry.to_string(),

@@ -144,6 +144,7 @@ pub fn compare(
 /// The action that brings one container to its desired state, or `None` when it is in it.
 pub fn container_action(
     name: &str,
+    spec: &crate::plan::ContainerSpec,
     desired: &ContainerView,
     start: bool,
     observed: Option<&ObservedContainer>,
@@ -155,6 +156,7 @@ pub fn container_action(
             name: name.to_string(),
             image: desired.image.clone(),
             start,
+            spec: Box::new(spec.clone()),
         });
     };
     let mut changes = compare(desired, &observed.config, image_env, dont_care);
@@ -166,6 +168,7 @@ pub fn container_action(
             name: name.to_string(),
             changes,
             start,
+            spec: Box::new(spec.clone()),
         });
     }
     if start && !observed.running {
@@ -298,6 +301,7 @@ mod tests {
         };
         let action = container_action(
             "kubelet",
+            &Default::default(),
             &desired,
             true,
             Some(&observed),
@@ -321,6 +325,7 @@ mod tests {
         };
         let action = container_action(
             "kubelet",
+            &Default::default(),
             &desired,
             true,
             Some(&observed),
@@ -335,6 +340,7 @@ mod tests {
         assert_eq!(
             container_action(
                 "kubelet",
+                &Default::default(),
                 &desired,
                 true,
                 Some(&observed),
@@ -357,6 +363,7 @@ mod tests {
         assert_eq!(
             container_action(
                 "service-sidekick",
+                &Default::default(),
                 &desired,
                 false,
                 Some(&observed),

@@ -14,6 +14,9 @@ use crate::phases::reconcile;
 use crate::plan;
 use std::time::Duration;
 
+/// How often a learner's promotion is tried (once a second) before the join counts as failed.
+const PROMOTE_ATTEMPTS: u32 = 45;
+
 /// An action that could not be applied, naming the host and the action.
 #[derive(Debug, thiserror::Error)]
 #[error("host {host}: {action}: {source}")]
@@ -34,6 +37,9 @@ pub enum ExecFailure {
     /// A call to the Kubernetes API (the cluster actions).
     #[error("{0}")]
     Api(String),
+    /// A one-shot helper container on the host failed (its output is in the message).
+    #[error("{0}")]
+    Helper(String),
     /// The action needs something its step did not give the executor (a planned container, a
     /// file's contents, an etcd member to go through): a bug in the step, never in the input.
     #[error("{0}")]
@@ -44,30 +50,44 @@ pub enum ExecFailure {
     OwnStep(&'static str),
 }
 
-/// What the executor needs of one host to apply its actions.
+/// What the executor needs of one host to apply its actions; everything else comes with the
+/// actions themselves (the container specs, the files' contents, the etcd member URLs).
 pub struct HostExecutor<'a> {
     pub host: &'a Host,
+    /// The host as events and errors name it (its address).
+    pub name: &'a str,
     pub reporter: &'a Reporter,
     /// The one-shot helper image (files, directory clean-up, etcd permissions).
     pub helper_image: &'a str,
     pub registries: &'a [hosts::target::RegistryCredential],
     /// The directory the host's file actions' paths are under ([`crate::phases::up`]'s
-    /// `files_root`), and the planned files by path relative to it.
+    /// `files_root`): `/etc/kubernetes`, or the Windows prefix.
     pub files_root: String,
-    pub files: &'a [DesiredFile],
-    /// Windows workers: files are written through the host agent, with the directories the
-    /// plan needs.
-    pub windows: bool,
-    /// The containers planned for the host, exactly as diffed.
-    pub containers: &'a indexmap::IndexMap<String, plan::ContainerSpec>,
-    /// An etcd member that stays, for member removals.
+    /// An etcd member that stays, for membership changes.
     pub etcd_via: Option<&'a Host>,
 }
 
-impl HostExecutor<'_> {
+impl<'a> HostExecutor<'a> {
+    /// The same host, its etcd membership changes made through `via`.
+    pub fn through(self, via: &'a Host) -> Self {
+        HostExecutor {
+            etcd_via: Some(via),
+            ..self
+        }
+    }
+
+    fn windows(&self) -> bool {
+        self.host.facts().is_windows()
+    }
+
+    fn via(&self) -> Result<&Host, ExecFailure> {
+        self.etcd_via
+            .ok_or_else(|| ExecFailure::Missing("no remaining etcd member is reachable".into()))
+    }
+
     fn fail(&self, action: &Action, source: impl Into<ExecFailure>) -> ExecError {
         ExecError {
-            host: self.host.name().to_string(),
+            host: self.name.to_string(),
             action: action.to_string(),
             source: Box::new(source.into()),
         }
@@ -78,6 +98,7 @@ impl HostExecutor<'_> {
     /// them stands. Stops at the first failure, which is reported as that action's event.
     pub async fn apply<'x>(&self, actions: &[&'x Action]) -> Result<(), ExecError> {
         let mut files: FileBatch<'x> = FileBatch::default();
+        let mut calico: Vec<&'x Action> = Vec::new();
         for &action in actions {
             let is_file = matches!(
                 action,
@@ -86,13 +107,20 @@ impl HostExecutor<'_> {
                     | Action::SetFileMode { .. }
                     | Action::CreateDirectories { .. }
             );
+            let is_calico = matches!(
+                action,
+                Action::EnsureCniDirectory { .. } | Action::WriteTmpfilesEntry { .. }
+            );
             if !is_file {
                 // Files written so far go first: what follows may read them.
                 self.flush(&mut files).await?;
             }
+            if !is_calico {
+                self.flush_calico(&mut calico).await?;
+            }
             let result = match action {
-                Action::UploadFile { path, .. } => {
-                    files.add(action, |b| b.upload.push(path.clone()));
+                Action::UploadFile { file, .. } => {
+                    files.add(action, |b| b.upload.push((**file).clone()));
                     continue;
                 }
                 Action::RemoveFile { path, .. } => {
@@ -126,8 +154,12 @@ impl HostExecutor<'_> {
                     .await
                     .map(drop)
                     .map_err(ExecFailure::from),
-                Action::CreateContainer { name, start, .. } => self.create(name, *start).await,
-                Action::RecreateContainer { name, start, .. } => self.recreate(name, *start).await,
+                Action::CreateContainer {
+                    name, start, spec, ..
+                } => self.create(name, spec, *start).await,
+                Action::RecreateContainer {
+                    name, start, spec, ..
+                } => self.recreate(name, spec, *start).await,
                 Action::StartContainer { name } => self
                     .host
                     .docker()
@@ -155,25 +187,42 @@ impl HostExecutor<'_> {
                         .await
                         .map_err(ExecFailure::Etcd)
                 }
-                Action::RemoveEtcdMember { member } => match self.etcd_via {
-                    Some(via) => reconcile::remove_member(via, member)
+                Action::RemoveEtcdMember { member } => match self.via() {
+                    Ok(via) => reconcile::remove_member(via, member)
                         .await
                         .map_err(ExecFailure::Etcd),
-                    None => Err(ExecFailure::Missing(
-                        "no remaining etcd member is reachable".into(),
-                    )),
+                    Err(e) => Err(e),
                 },
-                // With the join's ordering, rollback and health gate.
-                Action::AddEtcdMember { .. }
-                | Action::AddEtcdLearner { .. }
-                | Action::PromoteEtcdMember { .. } => Err(ExecFailure::OwnStep("etcd join")),
+                Action::AddEtcdMember { member, peer_url } => match self.via() {
+                    Ok(via) => reconcile::add_member(via, member, peer_url, false)
+                        .await
+                        .map_err(ExecFailure::Etcd),
+                    Err(e) => Err(e),
+                },
+                Action::AddEtcdLearner {
+                    member, peer_url, ..
+                } => match self.via() {
+                    Ok(via) => reconcile::add_member(via, member, peer_url, true)
+                        .await
+                        .map_err(ExecFailure::Etcd),
+                    Err(e) => Err(e),
+                },
+                // Once the learner's etcd runs and has caught up: retried for that long.
+                Action::PromoteEtcdMember { peer_url, .. } => match self.via() {
+                    Ok(via) => reconcile::promote_member(via, peer_url, PROMOTE_ATTEMPTS)
+                        .await
+                        .map_err(ExecFailure::Etcd),
+                    Err(e) => Err(e),
+                },
                 Action::DeleteNode { .. } => Err(ExecFailure::OwnStep("removed hosts")),
                 Action::InstallWins { .. } | Action::StartWins { .. } => {
                     Err(ExecFailure::OwnStep("wins"))
                 }
                 Action::CleanWindowsHost { .. } => Err(ExecFailure::OwnStep("removed hosts")),
+                // One helper writes every directory and the entry: applied with the last.
                 Action::EnsureCniDirectory { .. } | Action::WriteTmpfilesEntry { .. } => {
-                    Err(ExecFailure::OwnStep("calico runtime"))
+                    calico.push(action);
+                    continue;
                 }
                 // The day-2 commands' actions: their changesets apply them (phases::changeset
                 // with each command's `apply`); `up` never plans them.
@@ -188,7 +237,9 @@ impl HostExecutor<'_> {
                 | Action::RunOneShot { .. }
                 | Action::CopySnapshotFrom { .. }
                 | Action::RunUp { .. } => Err(ExecFailure::OwnStep("a day-2 command's changeset")),
-                Action::FixEtcdPermissions { path } => self.fix_etcd_permissions(path).await,
+                Action::FixEtcdPermissions { path, empty_first } => {
+                    self.fix_etcd_permissions(path, *empty_first).await
+                }
                 Action::LinkLogs {
                     containers,
                     docker_root,
@@ -199,7 +250,7 @@ impl HostExecutor<'_> {
                     containers,
                 )
                 .await
-                .map_err(ExecFailure::Missing),
+                .map_err(ExecFailure::Helper),
                 // `up`'s cluster actions: the cluster executor applies them.
                 Action::DisableEncryption { .. }
                 | Action::ApplyRbac { .. }
@@ -209,15 +260,39 @@ impl HostExecutor<'_> {
             };
             self.report(action, result)?;
         }
-        self.flush(&mut files).await
+        self.flush(&mut files).await?;
+        self.flush_calico(&mut calico).await
+    }
+
+    /// calico's runtime directories and their tmpfiles.d entry, in one helper container
+    /// (incidents.md §1), each action reported as applied.
+    async fn flush_calico(&self, batch: &mut Vec<&Action>) -> Result<(), ExecError> {
+        let batch = std::mem::take(batch);
+        let Some(first) = batch.first().copied() else {
+            return Ok(());
+        };
+        let image = match first {
+            Action::EnsureCniDirectory { image, .. } | Action::WriteTmpfilesEntry { image, .. } => {
+                image.as_str()
+            }
+            _ => "",
+        };
+        let result =
+            crate::doctor::probe::apply_calico_fix(self.host.docker(), image, self.registries)
+                .await
+                .map_err(|e| self.fail(first, ExecFailure::Helper(e)));
+        let error = result.as_ref().err().map(|e| e.to_string());
+        for a in &batch {
+            self.reporter.applied(self.name, a, error.as_deref());
+        }
+        result
     }
 
     /// Reports one applied action, and turns its failure into the executor's error.
     fn report(&self, action: &Action, result: Result<(), ExecFailure>) -> Result<(), ExecError> {
         let result = result.map_err(|e| self.fail(action, e));
         let error = result.as_ref().err().map(|e| e.to_string());
-        self.reporter
-            .applied(self.host.name(), action, error.as_deref());
+        self.reporter.applied(self.name, action, error.as_deref());
         result
     }
 
@@ -229,26 +304,22 @@ impl HostExecutor<'_> {
         };
         let result = self.write_files(&batch).await;
         let error = result.as_ref().err().map(|e| {
-            self.fail(first, ExecFailure::Missing(e.to_string()))
+            self.fail(first, ExecFailure::Helper(e.to_string()))
                 .to_string()
         });
         for a in &batch.actions {
-            self.reporter.applied(self.host.name(), a, error.as_deref());
+            self.reporter.applied(self.name, a, error.as_deref());
         }
         result.map_err(|e| self.fail(first, e))
     }
 
-    // An ExecFailure lives for one call before ExecError boxes it.
-    #[allow(clippy::result_large_err)]
-    fn spec(&self, name: &str) -> Result<hosts::ContainerSpec, ExecFailure> {
-        self.containers
-            .get(name)
-            .map(docker_spec)
-            .ok_or_else(|| ExecFailure::Missing(format!("no planned container {name}")))
-    }
-
-    async fn create(&self, name: &str, start: bool) -> Result<(), ExecFailure> {
-        let spec = self.spec(name)?;
+    async fn create(
+        &self,
+        name: &str,
+        spec: &plan::ContainerSpec,
+        start: bool,
+    ) -> Result<(), ExecFailure> {
+        let spec = docker_spec(spec);
         let docker = self.host.docker();
         docker.remove_container(name).await?;
         docker.create_container(name, &spec).await?;
@@ -260,8 +331,13 @@ impl HostExecutor<'_> {
 
     /// RKE1's rolling replace (§22.1): the old container is kept aside until the new one
     /// exists, so a failed create leaves something to fall back to.
-    async fn recreate(&self, name: &str, start: bool) -> Result<(), ExecFailure> {
-        let spec = self.spec(name)?;
+    async fn recreate(
+        &self,
+        name: &str,
+        spec: &plan::ContainerSpec,
+        start: bool,
+    ) -> Result<(), ExecFailure> {
+        let spec = docker_spec(spec);
         let docker = self.host.docker();
         let old = format!("old-{name}");
         docker.remove_container(&old).await?;
@@ -275,8 +351,15 @@ impl HostExecutor<'_> {
         Ok(())
     }
 
-    /// RKE1's etcd-fix-perm: the data directory exists and only its owner reads it.
-    async fn fix_etcd_permissions(&self, path: &str) -> Result<(), ExecFailure> {
+    /// RKE1's etcd-fix-perm: the data directory exists and only its owner reads it; for a
+    /// joining member, emptied first with no etcd container left to write into it.
+    async fn fix_etcd_permissions(&self, path: &str, empty_first: bool) -> Result<(), ExecFailure> {
+        if empty_first {
+            self.host.docker().remove_container(plan::ETCD).await?;
+            reconcile::clean_directories(self.host, self.helper_image, &[path.to_string()])
+                .await
+                .map_err(ExecFailure::Etcd)?;
+        }
         let spec = hosts::ContainerSpec {
             image: self.helper_image.to_string(),
             entrypoint: vec!["/bin/sh".into(), "-c".into()],
@@ -299,13 +382,7 @@ impl HostExecutor<'_> {
             path.strip_prefix(base)
                 .map(|r| r.trim_start_matches('/').to_string())
         };
-        let mut upload = Vec::new();
-        for path in &batch.upload {
-            let file = rel(path)
-                .and_then(|r| self.files.iter().find(|f| f.relative_path == r))
-                .ok_or_else(|| ExecFailure::Missing(format!("no planned file {path}")))?;
-            upload.push(file.clone());
-        }
+        let upload = &batch.upload;
         let stale: Vec<String> = batch.remove.iter().filter_map(|p| rel(p)).collect();
         let modes: Vec<files::ModeChange> = batch
             .modes
@@ -317,20 +394,20 @@ impl HostExecutor<'_> {
                 })
             })
             .collect();
-        if self.windows {
+        if self.windows() {
             crate::phases::windows::write_host_files(
                 self.host,
                 base,
                 &batch.directories,
-                &upload,
+                upload,
                 &stale,
             )
             .await
-            .map_err(|e| ExecFailure::Missing(e.to_string()))?;
+            .map_err(|e| ExecFailure::Helper(e.to_string()))?;
             return Ok(());
         }
         let docker = self.host.docker();
-        files::write_files(docker, base, self.helper_image, &upload).await?;
+        files::write_files(docker, base, self.helper_image, upload).await?;
         files::remove_files(docker, base, self.helper_image, &stale).await?;
         files::set_modes(docker, base, self.helper_image, &modes).await?;
         Ok(())
@@ -341,8 +418,8 @@ impl HostExecutor<'_> {
 #[derive(Default)]
 struct FileBatch<'a> {
     actions: Vec<&'a Action>,
+    upload: Vec<DesiredFile>,
     /// Absolute paths, as the actions carry them.
-    upload: Vec<String>,
     remove: Vec<String>,
     modes: Vec<files::ModeChange>,
     directories: Vec<String>,

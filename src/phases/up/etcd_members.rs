@@ -4,7 +4,6 @@
 use super::containers::check_tls;
 use super::run::{ETCD_PLANE, Run};
 use super::{UpError, other};
-use crate::cluster::Cluster;
 use crate::diff::Action;
 use crate::hosts::{Host, HostPool};
 use crate::output::Reporter;
@@ -87,10 +86,10 @@ pub(super) async fn plan_joins(
             vec![
                 Action::AddEtcdLearner {
                     member: member.clone(),
-                    peer_url,
+                    peer_url: peer_url.clone(),
                     rollback: LEARNER_ROLLBACK.into(),
                 },
-                Action::PromoteEtcdMember { member },
+                Action::PromoteEtcdMember { member, peer_url },
             ]
         } else {
             vec![Action::AddEtcdMember { member, peer_url }]
@@ -98,6 +97,30 @@ pub(super) async fn plan_joins(
         out.push((h.address.clone(), actions));
     }
     out
+}
+
+/// A joining member's etcd actions: its data directory emptied (an etcd container an
+/// interrupted run left removed first) and made private, then its etcd created as `spec`, the
+/// container that knows the members up to it, whatever the diff had for its etcd.
+pub(super) fn join_with(list: &mut Vec<Action>, prefix_path: &str, spec: &plan::ContainerSpec) {
+    let etcd_container = |a: &Action| match a {
+        Action::CreateContainer { name, .. }
+        | Action::RecreateContainer { name, .. }
+        | Action::StartContainer { name }
+        | Action::RestartContainer { name } => name == plan::ETCD,
+        _ => false,
+    };
+    list.retain(|a| !etcd_container(a) && !matches!(a, Action::FixEtcdPermissions { .. }));
+    list.push(Action::FixEtcdPermissions {
+        path: plan::join_path(&[prefix_path, "/var/lib/etcd"]),
+        empty_first: true,
+    });
+    list.push(Action::CreateContainer {
+        name: plan::ETCD.into(),
+        image: spec.image.clone(),
+        start: true,
+        spec: Box::new(spec.clone()),
+    });
 }
 
 /// Members leave before their containers stop, one at a time, so the cluster keeps quorum
@@ -196,24 +219,13 @@ pub(super) async fn remove_etcd_members(run: &Arc<Run>, runner: &Runner) -> Resu
 
 /// New members join one at a time: announced to the cluster, then started with the partial
 /// member list and `--initial-cluster-state=existing` (§16.3), then checked healthy.
-pub(super) async fn join_etcd_members(
-    cluster: &Cluster,
-    run: &Arc<Run>,
-    runner: &Runner,
-) -> Result<(), UpError> {
+pub(super) async fn join_etcd_members(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
     let old_members_exist = member_host(run, &BTreeSet::new()).is_some();
     if run.recon.etcd_added.is_empty() || !old_members_exist {
         return Ok(());
     }
     let phase = runner.reporter.phase("etcd join");
-    let order: Vec<String> = run
-        .plan
-        .hosts
-        .iter()
-        .filter(|h| h.roles.etcd)
-        .map(|h| h.address.clone())
-        .collect();
-    for (i, address) in run.recon.etcd_added.iter().enumerate() {
+    for address in &run.recon.etcd_added {
         let h = run
             .plan
             .hosts
@@ -227,112 +239,64 @@ pub(super) async fn join_etcd_members(
         let result = async {
             let via = member_host(run, &BTreeSet::new()).ok_or("no etcd member to join through")?;
             let peer = reconcile::peer_url(&h.internal_address);
-            // As planned (`plan_joins`): no membership action for a member that has started
-            // already (an interrupted run); a learner is promoted once its etcd runs.
+            // As planned: the membership change (none for a member that has started already,
+            // after an interrupted run), its etcd as the join's own container, and a learner's
+            // promotion once that etcd runs.
             let planned = &run.actions[address];
-            let add = planned.iter().find(|a| {
+            let pick = |f: fn(&Action) -> bool| planned.iter().filter(|a| f(a)).collect::<Vec<_>>();
+            let add = pick(|a| {
                 matches!(
                     a,
                     Action::AddEtcdMember { .. } | Action::AddEtcdLearner { .. }
                 )
             });
-            let promote = planned
-                .iter()
-                .find(|a| matches!(a, Action::PromoteEtcdMember { .. }));
-            let learner = matches!(add, Some(Action::AddEtcdLearner { .. }));
-            let started = add.is_none();
-            if let Some(add) = add {
-                let added = reconcile::add_member(via, &name, &peer, learner).await;
-                run.reporter
-                    .applied(address, add, added.as_ref().err().map(String::as_str));
-                added?;
-            }
-            let joined = async {
-            let pending: BTreeSet<String> = run.recon.etcd_added[i + 1..].iter().cloned().collect();
-            let ctx = plan::EtcdContext::while_adding(&order, &pending);
-            let joining = plan::build(&plan::PlanInput {
-                config: &cluster.config,
-                service_options: &run.service_options,
-                windows_service_options: run.windows_service_options.as_ref(),
-                host_facts: &run.facts,
-                etcd: &ctx,
-                encryption_config: run.encryption_config.as_deref(),
-                default_rke_tools_tag: run.default_tools_tag.as_deref(),
-            })
-            .map_err(|e| e.to_string())?;
-            let hp = joining
-                .hosts
-                .iter()
-                .find(|x| &x.address == address)
-                .expect("planned host");
+            let etcd = pick(|a| match a {
+                Action::FixEtcdPermissions { .. } => true,
+                Action::CreateContainer { name, .. }
+                | Action::RecreateContainer { name, .. }
+                | Action::StartContainer { name }
+                | Action::RestartContainer { name } => name == plan::ETCD,
+                _ => false,
+            });
+            let promote = pick(|a| matches!(a, Action::PromoteEtcdMember { .. }));
+            let learner = matches!(add.first(), Some(Action::AddEtcdLearner { .. }));
+            let exec = run.executor(address).through(via);
+            exec.apply(&add).await.map_err(|e| e.to_string())?;
             let host = run.pool.get(address).expect("connected host");
-            let spec = &hp.containers[plan::ETCD];
-            if !started {
-                host.docker()
-                    .remove_container(plan::ETCD)
+            let joined = async {
+                exec.apply(&etcd).await.map_err(|e| e.to_string())?;
+                exec.apply(&promote).await.map_err(|e| e.to_string())?;
+                let check = etcd
+                    .iter()
+                    .find_map(|a| match a {
+                        Action::CreateContainer { spec, .. }
+                        | Action::RecreateContainer { spec, .. } => spec.health_check.clone(),
+                        _ => None,
+                    })
+                    .or_else(|| {
+                        h.containers
+                            .get(plan::ETCD)
+                            .and_then(|c| c.health_check.clone())
+                    });
+                if let Some(check) = check {
+                    let tls = check_tls(run, &check);
+                    health::wait_healthy(
+                        host.link().as_ref(),
+                        &check.url,
+                        tls.as_ref(),
+                        30,
+                        health::etcd_body_healthy,
+                    )
                     .await
-                    .map_err(|e| e.to_string())?;
-                let data = plan::join_path(&[&hp.prefix_path, "/var/lib/etcd"]);
-                reconcile::clean_directories(host, &run.helper_image, &[data]).await?;
-            }
-            // The member's etcd as planned (its data directory's permissions, the container),
-            // started with the join's member list.
-            let data = plan::join_path(&[&hp.prefix_path, "/var/lib/etcd"]);
-            let mut steps: Vec<Action> = run.actions[address]
-                .iter()
-                .filter(|a| match a {
-                    Action::FixEtcdPermissions { .. } => true,
-                    Action::CreateContainer { name, .. } | Action::RecreateContainer { name, .. } => {
-                        name == plan::ETCD
-                    }
-                    _ => false,
-                })
-                .cloned()
-                .collect();
-            if !steps.iter().any(|a| matches!(a, Action::FixEtcdPermissions { .. })) {
-                steps.insert(0, Action::FixEtcdPermissions { path: data });
-            }
-            if steps.len() == 1 {
-                // Left by an interrupted run in its planned state: started again as a member.
-                steps.push(Action::CreateContainer {
-                    name: plan::ETCD.into(),
-                    image: spec.image.clone(),
-                    start: true,
-                });
-            }
-            let steps: Vec<&Action> = steps.iter().collect();
-            run.executor_for(address, &hp.containers)
-                .apply(&steps)
-                .await
-                .map_err(|e| e.to_string())?;
-            if learner {
-                let promoted = reconcile::promote_member(via, &peer, 45).await;
-                if let Some(promote) = promote {
-                    run.reporter
-                        .applied(address, promote, promoted.as_ref().err().map(String::as_str));
+                    .map_err(|e| format!("{name} did not become healthy after joining: {e}"))?;
                 }
-                promoted?;
-            }
-            if let Some(check) = &spec.health_check {
-                let tls = check_tls(run, check);
-                health::wait_healthy(
-                    host.link().as_ref(),
-                    &check.url,
-                    tls.as_ref(),
-                    30,
-                    health::etcd_body_healthy,
-                )
-                .await
-                .map_err(|e| format!("{name} did not become healthy after joining: {e}"))?;
-            }
-            Ok::<(), String>(())
+                Ok::<(), String>(())
             }
             .await;
             if let Err(e) = joined {
                 if !learner {
                     return Err(e);
                 }
-                let host = run.pool.get(address).expect("connected host");
                 let undone = async {
                     host.docker()
                         .remove_container(plan::ETCD)

@@ -102,7 +102,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     // and still before any host changes (§9.1): a run that refuses leaves the state file as it
     // was.
     state::save_desired_state(cluster, &loaded.state, reporter)?;
-    let run = Arc::new(run::Run::new(planned, &loaded.state, reporter));
+    let run = Arc::new(run::Run::new(planned, reporter));
     runner.probe_failed_hosts(run.pool.hosts());
     let (old, old_current) = (loaded.old.as_ref(), loaded.old_current.as_ref());
 
@@ -112,9 +112,6 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     // file back and the next `up` had to remove it again (§23).
     cluster::disable_encryption(cluster, old, &run, reporter).await?;
     files::apply_files(&run, &runner).await?;
-    crate::doctor::guard::apply_calico_actions(cluster, &run.pool, &run.actions, reporter)
-        .await
-        .map_err(other)?;
     cluster
         .write_admin_kubeconfig(&run.bundle, reporter)
         .map_err(other)?;
@@ -165,7 +162,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     // The waits that remain on a new cluster: kube-apiserver exits when etcd does not answer,
     // so the control plane waits for the etcd plane; RBAC and the state Secret need the API.
     etcd_members::remove_etcd_members(&run, &runner).await?;
-    etcd_members::join_etcd_members(cluster, &run, &runner).await?;
+    etcd_members::join_etcd_members(&run, &runner).await?;
     etcd::etcd_plane(&run, &runner).await?;
     // An existing cluster is upgraded host by host within `upgrade_strategy`'s budgets, through
     // the API server it already has; a new one comes up all at once (§17.1).

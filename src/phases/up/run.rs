@@ -7,11 +7,10 @@ use crate::diff::Action;
 use crate::hosts::{self, Host, HostPool};
 use crate::output::Reporter;
 use crate::phases::executor::HostExecutor;
-use crate::phases::files::{self, DesiredFile};
+use crate::phases::files;
 use crate::phases::reconcile::{self, OldHost};
 use crate::pki::Bundle;
 use crate::plan::{self, ClusterPlan, HostPlan};
-use crate::state::StateFile;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -77,7 +76,6 @@ pub(super) struct Run {
     pub(super) pool: HostPool,
     pub(super) plan: ClusterPlan,
     pub(super) bundle: Bundle,
-    pub(super) files: BTreeMap<String, Vec<DesiredFile>>,
     pub(super) actions: BTreeMap<String, Vec<Action>>,
     pub(super) registries: Vec<hosts::target::RegistryCredential>,
     pub(super) helper_image: String,
@@ -92,11 +90,6 @@ pub(super) struct Run {
     /// The early worker plane and the control plane both bring up service-sidekick on a new
     /// cluster's control plane hosts: the later caller waits for the first one's result.
     pub(super) applied: std::sync::Mutex<BTreeMap<String, Arc<tokio::sync::OnceCell<()>>>>,
-    pub(super) service_options: plan::ServiceOptions,
-    pub(super) windows_service_options: Option<plan::ServiceOptions>,
-    pub(super) facts: BTreeMap<String, plan::HostFacts>,
-    pub(super) encryption_config: Option<String>,
-    pub(super) default_tools_tag: Option<String>,
     /// Where the executor reports each action it applied.
     pub(super) reporter: Reporter,
     /// The actions of the pseudo-host `cluster`, in the order they are applied.
@@ -107,12 +100,11 @@ pub(super) struct Run {
 }
 
 impl Run {
-    pub(super) fn new(planned: Planned, state: &StateFile, reporter: &Reporter) -> Self {
+    pub(super) fn new(planned: Planned, reporter: &Reporter) -> Self {
         Run {
             pool: planned.pool,
             plan: planned.plan,
             bundle: planned.bundle,
-            files: planned.files,
             actions: planned.actions,
             registries: planned.registries,
             helper_image: planned.helper_image,
@@ -120,12 +112,6 @@ impl Run {
             removed: planned.removed,
             joined: Default::default(),
             applied: Default::default(),
-            service_options: planned.service_options,
-            windows_service_options: planned.windows_service_options,
-            facts: planned.facts,
-            encryption_config: (!state.desired_state.encryption_config.is_empty())
-                .then(|| state.desired_state.encryption_config.clone()),
-            default_tools_tag: planned.default_tools_tag,
             reporter: reporter.clone(),
             cluster_actions: planned.cluster.actions,
             addons: planned.cluster.addons,
@@ -162,31 +148,15 @@ impl Run {
 
     /// The executor of one planned host's actions.
     pub(super) fn executor(&self, address: &str) -> HostExecutor<'_> {
-        self.executor_for(address, &self.host_plan(address).containers)
-    }
-
-    /// The executor of one planned host's actions, with the containers of a plan other than
-    /// the run's (an etcd member joining with a partial member list).
-    pub(super) fn executor_for<'a>(
-        &'a self,
-        address: &str,
-        containers: &'a indexmap::IndexMap<String, plan::ContainerSpec>,
-    ) -> HostExecutor<'a> {
         let h = self.host_plan(address);
         let windows = self.plan.windows.contains_key(address);
         HostExecutor {
             host: self.host(address),
+            name: &h.address,
             reporter: &self.reporter,
             helper_image: &self.helper_image,
             registries: &self.registries,
             files_root: files_root(h, windows),
-            files: self
-                .files
-                .get(address)
-                .map(Vec::as_slice)
-                .unwrap_or_default(),
-            windows,
-            containers,
             etcd_via: None,
         }
     }

@@ -406,10 +406,16 @@ fn actions_are_listed_in_the_order_the_run_applies_them() {
         name: name.into(),
         image: "img".into(),
         start: true,
+        spec: Box::default(),
     };
     let upload = |path: &str| Action::UploadFile {
         path: path.into(),
         reason: "new".into(),
+        file: Box::new(crate::phases::files::DesiredFile {
+            relative_path: path.into(),
+            contents: Vec::new(),
+            mode: 0o644,
+        }),
     };
     let listed = vec![
         Action::AddEtcdMember {
@@ -423,6 +429,7 @@ fn actions_are_listed_in_the_order_the_run_applies_them() {
         upload("/etc/kubernetes/ssl/b.pem"),
         Action::FixEtcdPermissions {
             path: "/var/lib/etcd".into(),
+            empty_first: false,
         },
         create("etcd"),
         create("service-sidekick"),
@@ -482,6 +489,7 @@ fn a_learner_is_promoted_right_after_its_etcd_starts() {
         name: name.into(),
         image: "img".into(),
         start: true,
+        spec: Box::default(),
     };
     // As the plan step lists them: membership first, the promotion pushed last.
     let mut list = vec![
@@ -492,12 +500,14 @@ fn a_learner_is_promoted_right_after_its_etcd_starts() {
         },
         Action::FixEtcdPermissions {
             path: "/var/lib/etcd".into(),
+            empty_first: false,
         },
         create("etcd"),
         create("etcd-rolling-snapshots"),
         create("kubelet"),
         Action::PromoteEtcdMember {
             member: "etcd-h2".into(),
+            peer_url: "https://10.0.0.2:2380".into(),
         },
         Action::LinkLogs {
             containers: vec!["etcd".into()],
