@@ -109,6 +109,9 @@ pub enum Action {
     CleanWindowsHost {
         directories: Vec<String>,
         unregister_wins: bool,
+        /// The image the teardown's privileged step runs in (the sidekick's).
+        #[serde(skip)]
+        image: String,
     },
     /// calico/canal: a runtime directory calico-node binds, with the owner and mode it needs
     /// (incidents.md §1).
@@ -141,6 +144,9 @@ pub enum Action {
         name: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         health_url: Option<String>,
+        /// The check itself, with the client certificate it presents (never serialized).
+        #[serde(skip)]
+        check: Option<Box<HealthProbe>>,
     },
     /// Pseudo-host `cluster`: delete the pods matching any of `labels` in every namespace, so
     /// their controllers recreate them (after a CA rotation, §25.2 step 5).
@@ -159,6 +165,9 @@ pub enum Action {
     /// Pseudo-host `local`: write the admin kubeconfig on the machine rkers runs on.
     WriteKubeconfig {
         path: String,
+        /// The kubeconfig, with the admin's key: never serialized nor shown.
+        #[serde(skip)]
+        contents: Sealed,
     },
     /// Pseudo-host `local`: delete a file on the machine rkers runs on.
     DeleteLocalFile {
@@ -251,6 +260,33 @@ pub enum Action {
     },
 }
 
+/// Bytes an action writes that hold secrets (a kubeconfig with its key): they never reach a
+/// dry run, an event or debug output.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Sealed(Vec<u8>);
+
+impl Sealed {
+    pub fn new(bytes: Vec<u8>) -> Self {
+        Sealed(bytes)
+    }
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Sealed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<{} bytes>", self.0.len())
+    }
+}
+
+/// A health check a restart waits for: the URL, and the TLS material it is reached with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HealthProbe {
+    pub url: String,
+    pub tls: Option<crate::phases::health::TlsMaterial>,
+}
+
 fn octal<S: serde::Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format!("{mode:04o}"))
 }
@@ -333,6 +369,7 @@ impl std::fmt::Display for Action {
             Action::CleanWindowsHost {
                 directories,
                 unregister_wins,
+                ..
             } => {
                 write!(
                     f,
@@ -367,7 +404,9 @@ impl std::fmt::Display for Action {
                 }
                 Ok(())
             }
-            Action::RestartAndCheck { name, health_url } => {
+            Action::RestartAndCheck {
+                name, health_url, ..
+            } => {
                 write!(f, "restart container {name}")?;
                 if let Some(url) = health_url {
                     write!(f, " and wait until {url} is healthy")?;
@@ -384,7 +423,7 @@ impl std::fmt::Display for Action {
                 "save the state in Secret kube-system/full-cluster-state ({reason})"
             ),
             Action::RewriteSecrets { reason } => write!(f, "rewrite every Secret ({reason})"),
-            Action::WriteKubeconfig { path } => write!(f, "write the admin kubeconfig {path}"),
+            Action::WriteKubeconfig { path, .. } => write!(f, "write the admin kubeconfig {path}"),
             Action::DeleteLocalFile { path } => write!(f, "delete {path}"),
             Action::CleanLogLinks { dir, image } => {
                 write!(f, "remove the dangling log links under {dir} ({image})")

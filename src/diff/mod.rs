@@ -16,7 +16,7 @@ pub mod cluster;
 mod content;
 mod reasons;
 
-pub use action::{Action, HostActions, render_dry_run};
+pub use action::{Action, HealthProbe, HostActions, Sealed, render_dry_run};
 pub use content::same_file_content;
 pub use reasons::{newer_default_for_change, newer_default_for_file};
 

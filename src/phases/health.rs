@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// TLS material for a check: the CA that signed the server, and an optional client certificate.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct TlsMaterial {
     pub ca_pem: Option<String>,
     pub client_cert_pem: Option<String>,

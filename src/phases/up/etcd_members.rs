@@ -1,9 +1,9 @@
 //! Apply: etcd members leaving (before their containers stop, so quorum holds) and joining
 //! (as learners when etcd supports them, promoted once caught up, removed again on failure).
 
+use super::UpError;
 use super::containers::check_tls;
 use super::run::{ETCD_PLANE, Run};
-use super::{UpError, other};
 use crate::diff::Action;
 use crate::hosts::{Host, HostPool};
 use crate::output::Reporter;
@@ -124,7 +124,9 @@ pub(super) fn join_with(list: &mut Vec<Action>, prefix_path: &str, spec: &plan::
 }
 
 /// Members leave before their containers stop, one at a time, so the cluster keeps quorum
-/// while shrinking (§16.4).
+/// while shrinking (§16.4): each leaving member's planned membership removal, its etcd
+/// containers (so a shrinking cluster never waits on a dead peer) and, on a host that stays
+/// without the etcd role, its data directory.
 pub(super) async fn remove_etcd_members(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
     if run.recon.etcd_removed.is_empty() {
         return Ok(());
@@ -136,7 +138,6 @@ pub(super) async fn remove_etcd_members(run: &Arc<Run>, runner: &Runner) -> Resu
         .iter()
         .map(|h| h.address.clone())
         .collect();
-    let mut result = Ok(());
     for gone in &run.recon.etcd_removed {
         let name = reconcile::member_name(&gone.hostname);
         let step = runner.reporter.host_action(
@@ -144,77 +145,58 @@ pub(super) async fn remove_etcd_members(run: &Arc<Run>, runner: &Runner) -> Resu
             &gone.address,
             &format!("remove member {name}"),
         );
-        let Some(via) = member_host(run, &leaving) else {
-            step.fail("no remaining etcd member is reachable");
-            result = Err(UpError::Other(
-                "no remaining etcd member to remove members through".into(),
-            ));
-            break;
+        let result = match member_host(run, &leaving) {
+            Some(via) => {
+                let actions = leaving_member_actions(run, &gone.address);
+                let actions: Vec<&Action> = actions.iter().collect();
+                run.exec
+                    .on(&gone.address)
+                    .through(via)
+                    .apply(&actions)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+            None => Err("no remaining etcd member to remove members through".to_string()),
         };
-        match reconcile::remove_member(via, &name).await {
-            Ok(()) => {
-                let removed = Action::RemoveEtcdMember {
-                    member: name.clone(),
-                };
-                run.reporter.applied(&gone.address, &removed, None);
-                step.ok()
-            }
-            Err(e) => {
-                step.fail(&e);
-                result = Err(UpError::Other(e));
-                break;
-            }
+        if let Err(e) = result {
+            step.fail(&e);
+            phase.fail(&e);
+            return Err(UpError::Other(e));
         }
-        // The member's container goes now, so a shrinking cluster never waits on a dead peer.
-        let host = run.pool.get(&gone.address).cloned().or_else(|| {
-            run.removed
-                .iter()
-                .find(|r| r.gone.address == gone.address)
-                .and_then(|r| r.reachable.as_ref().map(|(h, _)| h.clone()))
-        });
-        if let Some(host) = host {
-            // Reported as applied where the plan lists them (a host that stays in the cluster).
-            let planned = run.actions.get(&gone.address);
-            let listed =
-                |a: &dyn Fn(&Action) -> bool| planned.and_then(|l| l.iter().find(|x| a(x)));
-            for c in ETCD_PLANE {
-                let result = host.docker().remove_container(c).await;
-                if let Some(action) =
-                    listed(&|a| matches!(a, Action::RemoveContainer { name, .. } if name == c))
-                {
-                    let error = result.as_ref().err().map(|e| e.to_string());
-                    run.reporter
-                        .applied(&gone.address, action, error.as_deref());
-                }
-                result.map_err(other)?;
-            }
-            // A host that stays in the cluster without the etcd role keeps no member data: were
-            // it made an etcd host again, its etcd would restart as the removed member and be
-            // refused ("the member has been permanently removed"). Hosts that leave the cluster
-            // are cleaned with the rest of their directories.
-            if let Some(action @ Action::CleanDirectories { paths }) =
-                listed(&|a| matches!(a, Action::CleanDirectories { .. }))
-            {
-                let result = reconcile::clean_directories(&host, &run.helper_image, paths).await;
-                run.reporter.applied(
-                    &gone.address,
-                    action,
-                    result.as_ref().err().map(String::as_str),
-                );
-                result.map_err(other)?;
-            }
-        }
+        step.ok();
     }
-    match result {
-        Ok(()) => {
-            phase.done();
-            Ok(())
-        }
-        Err(e) => {
-            phase.fail(&e.to_string());
-            Err(e)
-        }
-    }
+    phase.done();
+    Ok(())
+}
+
+/// What the etcd step applies for a member leaving from `address`, as the plan lists it: the
+/// membership removal, its etcd containers and (a host that stays) its data directory.
+pub(super) fn leaving_member_actions(run: &Run, address: &str) -> Vec<Action> {
+    let planned = match run.actions.get(address) {
+        Some(list) => list.clone(),
+        // A host that left the cluster lists its actions with the removed hosts.
+        None => run
+            .removed
+            .iter()
+            .find(|r| r.gone.address == address)
+            .map(|r| {
+                reconcile::removed_host_actions(
+                    &r.gone,
+                    &r.present,
+                    r.reachable.as_ref().map(|(_, c)| c),
+                )
+            })
+            .unwrap_or_default(),
+    };
+    planned
+        .into_iter()
+        .filter(|a| match a {
+            Action::RemoveEtcdMember { .. } => true,
+            Action::RemoveContainer { name, .. } => ETCD_PLANE.contains(&name.as_str()),
+            Action::CleanDirectories { .. } => run.actions.contains_key(address),
+            _ => false,
+        })
+        .collect()
 }
 
 /// New members join one at a time: announced to the cluster, then started with the partial

@@ -102,7 +102,11 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     // and still before any host changes (§9.1): a run that refuses leaves the state file as it
     // was.
     state::save_desired_state(cluster, &loaded.state, reporter)?;
-    let run = Arc::new(run::Run::new(planned, reporter));
+    let run = Arc::new(run::Run::new(
+        planned,
+        cluster.files.kubeconfig_path.clone(),
+        reporter,
+    ));
     runner.probe_failed_hosts(run.pool.hosts());
     let (old, old_current) = (loaded.old.as_ref(), loaded.old_current.as_ref());
 
@@ -175,11 +179,11 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         })
         .await?;
     }
-    let api = cluster::authz(cluster, &run).await?;
-    cluster::rewrite_secrets(&run, &api).await?;
+    let api = cluster::authz(&run).await?;
+    cluster::rewrite_secrets(&run).await?;
     // RKE1's order (§9): the state is recorded once the control plane answers, before the
     // worker plane; on a new cluster the kubelets already run, only kube-proxy waits for it.
-    cluster::save_state(cluster, loaded.state, &run, &api).await?;
+    cluster::save_state(cluster, loaded.state, &run).await?;
     if let Some(old) = old_current {
         rolling::upgrade_worker_plane(cluster, old, &run, &runner, Some(&api)).await?;
     } else {
@@ -192,13 +196,18 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         // kube-proxy everywhere, and the worker components of etcd and control plane hosts.
         planes::plane(&run, &runner, "worker plane", WORKER_PLANE, |_| true).await?;
     }
-    nodes::sync_nodes(&run, &api).await?;
-    removed_hosts::remove_hosts(&run, &api, &runner).await?;
+    nodes::sync_nodes(&run).await?;
+    removed_hosts::remove_hosts(&run, &runner).await?;
     nodes::link_logs(&run, &runner).await?;
-    let exec = run.cluster_executor(&api, None);
-    crate::phases::addons::deploy_addons(cluster, &run.addons, &run.cluster_actions, &exec)
-        .await
-        .map_err(other)?;
+    crate::phases::addons::deploy_addons(
+        cluster,
+        &run.addons,
+        &run.cluster_actions,
+        &run.exec,
+        &api,
+    )
+    .await
+    .map_err(other)?;
     run.pool.close().await;
     reporter.info("Finished building Kubernetes cluster successfully");
     Ok(())

@@ -529,3 +529,63 @@ fn a_learner_is_promoted_right_after_its_etcd_starts() {
         ]
     );
 }
+
+/// A joining member's etcd is the join's own container (the members up to it), whatever the
+/// diff had for it, on a data directory emptied first: both are actions the dry run lists.
+#[test]
+fn a_joining_member_creates_the_joins_etcd_on_an_emptied_directory() {
+    let mut joining = plan::ContainerSpec {
+        image: "etcd:v3.5".into(),
+        ..Default::default()
+    };
+    joining.entrypoint.push(
+        "--initial-cluster=etcd-h1=https://10.0.0.1:2380,etcd-h2=https://10.0.0.2:2380".into(),
+    );
+    let mut list = vec![
+        Action::PullImage {
+            image: "etcd:v3.5".into(),
+        },
+        Action::StartContainer {
+            name: plan::ETCD.into(),
+        },
+        Action::FixEtcdPermissions {
+            path: "/var/lib/etcd".into(),
+            empty_first: false,
+        },
+        Action::CreateContainer {
+            name: "kubelet".into(),
+            image: "img".into(),
+            start: true,
+            spec: Box::default(),
+        },
+    ];
+    super::etcd_members::join_with(&mut list, "/", &joining);
+    let etcd: Vec<&Action> = list
+        .iter()
+        .filter(|a| {
+            matches!(a, Action::FixEtcdPermissions { .. })
+                || a.to_string().contains("container etcd")
+        })
+        .collect();
+    assert_eq!(etcd.len(), 2, "{list:#?}");
+    assert!(
+        matches!(etcd[0], Action::FixEtcdPermissions { empty_first: true, path } if path == "/var/lib/etcd"),
+        "{:?}",
+        etcd[0]
+    );
+    match etcd[1] {
+        Action::CreateContainer { name, spec, .. } => {
+            assert_eq!(name, plan::ETCD);
+            assert_eq!(**spec, joining);
+        }
+        other => panic!("not the join's create: {other:?}"),
+    }
+    assert!(
+        etcd[0]
+            .to_string()
+            .starts_with("remove the etcd container an earlier run left"),
+        "{}",
+        etcd[0]
+    );
+    assert_eq!(list.len(), 4, "the pull and the kubelet stay: {list:#?}");
+}
