@@ -102,6 +102,16 @@ pub enum Action {
         register: bool,
         restart: bool,
         reason: String,
+        /// A restart's safety (windows-wins.md §5.1), never serialized: the host's
+        /// wins-managed containers (stopped first when running, in plan order), those the
+        /// worker plane replaces anyway (not started again here), and the image of the sweep
+        /// of processes that outlived wins.
+        #[serde(skip)]
+        containers: Vec<String>,
+        #[serde(skip)]
+        replaced: Vec<String>,
+        #[serde(skip)]
+        sweep_image: String,
     },
     /// Windows: tear the host down through wins (windows-wins.md §5.3): stop the wins-managed
     /// processes, remove their firewall rules and the flannel HNS network, delete `directories`,
@@ -358,6 +368,7 @@ impl std::fmt::Display for Action {
                 register,
                 restart,
                 reason,
+                ..
             } => {
                 let verb = match (register, restart) {
                     (true, _) => "register and start",

@@ -67,8 +67,7 @@ pub enum ExecFailure {
     /// host that could not be reached, never the input.
     #[error("{0}")]
     Missing(String),
-    /// wins' install and (re)start: its step stops the wins-managed containers, waits for wins
-    /// to let go of their processes and starts them again (windows-wins.md §5.1).
+    /// Applied by a step of its own (turning encryption off, until that is host actions).
     #[error("applied by the {0} step, not per action")]
     OwnStep(&'static str),
 }
@@ -495,8 +494,38 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                 .delete_node(node)
                 .await
                 .map_err(|e| api_failed(&e)),
-            Action::InstallWins { .. } | Action::StartWins { .. } => {
-                Err(ExecFailure::OwnStep("wins"))
+            Action::InstallWins { image, .. } => {
+                crate::phases::windows::install_wins(self.host()?, image)
+                    .await
+                    .map(drop)
+                    .map_err(|e| ExecFailure::Helper(e.to_string()))
+            }
+            Action::StartWins {
+                restart,
+                containers,
+                replaced,
+                sweep_image,
+                ..
+            } => {
+                let step = crate::phases::windows::WinsStep {
+                    install_from: None,
+                    start: Some(*restart),
+                    containers: containers.clone(),
+                    replaced: replaced.clone(),
+                    sweep_image: sweep_image.clone(),
+                    settle: crate::phases::windows::WINS_SETTLE,
+                };
+                let done = crate::phases::windows::start_wins_safely(self.host()?, *restart, &step)
+                    .await
+                    .map_err(|e| ExecFailure::Helper(e.to_string()))?;
+                tracing::info!(
+                    host = self.name,
+                    service = ?done.service_changes,
+                    restarted = ?done.restarted_containers,
+                    swept = ?done.sweep.stopped,
+                    "wins is ready"
+                );
+                Ok(())
             }
             Action::CleanWindowsHost {
                 unregister_wins,

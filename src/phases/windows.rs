@@ -257,7 +257,6 @@ pub struct WinsPrepared {
 /// wins under running processes is what leaves a node in the "Access is denied" loop
 /// (windows-wins.md §5.1, §5.3 step 5).
 pub async fn prepare_host(host: &Host, step: &WinsStep) -> Result<WinsPrepared, PhaseError> {
-    const PHASE: &str = "wins";
     let mut done = WinsPrepared::default();
     if let Some(image) = &step.install_from {
         done.installed_from = Some(install_wins(host, image).await?);
@@ -265,6 +264,23 @@ pub async fn prepare_host(host: &Host, step: &WinsStep) -> Result<WinsPrepared, 
     let Some(restart) = step.start else {
         return Ok(done);
     };
+    let started = start_wins_safely(host, restart, step).await?;
+    Ok(WinsPrepared {
+        installed_from: done.installed_from,
+        ..started
+    })
+}
+
+/// Registers and starts wins, or restarts it (`restart`) the safe way: the running containers
+/// of `step` stop first, wins gets [`WinsStep::settle`] to stop their processes, and after the
+/// restart what outlived it is swept and the containers not replaced start again.
+pub async fn start_wins_safely(
+    host: &Host,
+    restart: bool,
+    step: &WinsStep,
+) -> Result<WinsPrepared, PhaseError> {
+    const PHASE: &str = "wins";
+    let mut done = WinsPrepared::default();
     let docker = host.docker();
     let err = |e: crate::hosts::HostError| host_error(host, PHASE, e.to_string());
     let mut stopped = Vec::new();

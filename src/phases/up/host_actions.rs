@@ -236,6 +236,7 @@ pub(super) fn host_actions(
             });
         }
     }
+    replaced_by_worker_plane(&mut actions);
     actions
 }
 
@@ -357,7 +358,33 @@ pub(super) fn wins_actions(
             register,
             restart,
             reason,
+            containers: h.containers.keys().cloned().collect(),
+            // Filled in once the containers' actions are known ([`replaced_by_worker_plane`]).
+            replaced: Vec::new(),
+            sweep_image: h
+                .containers
+                .get(plan::SERVICE_SIDEKICK)
+                .map(|c| c.image.clone())
+                .unwrap_or_default(),
         });
     }
     actions
+}
+
+/// A wins restart leaves stopped the containers the worker plane creates or recreates anyway.
+fn replaced_by_worker_plane(actions: &mut [Action]) {
+    let replaced: Vec<String> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::CreateContainer { name, .. } | Action::RecreateContainer { name, .. } => {
+                Some(name.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    for a in actions.iter_mut() {
+        if let Action::StartWins { replaced: r, .. } = a {
+            *r = replaced.clone();
+        }
+    }
 }

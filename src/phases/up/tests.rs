@@ -296,7 +296,10 @@ pub(super) fn wins_restarts_only_for_a_config_change_and_starts_when_stopped() {
         [Action::StartWins {
             register: false,
             restart: true,
-            reason: "its config changes".into()
+            reason: "its config changes".into(),
+            containers: h.containers.keys().cloned().collect(),
+            replaced: Vec::new(),
+            sweep_image: h.containers[plan::SERVICE_SIDEKICK].image.clone(),
         }]
     );
     // A changed certificate alone does not touch wins.
@@ -316,7 +319,10 @@ pub(super) fn wins_restarts_only_for_a_config_change_and_starts_when_stopped() {
         [Action::StartWins {
             register: false,
             restart: false,
-            reason: "it is stopped".into()
+            reason: "it is stopped".into(),
+            containers: h.containers.keys().cloned().collect(),
+            replaced: Vec::new(),
+            sweep_image: h.containers[plan::SERVICE_SIDEKICK].image.clone(),
         }]
     );
 }

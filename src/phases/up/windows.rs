@@ -41,48 +41,17 @@ pub(super) async fn prepare_windows(run: &Arc<Run>, runner: &Runner) -> Result<(
     finish(phase, result)
 }
 
+/// The host's planned wins actions, through the executor: `wins.exe` installed, then the
+/// service registered and started, or restarted the safe way (`Action::StartWins`).
 pub(super) async fn prepare_windows_host(run: &Run, address: &str) -> Result<(), String> {
-    let h = run.host_plan(address);
-    let actions = &run.actions[address];
-    let step = crate::phases::windows::WinsStep {
-        install_from: actions.iter().find_map(|a| match a {
-            Action::InstallWins { image, .. } => Some(image.clone()),
-            _ => None,
-        }),
-        start: actions.iter().find_map(|a| match a {
-            Action::StartWins { restart, .. } => Some(*restart),
-            _ => None,
-        }),
-        containers: h.containers.keys().cloned().collect(),
-        // The worker plane creates or recreates these itself.
-        replaced: actions
-            .iter()
-            .filter_map(|a| match a {
-                Action::CreateContainer { name, .. } | Action::RecreateContainer { name, .. } => {
-                    Some(name.clone())
-                }
-                _ => None,
-            })
-            .collect(),
-        sweep_image: h
-            .containers
-            .get(plan::SERVICE_SIDEKICK)
-            .map(|c| c.image.clone())
-            .unwrap_or_default(),
-        settle: crate::phases::windows::WINS_SETTLE,
-    };
-    let done = crate::phases::windows::prepare_host(run.host(address), &step)
+    let wins: Vec<&Action> = run.actions[address]
+        .iter()
+        .filter(|a| matches!(a, Action::InstallWins { .. } | Action::StartWins { .. }))
+        .collect();
+    run.executor(address)
+        .apply(&wins)
         .await
-        .map_err(|e| e.to_string())?;
-    tracing::info!(
-        host = address,
-        installed_from = ?done.installed_from,
-        service = ?done.service_changes,
-        restarted = ?done.restarted_containers,
-        swept = ?done.sweep.stopped,
-        "wins is ready"
-    );
-    Ok(())
+        .map_err(|e| e.to_string())
 }
 
 /// Before wins starts anything on a Windows worker, processes that outlived their wins server
