@@ -24,7 +24,15 @@ pub enum ClusterError {
     #[error("certificates: {0}")]
     Pki(#[from] PkiError),
     #[error("{0}")]
-    Other(String),
+    Encryption(#[from] crate::plan::encryption::EncryptionError),
+    #[error("the cluster has no controlplane host for the admin kubeconfig to point at")]
+    NoControlPlane,
+    #[error("cannot write the admin kubeconfig {path}: {source}")]
+    WriteKubeconfig {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl ClusterError {
@@ -76,19 +84,22 @@ impl Cluster {
         &self,
         bundle: &pki::Bundle,
         reporter: &Reporter,
-    ) -> Result<(), String> {
+    ) -> Result<(), ClusterError> {
         let server = self
             .config
             .nodes
             .iter()
             .find(|n| n.role.iter().any(|r| r == "controlplane"))
             .map(|n| format!("https://{}:6443", n.address))
-            .ok_or("the cluster has no controlplane host")?;
-        let text = pki::admin_kubeconfig(bundle, &self.config.cluster_name, &server)
-            .map_err(|e| e.to_string())?;
+            .ok_or(ClusterError::NoControlPlane)?;
+        let text = pki::admin_kubeconfig(bundle, &self.config.cluster_name, &server)?;
         let path = &self.files.kubeconfig_path;
-        crate::state::write_atomic(path, text.as_bytes(), 0o600)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        crate::state::write_atomic(path, text.as_bytes(), 0o600).map_err(|source| {
+            ClusterError::WriteKubeconfig {
+                path: path.clone(),
+                source,
+            }
+        })?;
         reporter.info(format!(
             "Successfully Deployed local admin kubeconfig at [{}]",
             path.display()
@@ -280,7 +291,7 @@ impl Cluster {
             return Ok(String::new());
         };
         let text = if let Some(custom) = &sec.custom_config {
-            encryption::render_custom(custom).map_err(|e| ClusterError::Other(e.to_string()))?
+            encryption::render_custom(custom)?
         } else {
             let kept = old.and_then(|s| {
                 [&s.current_state, &s.desired_state]

@@ -62,7 +62,11 @@ pub enum SnapshotError {
     #[error(
         "[etcd] snapshot {name} was restored into etcd, but bringing the cluster back failed: {cause}\nrun `rkers up` to finish"
     )]
-    Up { name: String, cause: UpError },
+    Up {
+        name: String,
+        #[source]
+        cause: UpError,
+    },
 }
 
 /// One etcd member of the config.

@@ -34,9 +34,7 @@ pub async fn get_state_file(
         ));
         return Ok(());
     }
-    let backup = state
-        .save(path)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let backup = state.save(path).map_err(CliError::failed)?;
     reporter.info(format!(
         "Successfully Deployed state file at [{}] (recovered from {from}){}",
         path.display(),

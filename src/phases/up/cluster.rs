@@ -3,7 +3,7 @@
 //! for the early kubelets' nodes.
 
 use super::run::Run;
-use super::{UpError, finish, other};
+use super::{UpError, finish};
 use crate::cluster::Cluster;
 use crate::diff::Action;
 use crate::kubeapi::KubeApi;
@@ -41,8 +41,16 @@ pub(super) async fn disable_encryption(
 /// The API server of an existing cluster, for the rolling upgrade's cordons and drains; `None`
 /// when it does not answer (the upgrade then goes on without them).
 pub(super) async fn existing_api(cluster: &Cluster) -> Result<Option<KubeApi>, UpError> {
-    let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(other)?;
+    let kubeconfig = read_kubeconfig(cluster)?;
     Ok(KubeApi::from_kubeconfig(&kubeconfig).await.ok())
+}
+
+fn read_kubeconfig(cluster: &Cluster) -> Result<String, UpError> {
+    let path = &cluster.files.kubeconfig_path;
+    std::fs::read_to_string(path).map_err(|source| UpError::ReadKubeconfig {
+        path: path.clone(),
+        source,
+    })
 }
 
 /// The planned cluster actions `pick` selects, applied in order; stops at the first failure.
@@ -69,8 +77,8 @@ fn phase_error(phase: &str) -> impl FnOnce(String) -> PhaseError {
 /// The API the later steps use, and RKE1's RBAC objects when planned (§20).
 pub(super) async fn authz(cluster: &Cluster, run: &Run) -> Result<KubeApi, UpError> {
     let phase = run.reporter.phase("authz");
-    let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(other)?;
-    let api = KubeApi::from_kubeconfig(&kubeconfig).await.map_err(other)?;
+    let kubeconfig = read_kubeconfig(cluster)?;
+    let api = KubeApi::from_kubeconfig(&kubeconfig).await?;
     let r = apply_picked(run, &api, None, |a| matches!(a, Action::ApplyRbac { .. })).await;
     finish(phase, r.map_err(phase_error("authz")))?;
     Ok(api)
@@ -98,8 +106,8 @@ pub(super) async fn save_state(
 ) -> Result<(), UpError> {
     let phase = run.reporter.phase("save state");
     state.promote_desired_to_current();
-    state.save(&cluster.files.state_path).map_err(other)?;
-    let json = state.to_json().map_err(other)?;
+    state.save(&cluster.files.state_path)?;
+    let json = state.to_json()?;
     let r = apply_picked(run, api, Some(&json), |a| {
         matches!(a, Action::SaveStateSecret { .. })
     })

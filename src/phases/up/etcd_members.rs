@@ -1,9 +1,9 @@
 //! Apply: etcd members leaving (before their containers stop, so quorum holds) and joining
 //! (as learners when etcd supports them, promoted once caught up, removed again on failure).
 
+use super::UpError;
 use super::containers::check_tls;
 use super::run::{ETCD_PLANE, Run};
-use super::{UpError, other};
 use crate::cluster::Cluster;
 use crate::diff::Action;
 use crate::hosts::{Host, HostPool};
@@ -123,9 +123,7 @@ pub(super) async fn remove_etcd_members(run: &Arc<Run>, runner: &Runner) -> Resu
         );
         let Some(via) = member_host(run, &leaving) else {
             step.fail("no remaining etcd member is reachable");
-            result = Err(UpError::Other(
-                "no remaining etcd member to remove members through".into(),
-            ));
+            result = Err(UpError::NoEtcdMember);
             break;
         };
         match reconcile::remove_member(via, &name).await {
@@ -138,7 +136,11 @@ pub(super) async fn remove_etcd_members(run: &Arc<Run>, runner: &Runner) -> Resu
             }
             Err(e) => {
                 step.fail(&e);
-                result = Err(UpError::Other(e));
+                result = Err(UpError::EtcdRemove {
+                    host: via.name().to_string(),
+                    member: name.clone(),
+                    detail: e,
+                });
                 break;
             }
         }
@@ -163,7 +165,7 @@ pub(super) async fn remove_etcd_members(run: &Arc<Run>, runner: &Runner) -> Resu
                     run.reporter
                         .applied(&gone.address, action, error.as_deref());
                 }
-                result.map_err(other)?;
+                result?;
             }
             // A host that stays in the cluster without the etcd role keeps no member data: were
             // it made an etcd host again, its etcd would restart as the removed member and be
@@ -178,7 +180,10 @@ pub(super) async fn remove_etcd_members(run: &Arc<Run>, runner: &Runner) -> Resu
                     action,
                     result.as_ref().err().map(String::as_str),
                 );
-                result.map_err(other)?;
+                result.map_err(|detail| UpError::CleanDirectories {
+                    host: gone.address.clone(),
+                    detail,
+                })?;
             }
         }
     }
@@ -364,9 +369,11 @@ pub(super) async fn join_etcd_members(
             Err(e) => {
                 step.fail(&e);
                 phase.fail(&e);
-                return Err(UpError::Other(format!(
-                    "[etcd] Failed to add etcd member {name}: {e}"
-                )));
+                return Err(UpError::EtcdJoin {
+                    host: address.clone(),
+                    member: name,
+                    detail: e,
+                });
             }
         }
     }
