@@ -37,8 +37,8 @@ impl ErrorReport {
                 hosts = hosts_of(current);
             }
             if !std::ptr::addr_eq(current, e) {
-                let text = current.to_string();
-                if text != message && causes.last() != Some(&text) {
+                let text = current.to_string().trim_end().to_string();
+                if text != message.trim_end() && causes.last() != Some(&text) {
                     causes.push(text);
                 }
             }
@@ -93,12 +93,15 @@ fn hosts_of(e: &(dyn Error + 'static)) -> Vec<String> {
     try_types!(
         crate::hosts::HostError,
         crate::hosts::HostProblems,
+        crate::hosts::preflight::PreflightFailed,
         crate::phases::PhaseError,
         crate::phases::executor::ExecError,
         crate::phases::up::UpError,
         crate::phases::remove::RemoveError,
         crate::phases::cert_rotate::RotateError,
         crate::doctor::guard::GuardError,
+        crate::phases::etcd_snapshot::SnapshotError,
+        crate::phases::recover_state::RecoverError,
     );
     Vec::new()
 }
