@@ -170,6 +170,28 @@ mod tests {
     }
 
     #[test]
+    fn up_names_the_host_of_a_boxed_host_error_and_of_a_nested_guard() {
+        use crate::phases::up::UpError;
+        let e = UpError::from(HostError::Ssh {
+            host: "10.0.0.3".into(),
+            detail: "reset".into(),
+        });
+        assert_eq!(ErrorReport::of(&e).hosts, ["10.0.0.3"]);
+        let e = UpError::from(crate::doctor::guard::GuardError::CalicoFix {
+            host: "10.0.0.4".into(),
+            detail: "host 10.0.0.4: writing calico's directories failed".into(),
+        });
+        let r = ErrorReport::of(&e);
+        assert_eq!(r.hosts, ["10.0.0.4"]);
+        assert_eq!(
+            r.message,
+            "host 10.0.0.4: writing calico's directories failed"
+        );
+        // A failure about no host in particular names none.
+        assert!(ErrorReport::of(&UpError::NoEtcdMember).hosts.is_empty());
+    }
+
+    #[test]
     fn several_hosts_are_listed_once_each_in_order() {
         let problems = crate::hosts::HostProblems(vec![
             HostError::Ssh {

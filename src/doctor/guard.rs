@@ -29,7 +29,7 @@ pub enum GuardError {
     CalicoProbe {
         host: String,
         #[source]
-        source: crate::hosts::HostError,
+        source: Box<crate::hosts::HostError>,
     },
     /// The helper's own message names the host and its output.
     #[error("{detail}")]
@@ -83,7 +83,7 @@ pub async fn calico_actions(
             .await
             .map_err(|source| GuardError::CalicoProbe {
                 host: host.name().to_string(),
-                source,
+                source: Box::new(source),
             })?;
             Ok::<_, GuardError>((host, sections))
         }

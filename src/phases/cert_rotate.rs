@@ -69,7 +69,7 @@ pub enum RotateError {
     #[error("host {host} not connected")]
     NotConnected { host: String },
     #[error("{0}")]
-    Host(#[from] hosts::HostError),
+    Host(#[source] Box<hosts::HostError>),
     #[error("{0}")]
     Plan(#[from] crate::plan::PlanError),
     #[error(
@@ -84,9 +84,16 @@ pub enum RotateError {
     },
 }
 
+impl From<hosts::HostError> for RotateError {
+    fn from(e: hosts::HostError) -> Self {
+        RotateError::Host(Box::new(e))
+    }
+}
+
 impl crate::error::HostContext for RotateError {
     fn hosts(&self) -> Vec<&str> {
         match self {
+            RotateError::Host(e) => vec![e.host()],
             RotateError::NotConnected { host } => vec![host],
             RotateError::Stage { failures, .. } => {
                 failures.iter().map(|(h, _)| h.as_str()).collect()

@@ -61,7 +61,7 @@ pub enum SnapshotError {
     #[error("{}", .0.to_string().trim_end())]
     Unreachable(#[from] crate::hosts::HostProblems),
     #[error("{0}")]
-    Host(#[from] crate::hosts::HostError),
+    Host(#[source] Box<crate::hosts::HostError>),
     #[error("[etcd] snapshot {name} was not saved on any etcd host:\n{}", listed(.failures))]
     NotSaved {
         name: String,
@@ -96,9 +96,16 @@ pub enum SnapshotError {
     },
 }
 
+impl From<crate::hosts::HostError> for SnapshotError {
+    fn from(e: crate::hosts::HostError) -> Self {
+        SnapshotError::Host(Box::new(e))
+    }
+}
+
 impl crate::error::HostContext for SnapshotError {
     fn hosts(&self) -> Vec<&str> {
         match self {
+            SnapshotError::Host(e) => vec![e.host()],
             SnapshotError::NotSaved { failures, .. }
             | SnapshotError::RestoreAborted { failures, .. }
             | SnapshotError::RestoreFailed { failures, .. } => {

@@ -37,8 +37,9 @@ pub enum UpError {
     /// Hosts that cannot be reached stop the run before anything changes.
     #[error("{}", .0.to_string().trim_end())]
     Unreachable(#[from] HostProblems),
+    /// Boxed: a host's error is the largest by far, and every `Result` of `up` carries this type.
     #[error("{0}")]
-    Host(#[from] HostError),
+    Host(#[source] Box<HostError>),
     /// A planned host without a connection: a bug in the step that asked, not in the input.
     #[error("host {host} not connected")]
     NotConnected { host: String },
@@ -98,15 +99,22 @@ pub enum UpError {
     #[error("{detail}")]
     CleanDirectories { host: String, detail: String },
     #[error("{0}")]
-    AddonsDeploy(String),
+    AddonsDeploy(#[from] crate::phases::addons::DeployError),
     /// A background step (the early worker plane) panicked or was cancelled.
     #[error("a background step of up stopped: {0}")]
     Task(#[from] tokio::task::JoinError),
 }
 
+impl From<HostError> for UpError {
+    fn from(e: HostError) -> Self {
+        UpError::Host(Box::new(e))
+    }
+}
+
 impl crate::error::HostContext for UpError {
     fn hosts(&self) -> Vec<&str> {
         match self {
+            UpError::Host(e) => vec![e.host()],
             UpError::NotConnected { host }
             | UpError::EtcdRemove { host, .. }
             | UpError::EtcdJoin { host, .. }

@@ -181,9 +181,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     removed_hosts::remove_hosts(&run, &api, &runner).await?;
     nodes::link_logs(&run, &runner).await?;
     let exec = run.cluster_executor(&api, None);
-    crate::phases::addons::deploy_addons(cluster, &run.addons, &run.cluster_actions, &exec)
-        .await
-        .map_err(UpError::AddonsDeploy)?;
+    crate::phases::addons::deploy_addons(cluster, &run.addons, &run.cluster_actions, &exec).await?;
     run.pool.close().await;
     reporter.info("Finished building Kubernetes cluster successfully");
     Ok(())
