@@ -102,6 +102,7 @@ fn hosts_of(e: &(dyn Error + 'static)) -> Vec<String> {
         crate::doctor::guard::GuardError,
         crate::phases::etcd_snapshot::SnapshotError,
         crate::phases::recover_state::RecoverError,
+        crate::doctor::DoctorFailed,
     );
     Vec::new()
 }

@@ -44,6 +44,7 @@ fn invalid_config_exits_2_for_every_command_and_lists_every_problem() {
         vec!["etcd", "snapshot-save"],
         vec!["util", "get-kubeconfig"],
         vec!["preflight"],
+        vec!["doctor"],
     ] {
         let mut cmd = rkers();
         cmd.args(&args).arg("--config").arg(&bad);
@@ -462,6 +463,7 @@ fn every_command_ends_a_failure_with_the_same_result_event_naming_the_host() {
         vec!["etcd", "snapshot-save", "--name", "s1"],
         vec!["util", "get-state-file"],
         vec!["preflight"],
+        vec!["doctor"],
     ] {
         let out = rkers()
             .args(["--output", "json"])
