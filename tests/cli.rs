@@ -19,6 +19,9 @@ private_registries:
     password: very-secret-registry-password
 ";
 
+/// One host where nothing listens (port 1): every command that connects fails on it at once.
+const UNREACHABLE: &str = "nodes:\n  - address: 127.0.0.1\n    port: \"1\"\n    user: root\n    role: [controlplane, etcd, worker]\n";
+
 fn rkers() -> Command {
     Command::cargo_bin("rkers").unwrap()
 }
@@ -374,11 +377,7 @@ fn doctor_refuses_an_unknown_host_and_a_restore_without_backup() {
 #[test]
 fn up_ends_with_a_timing_summary_event_also_when_it_fails() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write_cluster(
-        dir.path(),
-        "cluster.yml",
-        "nodes:\n  - address: 127.0.0.1\n    port: \"1\"\n    user: root\n    role: [controlplane, etcd, worker]\n",
-    );
+    let path = write_cluster(dir.path(), "cluster.yml", UNREACHABLE);
     let out = rkers()
         .args(["--output", "json", "up", "--config"])
         .arg(&path)
@@ -429,11 +428,7 @@ fn up_ends_with_a_timing_summary_event_also_when_it_fails() {
 #[test]
 fn every_command_ends_a_failure_with_the_same_result_event_naming_the_host() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write_cluster(
-        dir.path(),
-        "cluster.yml",
-        "nodes:\n  - address: 127.0.0.1\n    port: \"1\"\n    user: root\n    role: [controlplane, etcd, worker]\n",
-    );
+    let path = write_cluster(dir.path(), "cluster.yml", UNREACHABLE);
     // A state with current certificates, as after an `up`: `cert rotate` reads them before it
     // connects.
     rkers()
@@ -465,20 +460,8 @@ fn every_command_ends_a_failure_with_the_same_result_event_naming_the_host() {
         vec!["preflight"],
         vec!["doctor"],
     ] {
-        let out = rkers()
-            .args(["--output", "json"])
-            .args(&args)
-            .arg("--config")
-            .arg(&path)
-            .arg("--known-hosts")
-            .arg(dir.path().join("known_hosts"))
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8(out.stdout).unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {stdout}{stderr}");
-        let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap())
-            .unwrap_or_else(|e| panic!("{args:?}: {e}: {stdout}"));
+        let (code, last, stderr) = run_json(&args, &path, dir.path());
+        assert_eq!(code, Some(1), "{args:?}: {last}{stderr}");
         assert_eq!(last["event"], "result", "{args:?}: {last}");
         assert_eq!(last["status"], "failed", "{args:?}: {last}");
         assert_eq!(last["exit_code"], 1, "{args:?}: {last}");
@@ -503,15 +486,7 @@ fn every_command_ends_a_failure_with_the_same_result_event_naming_the_host() {
     }
     // The host's own problem (no SSH key, or the refused connection) is the cause of `up`'s
     // error, which adds that nothing was changed.
-    let out = rkers()
-        .args(["--output", "json", "up", "--config"])
-        .arg(&path)
-        .arg("--known-hosts")
-        .arg(dir.path().join("known_hosts"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let (_, last, _) = run_json(&["up"], &path, dir.path());
     let cause = last["cause"][0].as_str().unwrap_or_default();
     assert!(cause.starts_with("host 127.0.0.1: "), "{last}");
     assert_eq!(
@@ -519,4 +494,26 @@ fn every_command_ends_a_failure_with_the_same_result_event_naming_the_host() {
         format!("{cause}; nothing was changed"),
         "{last}"
     );
+}
+
+/// Runs `args` on `config` with `--output json` (host keys recorded under `dir`): the exit
+/// code, the last event and stderr.
+fn run_json(args: &[&str], config: &Path, dir: &Path) -> (Option<i32>, serde_json::Value, String) {
+    let out = rkers()
+        .args(["--output", "json"])
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .arg("--known-hosts")
+        .arg(dir.join("known_hosts"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let last = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{args:?}: {e}: {stdout}"));
+    (
+        out.status.code(),
+        last,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
