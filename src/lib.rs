@@ -15,6 +15,7 @@
 //! - [`phases`]: ordered steps that apply actions, hosts in parallel under a concurrency limit.
 //! - [`output`]: progress on a TTY, plain lines otherwise, JSON events; secret redaction.
 //! - [`cli`]: the command line surface and exit codes.
+//! - [`error`]: a failure as every command's final event shows it (hosts, causes).
 
 pub mod addons;
 pub mod api;
@@ -23,6 +24,7 @@ pub mod cluster;
 pub mod config;
 pub mod diff;
 pub mod doctor;
+pub mod error;
 pub mod hosts;
 pub mod kubeapi;
 pub mod metadata;

@@ -19,6 +19,9 @@ private_registries:
     password: very-secret-registry-password
 ";
 
+/// One host where nothing listens (port 1): every command that connects fails on it at once.
+const UNREACHABLE: &str = "nodes:\n  - address: 127.0.0.1\n    port: \"1\"\n    user: root\n    role: [controlplane, etcd, worker]\n";
+
 fn rkers() -> Command {
     Command::cargo_bin("rkers").unwrap()
 }
@@ -44,6 +47,7 @@ fn invalid_config_exits_2_for_every_command_and_lists_every_problem() {
         vec!["etcd", "snapshot-save"],
         vec!["util", "get-kubeconfig"],
         vec!["preflight"],
+        vec!["doctor"],
     ] {
         let mut cmd = rkers();
         cmd.args(&args).arg("--config").arg(&bad);
@@ -373,11 +377,7 @@ fn doctor_refuses_an_unknown_host_and_a_restore_without_backup() {
 #[test]
 fn up_ends_with_a_timing_summary_event_also_when_it_fails() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write_cluster(
-        dir.path(),
-        "cluster.yml",
-        "nodes:\n  - address: 127.0.0.1\n    port: \"1\"\n    user: root\n    role: [controlplane, etcd, worker]\n",
-    );
+    let path = write_cluster(dir.path(), "cluster.yml", UNREACHABLE);
     let out = rkers()
         .args(["--output", "json", "up", "--config"])
         .arg(&path)
@@ -420,4 +420,100 @@ fn up_ends_with_a_timing_summary_event_also_when_it_fails() {
         assert_eq!(end["duration_ms"], p["duration_ms"], "{stdout}");
     }
     assert!(summary["duration_ms"].as_u64().is_some());
+}
+
+/// Issue 16: whatever the command, a failure ends the run with the same `result` event: the
+/// exit code, the error, the host it is about (`host`, or `hosts` for several) and its causes.
+/// Nothing listens on 127.0.0.1:1, so every command fails on the one host at once.
+#[test]
+fn every_command_ends_a_failure_with_the_same_result_event_naming_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cluster(dir.path(), "cluster.yml", UNREACHABLE);
+    // A state with current certificates, as after an `up`: `cert rotate` reads them before it
+    // connects.
+    rkers()
+        .args(["up", "--init", "--config"])
+        .arg(&path)
+        .assert()
+        .success();
+    let state_path = dir.path().join("cluster.rkestate");
+    let mut state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
+    state["currentState"] = state["desiredState"].clone();
+    std::fs::write(&state_path, state.to_string()).unwrap();
+    let allowed = [
+        "time",
+        "event",
+        "status",
+        "exit_code",
+        "error",
+        "host",
+        "hosts",
+        "cause",
+    ];
+    for args in [
+        vec!["up"],
+        vec!["remove", "--force"],
+        vec!["cert", "rotate"],
+        vec!["etcd", "snapshot-save", "--name", "s1"],
+        vec!["util", "get-state-file"],
+        vec!["preflight"],
+        vec!["doctor"],
+    ] {
+        let (code, last, stderr) = run_json(&args, &path, dir.path());
+        assert_eq!(code, Some(1), "{args:?}: {last}{stderr}");
+        assert_eq!(last["event"], "result", "{args:?}: {last}");
+        assert_eq!(last["status"], "failed", "{args:?}: {last}");
+        assert_eq!(last["exit_code"], 1, "{args:?}: {last}");
+        assert_eq!(last["host"], "127.0.0.1", "{args:?}: {last}");
+        let error = last["error"].as_str().unwrap();
+        assert!(error.contains("127.0.0.1"), "{args:?}: {last}");
+        // The text output's `error:` line is the same error.
+        assert!(
+            stderr.contains(&format!("error: {error}")),
+            "{args:?}: {stderr}"
+        );
+        for key in last.as_object().unwrap().keys() {
+            assert!(allowed.contains(&key.as_str()), "{args:?}: {key} in {last}");
+        }
+        if let Some(cause) = last.get("cause") {
+            let cause = cause.as_array().unwrap();
+            assert!(
+                !cause.is_empty() && cause.iter().all(|c| c.is_string()),
+                "{last}"
+            );
+        }
+    }
+    // The host's own problem (no SSH key, or the refused connection) is the cause of `up`'s
+    // error, which adds that nothing was changed.
+    let (_, last, _) = run_json(&["up"], &path, dir.path());
+    let cause = last["cause"][0].as_str().unwrap_or_default();
+    assert!(cause.starts_with("host 127.0.0.1: "), "{last}");
+    assert_eq!(
+        last["error"].as_str().unwrap(),
+        format!("{cause}; nothing was changed"),
+        "{last}"
+    );
+}
+
+/// Runs `args` on `config` with `--output json` (host keys recorded under `dir`): the exit
+/// code, the last event and stderr.
+fn run_json(args: &[&str], config: &Path, dir: &Path) -> (Option<i32>, serde_json::Value, String) {
+    let out = rkers()
+        .args(["--output", "json"])
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .arg("--known-hosts")
+        .arg(dir.join("known_hosts"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let last = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{args:?}: {e}: {stdout}"));
+    (
+        out.status.code(),
+        last,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }

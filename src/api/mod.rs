@@ -190,6 +190,11 @@ pub enum ApiError {
     /// The operation failed: the message names the host and the cause.
     #[error("{0}")]
     Failed(String),
+    /// The operation failed with one of the library's typed errors. Only inside an operation:
+    /// its hosts and causes go into the `result` event, and the caller gets it back as
+    /// [`ApiError::Failed`], its text masked like the events.
+    #[error("{0}")]
+    Operation(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 
 impl ApiError {
@@ -198,7 +203,7 @@ impl ApiError {
         match self {
             ApiError::InvalidConfig(_) => 2,
             ApiError::Cancelled => 130,
-            ApiError::Store(_) | ApiError::Failed(_) => 1,
+            ApiError::Store(_) | ApiError::Failed(_) | ApiError::Operation(_) => 1,
         }
     }
 }
@@ -372,7 +377,7 @@ pub async fn remove(op: &Operation, req: RemoveRequest) -> Result<Outcome, ApiEr
                 .await
                 .map_err(|e| match e {
                     phases::remove::RemoveError::Cluster(c) => cluster_error(c),
-                    other => ApiError::Failed(other.to_string()),
+                    other => ApiError::Operation(Box::new(other)),
                 })
         })
     })
@@ -407,7 +412,7 @@ pub async fn cert_rotate(op: &Operation, req: CertRotateRequest) -> Result<Outco
                 .await
                 .map_err(|e| match e {
                     phases::cert_rotate::RotateError::Cluster(c) => cluster_error(c),
-                    other => ApiError::Failed(other.to_string()),
+                    other => ApiError::Operation(Box::new(other)),
                 })
         })
     })
@@ -491,14 +496,20 @@ async fn operate(
 /// The one `result` event every operation ends with. The error handed back is masked like the
 /// events: its text may quote a host's output.
 fn end<T>(reporter: &Reporter, result: Result<T, ApiError>) -> Result<T, ApiError> {
+    // Read before the typed error becomes text: its hosts and causes.
+    let report = result
+        .as_ref()
+        .err()
+        .map(|e| crate::error::ErrorReport::of(e).redacted(|t| reporter.redactor().redact(t)));
     let result = result.map_err(|e| match e {
         ApiError::InvalidConfig(m) => ApiError::InvalidConfig(reporter.redactor().redact(&m)),
         ApiError::Failed(m) => ApiError::Failed(reporter.redactor().redact(&m)),
+        ApiError::Operation(e) => ApiError::Failed(reporter.redactor().redact(&e.to_string())),
         other => other,
     });
     match &result {
         Ok(_) => reporter.finish_run(0, None),
-        Err(e) => reporter.finish_run(e.exit_code(), Some(&e.to_string())),
+        Err(e) => reporter.finish_run_with(e.exit_code(), report.as_ref()),
     }
     result
 }
@@ -529,14 +540,14 @@ fn cluster_error(c: ClusterError) -> ApiError {
     if c.is_invalid_config() {
         ApiError::InvalidConfig(c.to_string())
     } else {
-        ApiError::Failed(c.to_string())
+        ApiError::Operation(Box::new(c))
     }
 }
 
 fn up_error(e: phases::up::UpError) -> ApiError {
     match e {
         phases::up::UpError::Cluster(c) => cluster_error(c),
-        other => ApiError::Failed(other.to_string()),
+        other => ApiError::Operation(Box::new(other)),
     }
 }
 
@@ -549,7 +560,7 @@ fn snapshot_error(e: phases::etcd_snapshot::SnapshotError) -> ApiError {
             cause: phases::up::UpError::Cluster(c),
             ..
         } if c.is_invalid_config() => ApiError::InvalidConfig(c.to_string()),
-        other => ApiError::Failed(other.to_string()),
+        other => ApiError::Operation(Box::new(other)),
     }
 }
 

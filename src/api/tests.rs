@@ -259,3 +259,32 @@ fn operations_can_be_spawned() {
     send(&snapshot_restore(&op, "a"));
     spawnable(&op);
 }
+
+/// Issue 16: an operation's failure on a host ends with the same `result` event as the
+/// command line's: the host, the causes, and the error the caller gets back.
+#[tokio::test]
+async fn a_failure_on_a_host_names_it_in_the_result_event() {
+    let (sink, events) = collecting();
+    let op = Operation::new(
+        ClusterInput::Yaml(
+            "nodes:\n  - address: 127.0.0.1\n    port: \"1\"\n    user: root\n    role: [controlplane, etcd, worker]\n"
+                .into(),
+        ),
+        Arc::new(MemoryStateStore::new(None)),
+    )
+    .with_events(sink);
+    let err = up(&op, UpRequest::default()).await.unwrap_err();
+    assert!(matches!(err, ApiError::Failed(_)), "{err:?}");
+    assert_eq!(err.exit_code(), 1);
+    let results = results(&events);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0].host.as_deref(), Some("127.0.0.1"), "{results:?}");
+    assert_eq!(results[0].error, Some(err.to_string()));
+    let cause = results[0].cause.clone().unwrap_or_default();
+    assert!(
+        cause
+            .first()
+            .is_some_and(|c| c.starts_with("host 127.0.0.1: ")),
+        "{results:?}"
+    );
+}

@@ -28,14 +28,31 @@ pub enum CliError {
     /// The command line asks for something that cannot be done this way (exit 2).
     #[error("{0}")]
     Usage(String),
+    /// The operation failed with one of the library's typed errors (exit 1): its hosts and
+    /// causes reach the final JSON event.
+    #[error("{0}")]
+    Error(Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 
 impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::Failed(_) => 1,
+            CliError::Failed(_) | CliError::Error(_) => 1,
             CliError::InvalidConfig(_) | CliError::Usage(_) => 2,
             CliError::NotImplemented(_) => 3,
+        }
+    }
+
+    /// An operation's typed error, kept whole for the final event.
+    pub fn failed(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        CliError::Error(Box::new(e))
+    }
+
+    /// The failure as the final event shows it.
+    pub fn report(&self) -> crate::error::ErrorReport {
+        match self {
+            CliError::Error(e) => crate::error::ErrorReport::of(e.as_ref()),
+            other => crate::error::ErrorReport::message(other.to_string()),
         }
     }
 }
@@ -76,9 +93,9 @@ pub fn main() -> ExitCode {
     let (code, error) = match result {
         Some(Ok(())) => (0, None),
         Some(Err(e)) => {
-            let message = crate::output::redact(&e.to_string());
-            eprintln!("error: {message}");
-            (e.exit_code(), Some(message))
+            let report = e.report().redacted(crate::output::redact);
+            eprintln!("error: {}", report.message);
+            (e.exit_code(), Some(report))
         }
         None => {
             terminal.restore();
@@ -90,7 +107,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(130);
         }
     };
-    reporter.finish_run(code, error.as_deref());
+    reporter.finish_run_with(code, error.as_ref());
     ExitCode::from(code)
 }
 
@@ -167,7 +184,7 @@ async fn run(cli: Cli, reporter: &crate::output::Reporter) -> Result<(), CliErro
                 path = path.display()
             ))
         } else {
-            CliError::Failed(e.to_string())
+            CliError::failed(e)
         }
     })?;
     let links = commands::local::prepare(&cli.command, &mut cluster, reporter).await?;

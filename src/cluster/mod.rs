@@ -24,7 +24,15 @@ pub enum ClusterError {
     #[error("certificates: {0}")]
     Pki(#[from] PkiError),
     #[error("{0}")]
-    Other(String),
+    Encryption(#[from] crate::plan::encryption::EncryptionError),
+    #[error("the cluster has no controlplane host for the admin kubeconfig to point at")]
+    NoControlPlane,
+    #[error("cannot write the admin kubeconfig {path}: {source}")]
+    WriteKubeconfig {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl ClusterError {
@@ -70,29 +78,37 @@ impl Cluster {
             .and_then(|i| i.get("alpine").and_then(|a| crate::metadata::image_tag(a)))
     }
 
-    /// Writes `kube_config_<name>.yml` for `bundle`'s admin certificate, pointing at the first
-    /// controlplane host as RKE1 does (§6.1), atomically and mode 0600, and says so.
-    /// The admin kubeconfig for `bundle`, pointing at the first controlplane host (RKE1's).
-    pub fn admin_kubeconfig(&self, bundle: &pki::Bundle) -> Result<String, String> {
+    /// The admin kubeconfig for `bundle`, pointing at the first controlplane host (§6.1).
+    pub fn admin_kubeconfig(&self, bundle: &pki::Bundle) -> Result<String, ClusterError> {
         let server = self
             .config
             .nodes
             .iter()
             .find(|n| n.role.iter().any(|r| r == "controlplane"))
             .map(|n| format!("https://{}:6443", n.address))
-            .ok_or("the cluster has no controlplane host")?;
-        pki::admin_kubeconfig(bundle, &self.config.cluster_name, &server).map_err(|e| e.to_string())
+            .ok_or(ClusterError::NoControlPlane)?;
+        Ok(pki::admin_kubeconfig(
+            bundle,
+            &self.config.cluster_name,
+            &server,
+        )?)
     }
 
+    /// Writes `kube_config_<name>.yml` for `bundle`'s admin certificate, pointing at the first
+    /// controlplane host as RKE1 does (§6.1), atomically and mode 0600, and says so.
     pub fn write_admin_kubeconfig(
         &self,
         bundle: &pki::Bundle,
         reporter: &Reporter,
-    ) -> Result<(), String> {
+    ) -> Result<(), ClusterError> {
         let text = self.admin_kubeconfig(bundle)?;
         let path = &self.files.kubeconfig_path;
-        crate::state::write_atomic(path, text.as_bytes(), 0o600)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        crate::state::write_atomic(path, text.as_bytes(), 0o600).map_err(|source| {
+            ClusterError::WriteKubeconfig {
+                path: path.clone(),
+                source,
+            }
+        })?;
         reporter.info(format!(
             "Successfully Deployed local admin kubeconfig at [{}]",
             path.display()
@@ -284,7 +300,7 @@ impl Cluster {
             return Ok(String::new());
         };
         let text = if let Some(custom) = &sec.custom_config {
-            encryption::render_custom(custom).map_err(|e| ClusterError::Other(e.to_string()))?
+            encryption::render_custom(custom)?
         } else {
             let kept = old.and_then(|s| {
                 [&s.current_state, &s.desired_state]

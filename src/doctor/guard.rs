@@ -22,6 +22,33 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Why a guard stopped `up` or `cert rotate`; each names the host or the webhooks and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum GuardError {
+    #[error("host {host}: cannot read calico's directories: {source}")]
+    CalicoProbe {
+        host: String,
+        #[source]
+        source: Box<crate::hosts::HostError>,
+    },
+    /// The helper's own message names the host and its output.
+    #[error("{detail}")]
+    CalicoFix { host: String, detail: String },
+    #[error("{}", refusal(.blocking))]
+    BlockingWebhooks { blocking: Vec<webhooks::Blocking> },
+}
+
+impl crate::error::HostContext for GuardError {
+    fn hosts(&self) -> Vec<&str> {
+        match self {
+            GuardError::CalicoProbe { host, .. } | GuardError::CalicoFix { host, .. } => {
+                vec![host]
+            }
+            GuardError::BlockingWebhooks { .. } => Vec::new(),
+        }
+    }
+}
+
 fn linux(h: &Host) -> bool {
     !h.facts().is_windows()
 }
@@ -31,7 +58,7 @@ fn linux(h: &Host) -> bool {
 pub async fn calico_actions(
     cluster: &Cluster,
     pool: &HostPool,
-) -> Result<BTreeMap<String, Vec<Action>>, String> {
+) -> Result<BTreeMap<String, Vec<Action>>, GuardError> {
     let (is_calico, _) = cni::families_of_plugin(&cluster.config.network.plugin);
     let mut out = BTreeMap::new();
     if !is_calico {
@@ -54,13 +81,11 @@ pub async fn calico_actions(
                 },
             )
             .await
-            .map_err(|e| {
-                format!(
-                    "host {}: cannot read calico's directories: {e}",
-                    host.name()
-                )
+            .map_err(|source| GuardError::CalicoProbe {
+                host: host.name().to_string(),
+                source: Box::new(source),
             })?;
-            Ok::<_, String>((host, sections))
+            Ok::<_, GuardError>((host, sections))
         }
     });
     for probed in futures::future::join_all(probes).await {
@@ -167,7 +192,7 @@ pub async fn check_webhooks_before_changes(
     ignore: bool,
     dry_run: bool,
     reporter: &Reporter,
-) -> Result<(), String> {
+) -> Result<(), GuardError> {
     let Ok(text) = std::fs::read_to_string(&cluster.files.kubeconfig_path) else {
         return Ok(());
     };
@@ -191,8 +216,8 @@ pub async fn check_webhooks_before_changes(
     if check.blocking.is_empty() {
         return Ok(());
     }
-    let text = refusal(&check.blocking);
     if dry_run || ignore {
+        let text = refusal(&check.blocking);
         reporter.warn(if ignore {
             format!(
                 "--ignore-blocking-webhooks: going on although {}",
@@ -203,7 +228,9 @@ pub async fn check_webhooks_before_changes(
         });
         return Ok(());
     }
-    Err(text)
+    Err(GuardError::BlockingWebhooks {
+        blocking: check.blocking,
+    })
 }
 
 /// The wait after each node of a rolling upgrade: its CNI pod Ready, and with flannel its

@@ -95,6 +95,31 @@ pub struct Report {
     pub findings: Vec<Finding>,
 }
 
+/// A report with failures: each failed check with the node it concerns (`None` for the
+/// cluster). The report itself, printed before, says what was found and how to fix it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "doctor found {} failure{}: {}",
+    .failed.len(),
+    if .failed.len() == 1 { "" } else { "s" },
+    .failed.iter().map(|(node, check)| match node {
+        Some(n) => format!("{check} on {n}"),
+        None => check.clone(),
+    }).collect::<Vec<_>>().join(", ")
+)]
+pub struct DoctorFailed {
+    pub failed: Vec<(Option<String>, String)>,
+}
+
+impl crate::error::HostContext for DoctorFailed {
+    fn hosts(&self) -> Vec<&str> {
+        self.failed
+            .iter()
+            .filter_map(|(n, _)| n.as_deref())
+            .collect()
+    }
+}
+
 /// Counts per status, as the summary line and the JSON `summary` object show them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
@@ -122,6 +147,17 @@ impl Report {
             }
         }
         s
+    }
+
+    /// The failures, as the error the command ends with; `None` when there is none.
+    pub fn failed(&self) -> Option<DoctorFailed> {
+        let failed: Vec<(Option<String>, String)> = self
+            .findings
+            .iter()
+            .filter(|f| f.status == Status::Fail)
+            .map(|f| (f.node.clone(), f.check.clone()))
+            .collect();
+        (!failed.is_empty()).then_some(DoctorFailed { failed })
     }
 
     /// 0 without a failure, 1 with one (warnings do not fail the command).

@@ -92,7 +92,15 @@ impl std::fmt::Display for HostProblems {
     }
 }
 
-impl std::error::Error for HostProblems {}
+impl std::error::Error for HostProblems {
+    /// A single host's problem is the cause; several have none in particular.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self.0.as_slice() {
+            [only] => Some(only),
+            _ => None,
+        }
+    }
+}
 
 impl HostProblems {
     /// One line naming the hosts, for a phase's failure line: the full list is the command's

@@ -357,13 +357,38 @@ pub async fn run(
     (PreflightReport { hosts, port_checks }, Some(pool))
 }
 
-/// The problems of a report as errors, for `up` to stop on.
-pub fn problems(report: &PreflightReport) -> Vec<String> {
-    report
-        .hosts
-        .iter()
-        .flat_map(|h| h.problems.iter().cloned())
-        .chain(report.port_checks.failures.iter().map(|f| f.to_string()))
-        .chain(report.port_checks.error.iter().cloned())
-        .collect()
+/// The problems of a report, as the error `preflight` fails with.
+pub fn problems(report: &PreflightReport) -> PreflightFailed {
+    PreflightFailed {
+        problems: report
+            .hosts
+            .iter()
+            .flat_map(|h| h.problems.iter().map(|p| (Some(h.host.clone()), p.clone())))
+            .chain(
+                report
+                    .port_checks
+                    .failures
+                    .iter()
+                    .map(|f| (Some(f.host.clone()), f.to_string())),
+            )
+            .chain(report.port_checks.error.iter().map(|e| (None, e.clone())))
+            .collect(),
+    }
+}
+
+/// The problems a preflight found, each with its host (`None` for a port check round that
+/// failed as a whole), one per line.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .problems.iter().map(|(_, p)| p.as_str()).collect::<Vec<_>>().join("\n"))]
+pub struct PreflightFailed {
+    pub problems: Vec<(Option<String>, String)>,
+}
+
+impl crate::error::HostContext for PreflightFailed {
+    fn hosts(&self) -> Vec<&str> {
+        self.problems
+            .iter()
+            .filter_map(|(h, _)| h.as_deref())
+            .collect()
+    }
 }

@@ -58,6 +58,12 @@ pub struct Event {
     pub message: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// On a failed `result` event naming several hosts: all of them (`host` holds one alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Vec<String>>,
+    /// On a failed `result` event: the error's sources, outermost first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Vec<String>>,
     /// Structured details of the event (e.g. the adoption summary); never holds secrets.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data: Option<serde_json::Value>,
@@ -82,6 +88,8 @@ impl Event {
             duration_ms: None,
             message: None,
             error: None,
+            hosts: None,
+            cause: None,
             data: None,
             event: None,
             exit_code: None,
@@ -94,6 +102,9 @@ impl Event {
             if let Some(text) = field.as_mut() {
                 *text = redactor.redact(text);
             }
+        }
+        for text in self.cause.iter_mut().flatten() {
+            *text = redactor.redact(text);
         }
         self
     }
@@ -287,6 +298,13 @@ impl Reporter {
     /// The one event that ends every run: its outcome, exit code and error. In JSON it is the
     /// last line; as text, a failure is the `error:` line the caller prints.
     pub fn finish_run(&self, exit_code: u8, error: Option<&str>) {
+        let report = error.map(crate::error::ErrorReport::message);
+        self.finish_run_with(exit_code, report.as_ref());
+    }
+
+    /// [`Reporter::finish_run`] for a typed failure: the same event, whatever the command, with
+    /// the host (`host` when the error names one, `hosts` when it names several) and the causes.
+    pub fn finish_run_with(&self, exit_code: u8, error: Option<&crate::error::ErrorReport>) {
         let status = match exit_code {
             0 => Status::Ok,
             130 => Status::Interrupted,
@@ -295,7 +313,15 @@ impl Reporter {
         let mut e = Event::new(status);
         e.event = Some("result");
         e.exit_code = Some(exit_code);
-        e.error = error.map(str::to_string);
+        if let Some(report) = error {
+            e.error = Some(report.message.clone());
+            match report.hosts.as_slice() {
+                [] => {}
+                [one] => e.host = Some(one.clone()),
+                several => e.hosts = Some(several.to_vec()),
+            }
+            e.cause = (!report.causes.is_empty()).then(|| report.causes.clone());
+        }
         let e = e.redacted(&self.redactor);
         if let Renderer::Sink(sink) = &*self.renderer {
             sink(e);

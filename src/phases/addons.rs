@@ -198,6 +198,15 @@ async fn wait_addon(api: &KubeApi, plan: &AddonPlan, timeout: Duration) -> Resul
     Ok(())
 }
 
+/// A critical addon that failed: its action (which names the object), or its workloads.
+#[derive(Debug, thiserror::Error)]
+pub enum DeployError {
+    #[error("{0}")]
+    Apply(#[from] crate::phases::executor::ExecError),
+    #[error("{0}")]
+    Wait(#[from] AddonError),
+}
+
 /// The addons step: in RKE1's order, each addon's planned action (`ApplyAddon` or
 /// `RemoveAddon` among `actions`) applied through `exec`, then its workloads waited for. A
 /// failing system addon (network, DNS, metrics-server, ingress) fails `up`; a failing user
@@ -208,7 +217,7 @@ pub async fn deploy_addons(
     actions: &[Action],
     exec: &crate::phases::executor::Executor<'_>,
     api: &KubeApi,
-) -> Result<(), String> {
+) -> Result<(), DeployError> {
     let reporter = exec.reporter();
     let phase = reporter.phase("addons");
     let result = async {
@@ -225,13 +234,13 @@ pub async fn deploy_addons(
                     .on(crate::phases::changeset::CLUSTER)
                     .apply(&[a])
                     .await
-                    .map_err(|e| e.to_string()),
+                    .map_err(DeployError::from),
                 None => Ok(()),
             };
             let result = match result {
                 Ok(()) => wait_addon(api, plan, timeout)
                     .await
-                    .map_err(|e| e.to_string()),
+                    .map_err(DeployError::from),
                 Err(e) => Err(e),
             };
             match result {
@@ -247,7 +256,7 @@ pub async fn deploy_addons(
     .await;
     match &result {
         Ok(()) => phase.done(),
-        Err(e) => phase.fail(e),
+        Err(e) => phase.fail(&e.to_string()),
     }
     result
 }

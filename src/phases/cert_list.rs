@@ -20,8 +20,6 @@ pub struct ListOptions {
 pub enum ListError {
     #[error("{0}")]
     Cluster(#[from] ClusterError),
-    #[error("{0}")]
-    Other(String),
 }
 
 /// The host name `cert list` gives the admin kubeconfig's certificate, which no node holds.

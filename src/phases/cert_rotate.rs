@@ -50,11 +50,57 @@ pub enum RotateError {
     #[error("{0}")]
     Phase(#[from] PhaseError),
     #[error("{0}")]
-    Other(String),
+    State(#[from] crate::state::StateError),
+    #[error("{0}")]
+    Guard(#[from] crate::doctor::guard::GuardError),
+    #[error("Failed to rotate certificates: can't find old certificates in {}", .0.display())]
+    NoCertificates(std::path::PathBuf),
+    #[error("Failed to rotate certificates: {0}")]
+    Pki(#[source] crate::pki::PkiError),
+    /// `names`: the nodes as cluster.yml names them.
+    #[error("cannot reach every host ({names}); no certificate was rotated:\n{problems}")]
+    Unreachable {
+        names: String,
+        #[source]
+        problems: hosts::HostProblems,
+    },
+    /// A planned host without a connection: a bug in the step that asked, not in the input.
+    #[error("host {host} not connected")]
+    NotConnected { host: String },
+    #[error("{0}")]
+    Host(#[source] Box<hosts::HostError>),
+    #[error("{0}")]
+    Plan(#[from] crate::plan::PlanError),
+    #[error(
+        "Failed to restart system pods after the CA rotation: {}",
+        .0.iter().map(|(_, e)| e.as_str()).collect::<Vec<_>>().join("; ")
+    )]
+    Pods(Vec<(String, String)>),
+    #[error("[{stage}] {} hosts failed:\n{}", .failures.len(), changeset::list_failures(.failures))]
+    Stage {
+        stage: String,
+        failures: Vec<(String, String)>,
+    },
 }
 
-fn other(e: impl std::fmt::Display) -> RotateError {
-    RotateError::Other(e.to_string())
+impl From<hosts::HostError> for RotateError {
+    fn from(e: hosts::HostError) -> Self {
+        RotateError::Host(Box::new(e))
+    }
+}
+
+impl crate::error::HostContext for RotateError {
+    fn hosts(&self) -> Vec<&str> {
+        match self {
+            RotateError::Host(e) => vec![e.host()],
+            RotateError::NotConnected { host } => vec![host],
+            RotateError::Stage { failures, .. } => {
+                failures.iter().map(|(h, _)| h.as_str()).collect()
+            }
+            // The others name their hosts in their source, or concern none.
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// Labels of the system pods RKE1 deletes after a CA rotation so they pick up the new CA and
@@ -102,20 +148,14 @@ pub async fn cert_rotate(
         opts.dry_run,
         reporter,
     )
-    .await
-    .map_err(other)?;
+    .await?;
 
     // 1. state
     let phase = reporter.phase("state");
     let old = cluster
         .load_state()?
         .filter(|s| !s.current_state.certificates_bundle.is_empty())
-        .ok_or_else(|| {
-            other(format!(
-                "Failed to rotate certificates: can't find old certificates in {}",
-                cluster.files.state_path.display()
-            ))
-        })?;
+        .ok_or_else(|| RotateError::NoCertificates(cluster.files.state_path.clone()))?;
     let loaded_bundle = old.current_state.certificates_bundle.clone();
     let (mut state, _) = cluster.init_state(Some(&old), None)?;
     let spec = cluster.pki_spec()?;
@@ -125,7 +165,7 @@ pub async fn cert_rotate(
         &opts.services,
         opts.rotate_ca,
     )
-    .map_err(|e| other(format!("Failed to rotate certificates: {e}")))?;
+    .map_err(RotateError::Pki)?;
     for cert in bundle.values() {
         cluster.redactor.register(&cert.key_pem);
     }
@@ -147,12 +187,11 @@ pub async fn cert_rotate(
     let pool = match HostPool::connect(&targets, &opts.ssh).await {
         Ok(pool) => pool,
         Err(problems) => {
-            let message = format!(
-                "cannot reach every host ({}); no certificate was rotated:\n{problems}",
-                unreachable_names(cluster, &problems)
-            );
             phase.fail(&problems.summary());
-            return Err(RotateError::Other(message));
+            return Err(RotateError::Unreachable {
+                names: unreachable_names(cluster, &problems),
+                problems,
+            });
         }
     };
     phase.done();
@@ -170,7 +209,9 @@ pub async fn cert_rotate(
     for h in &cluster_plan.hosts {
         let host = pool
             .get(&h.address)
-            .ok_or_else(|| other(format!("host {} not connected", h.address)))?;
+            .ok_or_else(|| RotateError::NotConnected {
+                host: h.address.clone(),
+            })?;
         let docker = host.docker();
         let windows = cluster_plan.windows.contains_key(&h.address);
         let desired = host_files(h, &bundle, &spec, windows);
@@ -179,17 +220,13 @@ pub async fn cert_rotate(
             // The file helper is a Linux image: a Windows worker is read by the host agent.
             let paths: Vec<String> = desired.iter().map(|f| f.relative_path.clone()).collect();
             super::windows::observe_host(host, &h.prefix_path, &[], &paths)
-                .await
-                .map_err(other)?
+                .await?
                 .files
         } else {
             docker
                 .ensure_image(&helper_image, &registries, &mut |_| {})
-                .await
-                .map_err(other)?;
-            files::read_dir(docker, &etc_kubernetes(h), &helper_image)
-                .await
-                .map_err(other)?
+                .await?;
+            files::read_dir(docker, &etc_kubernetes(h), &helper_image).await?
         };
         let changed: Vec<FileWrite> = files::changed(&desired, &on_disk)
             .into_iter()
@@ -218,11 +255,7 @@ pub async fn cert_rotate(
         let mut running = BTreeSet::new();
         for name in readers {
             if h.containers.get(name).is_some_and(|c| c.start)
-                && docker
-                    .inspect_container(name)
-                    .await
-                    .map_err(other)?
-                    .is_some()
+                && docker.inspect_container(name).await?.is_some()
             {
                 running.insert(name);
             }
@@ -274,12 +307,7 @@ pub async fn cert_rotate(
         changeset::LOCAL,
         Action::WriteKubeconfig {
             path: cluster.files.kubeconfig_path.display().to_string(),
-            contents: Sealed::new(
-                cluster
-                    .admin_kubeconfig(&bundle)
-                    .map_err(other)?
-                    .into_bytes(),
-            ),
+            contents: Sealed::new(cluster.admin_kubeconfig(&bundle)?.into_bytes()),
         },
     );
     changes.push(
@@ -313,7 +341,7 @@ pub async fn cert_rotate(
 
     // 4. apply
     let phase = reporter.phase("save state");
-    state.save(&cluster.files.state_path).map_err(other)?;
+    state.save(&cluster.files.state_path)?;
     reporter.info(format!(
         "Successfully Deployed state file at [{}]",
         cluster.files.state_path.display()
@@ -331,8 +359,8 @@ pub async fn cert_rotate(
             // The kubeconfig was written: the new bundle becomes the current state.
             let phase = reporter.phase("current state");
             state.promote_desired_to_current();
-            state.save(&cluster.files.state_path).map_err(other)?;
-            exec.set_state_json(state.to_json().map_err(other)?);
+            state.save(&cluster.files.state_path)?;
+            exec.set_state_json(state.to_json()?);
             phase.done();
         }
         let failures = exec.apply_stage(stage, &runner).await;
@@ -347,22 +375,13 @@ pub async fn cert_rotate(
             continue;
         }
         pool.close().await;
-        let message = changeset::list_failures(&failures);
         return Err(if stage.phase == PODS_STAGE {
-            other(format!(
-                "Failed to restart system pods after the CA rotation: {}",
-                failures
-                    .iter()
-                    .map(|(_, e)| e.as_str())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ))
+            RotateError::Pods(failures)
         } else {
-            other(format!(
-                "[{}] {} hosts failed:\n{message}",
-                stage.phase,
-                failures.len()
-            ))
+            RotateError::Stage {
+                stage: stage.phase.to_string(),
+                failures,
+            }
         });
     }
     pool.close().await;
@@ -422,7 +441,7 @@ fn build_plan(
         encryption_config: (!encryption_config.is_empty()).then_some(encryption_config),
         default_rke_tools_tag: default_tools_tag.as_deref(),
     })
-    .map_err(other)
+    .map_err(RotateError::from)
 }
 
 #[cfg(test)]

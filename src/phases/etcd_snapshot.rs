@@ -58,12 +58,73 @@ pub enum SnapshotError {
     Cluster(#[from] ClusterError),
     #[error("{0}")]
     Invalid(String),
+    /// Hosts that cannot be reached stop a restore before anything changes.
+    #[error("{}", .0.to_string().trim_end())]
+    Unreachable(#[from] crate::hosts::HostProblems),
     #[error("{0}")]
-    Failed(String),
+    Host(#[source] Box<crate::hosts::HostError>),
+    #[error("[etcd] snapshot {name} was not saved on any etcd host:\n{}", listed(.failures))]
+    NotSaved {
+        name: String,
+        failures: Vec<(String, String)>,
+    },
+    /// The restore could not be planned; `detail` names the host.
+    #[error("[etcd] cannot restore snapshot {name}; the cluster was left as it was: {detail}")]
+    RestorePlan { name: String, detail: String },
+    #[error(
+        "[etcd] cannot restore snapshot {name}; the cluster was left as it was:\n{}",
+        changeset::list_failures(.failures)
+    )]
+    RestoreAborted {
+        name: String,
+        failures: Vec<(String, String)>,
+    },
+    #[error(
+        "[etcd] restoring snapshot {name} failed after etcd was stopped:\n{}\nrun `rkers etcd snapshot-restore` again or `rkers up`",
+        changeset::list_failures(.failures)
+    )]
+    RestoreFailed {
+        name: String,
+        failures: Vec<(String, String)>,
+    },
     #[error(
         "[etcd] snapshot {name} was restored into etcd, but bringing the cluster back failed: {cause}\nrun `rkers up` to finish"
     )]
-    Up { name: String, cause: UpError },
+    Up {
+        name: String,
+        #[source]
+        cause: UpError,
+    },
+}
+
+impl From<crate::hosts::HostError> for SnapshotError {
+    fn from(e: crate::hosts::HostError) -> Self {
+        SnapshotError::Host(Box::new(e))
+    }
+}
+
+impl crate::error::HostContext for SnapshotError {
+    fn hosts(&self) -> Vec<&str> {
+        match self {
+            SnapshotError::Host(e) => vec![e.host()],
+            SnapshotError::NotSaved { failures, .. }
+            | SnapshotError::RestoreAborted { failures, .. }
+            | SnapshotError::RestoreFailed { failures, .. } => {
+                failures.iter().map(|(h, _)| h.as_str()).collect()
+            }
+            // The others name their hosts in their source, or concern none.
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// One line per host that failed.
+fn listed(failures: &[(String, String)]) -> String {
+    failures
+        .iter()
+        .map(|(h, e)| format!("  - host {h}: {e}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// One etcd member of the config.
@@ -463,13 +524,8 @@ async fn pull_if_missing(
     stage: &str,
     host: &Host,
     image: &str,
-) -> Result<(), String> {
-    if !host
-        .docker()
-        .image_exists(image)
-        .await
-        .map_err(|e| e.to_string())?
-    {
+) -> Result<(), crate::hosts::HostError> {
+    if !host.docker().image_exists(image).await? {
         changes.push(
             stage,
             Pace::OneAtATime,
@@ -525,9 +581,7 @@ pub async fn save(
             None => reachable.push(attempt),
         }
     }
-    let pool = HostPool::from_attempts(reachable, opts.ssh.concurrency)
-        .await
-        .map_err(|p| SnapshotError::Failed(p.to_string()))?;
+    let pool = HostPool::from_attempts(reachable, opts.ssh.concurrency).await?;
     let image = backup_image(cluster);
     let etcd = &cluster.config.services.etcd;
     let zip = format!("{SNAPSHOT_DIR}/{name}.zip");
@@ -546,8 +600,7 @@ pub async fn save(
         let running = host
             .docker()
             .inspect_container(plan::ETCD)
-            .await
-            .map_err(|e| SnapshotError::Failed(e.to_string()))?
+            .await?
             .is_some_and(|c| c.running);
         if !running {
             failures.push((
@@ -573,9 +626,7 @@ pub async fn save(
                 },
             );
         }
-        pull_if_missing(&mut changes, SAVE_STAGE, host, &image)
-            .await
-            .map_err(SnapshotError::Failed)?;
+        pull_if_missing(&mut changes, SAVE_STAGE, host, &image).await?;
         changes.push(
             SAVE_STAGE,
             Pace::OneAtATime,
@@ -589,13 +640,6 @@ pub async fn save(
         );
     }
     phase.done();
-    let listed = |failures: &[(String, String)]| {
-        failures
-            .iter()
-            .map(|(h, e)| format!("  - host {h}: {e}"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
     if opts.dry_run {
         if !failures.is_empty() {
             reporter.warn(format!(
@@ -636,12 +680,12 @@ pub async fn save(
     }
     pool.close().await;
     if saved == 0 {
-        let message = format!(
-            "[etcd] snapshot {name} was not saved on any etcd host:\n{}",
-            listed(&failures)
-        );
-        phase.fail(&message);
-        return Err(SnapshotError::Failed(message));
+        let e = SnapshotError::NotSaved {
+            name: name.to_string(),
+            failures,
+        };
+        phase.fail(&e.to_string());
+        return Err(e);
     }
     if !failures.is_empty() {
         reporter.warn(format!(
@@ -709,21 +753,20 @@ pub async fn restore(
         Ok(p) => p,
         Err(problems) => {
             phase.fail(&problems.summary());
-            return Err(SnapshotError::Failed(
-                problems.to_string().trim_end().to_string(),
-            ));
+            return Err(problems.into());
         }
     };
     let planned = plan_restore(cluster, &pool, &members, name, s3, &image).await;
     let changes = match planned {
         Ok(c) => c,
-        Err(e) => {
+        Err(detail) => {
             pool.close().await;
-            let message = format!(
-                "[etcd] cannot restore snapshot {name}; the cluster was left as it was: {e}"
-            );
-            phase.fail(&message);
-            return Err(SnapshotError::Failed(message));
+            let e = SnapshotError::RestorePlan {
+                name: name.clone(),
+                detail,
+            };
+            phase.fail(&e.to_string());
+            return Err(e);
         }
     };
     phase.done();
@@ -774,7 +817,11 @@ pub async fn restore(
                         name: name.clone(),
                         cause,
                     },
-                    None => SnapshotError::Failed(changeset::list_failures(&failures)),
+                    // The executor found no `up` to run: etcd was stopped already.
+                    None => SnapshotError::RestoreFailed {
+                        name: name.clone(),
+                        failures,
+                    },
                 });
             }
             continue;
@@ -800,12 +847,12 @@ pub async fn restore(
         if failures.is_empty() {
             continue;
         }
-        let listed = changeset::list_failures(&failures);
         if stage.phase == REPLACE_STAGE {
             pool.close().await;
-            return Err(SnapshotError::Failed(format!(
-                "[etcd] restoring snapshot {name} failed after etcd was stopped:\n{listed}\nrun `rkers etcd snapshot-restore` again or `rkers up`"
-            )));
+            return Err(SnapshotError::RestoreFailed {
+                name: name.clone(),
+                failures,
+            });
         }
         // Nothing the cluster runs on was touched yet: the scratch directories go again (a
         // rollback outside the changeset, only on failure).
@@ -822,9 +869,10 @@ pub async fn restore(
             }
         }
         pool.close().await;
-        return Err(SnapshotError::Failed(format!(
-            "[etcd] cannot restore snapshot {name}; the cluster was left as it was:\n{listed}"
-        )));
+        return Err(SnapshotError::RestoreAborted {
+            name: name.clone(),
+            failures,
+        });
     }
     reporter.info(format!(
         "Finished restoring snapshot [{name}] on all etcd hosts"
@@ -859,7 +907,9 @@ async fn plan_restore(
     if s3.is_none() && members.len() > 1 {
         let (source, path) = find_local_snapshot(&hosts, name).await?;
         for target in hosts.iter().filter(|h| h.name() != source) {
-            pull_if_missing(&mut changes, SHARE_STAGE, target, file_image).await?;
+            pull_if_missing(&mut changes, SHARE_STAGE, target, file_image)
+                .await
+                .map_err(|e| e.to_string())?;
             changes.push(
                 SHARE_STAGE,
                 Pace::OneAtATime,
@@ -873,7 +923,9 @@ async fn plan_restore(
         }
     }
     for (member, host) in members.iter().zip(&hosts) {
-        pull_if_missing(&mut changes, PREPARE_STAGE, host, image).await?;
+        pull_if_missing(&mut changes, PREPARE_STAGE, host, image)
+            .await
+            .map_err(|e| e.to_string())?;
         let prefix = prefix_of(cluster, host);
         if let Some(s3) = s3 {
             changes.push(

@@ -160,6 +160,11 @@ impl<'a> Executor<'a> {
         self
     }
 
+    /// The API client the cluster actions use from now on (the first one given stays).
+    pub fn set_api(&self, api: KubeApi) {
+        let _ = self.api.set(api);
+    }
+
     pub fn reporter(&self) -> &Reporter {
         &self.reporter
     }

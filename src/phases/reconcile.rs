@@ -36,8 +36,16 @@ fn has_role(roles: &[String], role: &str) -> bool {
     roles.iter().any(|r| r == role)
 }
 
+/// RKE1's guard (§16.4): no etcd host of the cluster stays, so no member would carry the data.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "Etcd plane nodes are replaced. Stopping provisioning. Please restore your cluster from backup \
+     (keep at least one current etcd host in cluster.yml while adding the new ones)"
+)]
+pub struct EtcdPlaneReplaced;
+
 /// Compares the previous config with the new one; nothing changes for a new cluster.
-pub fn changes(old: Option<&RkeConfig>, new: &RkeConfig) -> Result<Changes, String> {
+pub fn changes(old: Option<&RkeConfig>, new: &RkeConfig) -> Result<Changes, EtcdPlaneReplaced> {
     let Some(old) = old else {
         return Ok(Changes::default());
     };
@@ -84,10 +92,7 @@ pub fn changes(old: Option<&RkeConfig>, new: &RkeConfig) -> Result<Changes, Stri
         && old_etcd.is_disjoint(&new_etcd)
         && new.services.etcd.external_urls.is_empty()
     {
-        // RKE1's guard (§16.4): with no member left to carry the data, the cluster would be lost.
-        return Err("Etcd plane nodes are replaced. Stopping provisioning. Please restore your cluster from backup \
-                    (keep at least one current etcd host in cluster.yml while adding the new ones)"
-            .into());
+        return Err(EtcdPlaneReplaced);
     }
     Ok(changes)
 }
@@ -497,9 +502,10 @@ mod tests {
     fn replacing_every_etcd_member_at_once_is_refused() {
         let old = config(&[("10.0.0.1", &["etcd"])]);
         let new = config(&[("10.0.0.2", &["etcd"])]);
+        assert_eq!(changes(Some(&old), &new).unwrap_err(), EtcdPlaneReplaced);
         assert!(
-            changes(Some(&old), &new)
-                .unwrap_err()
+            EtcdPlaneReplaced
+                .to_string()
                 .contains("Etcd plane nodes are replaced")
         );
     }

@@ -28,6 +28,47 @@ pub enum Source {
     Hosts(Vec<String>),
 }
 
+/// Why no state could be recovered.
+#[derive(Debug, thiserror::Error)]
+pub enum RecoverError {
+    #[error("{}", .0.to_string().trim_end())]
+    Unreachable(#[from] crate::hosts::HostProblems),
+    /// `problems`: the hosts that could not be read, each with its error.
+    #[error(
+        "cannot rebuild the state from the hosts: {cause}{}",
+        .problems.iter().map(|p| format!("\n  - {p}")).collect::<String>()
+    )]
+    Rebuild {
+        #[source]
+        cause: RebuildError,
+        problems: Vec<crate::hosts::HostError>,
+    },
+}
+
+impl crate::error::HostContext for RecoverError {
+    fn hosts(&self) -> Vec<&str> {
+        match self {
+            RecoverError::Rebuild { problems, .. } => {
+                problems.iter().map(crate::hosts::HostError::host).collect()
+            }
+            RecoverError::Unreachable(_) => Vec::new(),
+        }
+    }
+}
+
+/// Why the files read from the hosts do not make a state.
+#[derive(Debug, thiserror::Error)]
+pub enum RebuildError {
+    #[error("no kube-ca.pem found on any reachable host")]
+    NoCa,
+    #[error("the CA key (kube-ca-key.pem) is on no reachable controlplane host")]
+    NoCaKey,
+    #[error("{0}")]
+    Cluster(#[from] crate::cluster::ClusterError),
+    #[error("{0}")]
+    Pki(#[from] pki::PkiError),
+}
+
 pub struct RecoverOptions {
     pub agent_override: bool,
     pub ssh: SshOptions,
@@ -37,7 +78,7 @@ pub async fn recover_state(
     cluster: &Cluster,
     opts: &RecoverOptions,
     reporter: &Reporter,
-) -> Result<(StateFile, Source), String> {
+) -> Result<(StateFile, Source), RecoverError> {
     match from_api(cluster).await {
         Ok(Some((state, server))) => return Ok((state, Source::Api(server))),
         Ok(None) => reporter.warn(
@@ -75,20 +116,18 @@ async fn from_api(cluster: &Cluster) -> Result<Option<(StateFile, String)>, Stri
 async fn from_hosts(
     cluster: &Cluster,
     opts: &RecoverOptions,
-) -> Result<(StateFile, Source), String> {
+) -> Result<(StateFile, Source), RecoverError> {
     // Least privilege puts each host's own pairs on that host alone: every host is read.
     let targets = cluster.ssh_targets(opts.agent_override);
     let mut problems = Vec::new();
     let mut usable = Vec::new();
     for a in HostPool::connect_each(&targets, &opts.ssh).await {
         match &a.error {
-            Some(e) => problems.push(e.to_string()),
+            Some(e) => problems.push(e.clone()),
             None => usable.push(a),
         }
     }
-    let pool = HostPool::from_attempts(usable, opts.ssh.concurrency)
-        .await
-        .map_err(|e| e.to_string())?;
+    let pool = HostPool::from_attempts(usable, opts.ssh.concurrency).await?;
     let image = &cluster.config.system_images.cert_downloader;
     let registries = cluster.registry_credentials();
     let mut ssl: BTreeMap<String, Vec<u8>> = BTreeMap::new();
@@ -118,17 +157,12 @@ async fn from_hosts(
                     read_from.push(host.name().to_string());
                 }
             }
-            Err(e) => problems.push(e.to_string()),
+            Err(e) => problems.push(e),
         }
     }
     pool.close().await;
-    let state = state_from_files(cluster, &ssl).map_err(|e| {
-        let mut msg = format!("cannot rebuild the state from the hosts: {e}");
-        for p in &problems {
-            msg.push_str(&format!("\n  - {p}"));
-        }
-        msg
-    })?;
+    let state = state_from_files(cluster, &ssl)
+        .map_err(|cause| RecoverError::Rebuild { cause, problems })?;
     Ok((state, Source::Hosts(read_from)))
 }
 
@@ -137,7 +171,7 @@ async fn from_hosts(
 pub fn state_from_files(
     cluster: &Cluster,
     ssl: &BTreeMap<String, Vec<u8>>,
-) -> Result<StateFile, String> {
+) -> Result<StateFile, RebuildError> {
     let text = |name: &str| {
         ssl.get(name)
             .map(|b| String::from_utf8_lossy(b).into_owned())
@@ -164,15 +198,15 @@ pub fn state_from_files(
     }
     let ca = bundle
         .get(pki::names::CA_CERT_NAME)
-        .ok_or("no kube-ca.pem found on any reachable host")?;
+        .ok_or(RebuildError::NoCa)?;
     if !ca.has_key() {
-        return Err("the CA key (kube-ca-key.pem) is on no reachable controlplane host".into());
+        return Err(RebuildError::NoCaKey);
     }
     for c in bundle.values() {
         cluster.redactor.register(&c.key_pem);
     }
-    let spec = cluster.pki_spec().map_err(|e| e.to_string())?;
-    let (bundle, _) = pki::reconcile_bundle(bundle, &spec).map_err(|e| e.to_string())?;
+    let spec = cluster.pki_spec()?;
+    let (bundle, _) = pki::reconcile_bundle(bundle, &spec)?;
     for c in bundle.values() {
         cluster.redactor.register(&c.key_pem);
     }

@@ -42,8 +42,23 @@ pub enum RemoveError {
         .0.iter().map(|(h, m)| format!("  - {h}: {m}")).collect::<Vec<_>>().join("\n")
     )]
     Hosts(Vec<(String, String)>),
+    /// Hosts that answered the first attempt but not the pool's.
+    #[error("{}", .0.to_string().trim_end())]
+    Unreachable(#[from] crate::hosts::HostProblems),
     #[error("{0}")]
-    Other(String),
+    Host(#[from] crate::hosts::HostError),
+    #[error("list directories to clean: {0}")]
+    ListDirectories(#[source] crate::hosts::HostError),
+}
+
+impl crate::error::HostContext for RemoveError {
+    fn hosts(&self) -> Vec<&str> {
+        match self {
+            RemoveError::Hosts(failures) => failures.iter().map(|(h, _)| h.as_str()).collect(),
+            // The others name their hosts in their source, or concern none.
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// The roles of one host, from the config.
@@ -173,9 +188,7 @@ pub async fn remove(
             None => usable.push(attempt),
         }
     }
-    let pool = HostPool::from_attempts(usable, opts.ssh.concurrency)
-        .await
-        .map_err(|e| RemoveError::Other(e.to_string()))?;
+    let pool = HostPool::from_attempts(usable, opts.ssh.concurrency).await?;
     phase.done();
 
     let work = host_work(config, &pool);
@@ -202,9 +215,9 @@ pub async fn remove(
             c
         }
         Err(e) => {
-            phase.fail(&e);
+            phase.fail(&e.to_string());
             pool.close().await;
-            return Err(RemoveError::Other(e));
+            return Err(e);
         }
     };
     if !failures.is_empty() {
@@ -257,22 +270,15 @@ async fn plan_removal(
     context: &CleanContext,
     unreachable: &[(String, String)],
     keep_backups: bool,
-) -> Result<Changeset, String> {
+) -> Result<Changeset, RemoveError> {
     let mut changes = Changeset::default();
     for w in work {
         let host = pool.get(&w.address).expect("connected host");
         let mut push = |a: Action| changes.push(HOST_STAGE, Pace::Parallel, &w.address, a);
-        let e = |e: crate::hosts::HostError| e.to_string();
         if host.facts().is_windows() {
             let cleanup = reconcile::HostCleanup::windows(&context.windows_image);
             for c in cleanup.containers(&[]) {
-                if host
-                    .docker()
-                    .inspect_container(c)
-                    .await
-                    .map_err(e)?
-                    .is_some()
-                {
+                if host.docker().inspect_container(c).await?.is_some() {
                     push(Action::RemoveContainer {
                         name: c.to_string(),
                         reason: "remove the cluster".into(),
@@ -283,13 +289,7 @@ async fn plan_removal(
             continue;
         }
         for name in containers_to_remove(w.roles, context.external_etcd) {
-            if host
-                .docker()
-                .inspect_container(name)
-                .await
-                .map_err(e)?
-                .is_some()
-            {
+            if host.docker().inspect_container(name).await?.is_some() {
                 push(Action::RemoveContainer {
                     name: name.to_string(),
                     reason: "remove the cluster".into(),
@@ -302,13 +302,7 @@ async fn plan_removal(
         let mut dirs = existing_directories(host, &wanted).await?;
         let log_dir = dirs.iter().any(|d| d == RKE_LOG_DIR);
         dirs.retain(|d| d != RKE_LOG_DIR);
-        if (!dirs.is_empty() || log_dir)
-            && !host
-                .docker()
-                .image_exists(&context.image)
-                .await
-                .map_err(e)?
-        {
+        if (!dirs.is_empty() || log_dir) && !host.docker().image_exists(&context.image).await? {
             push(Action::PullImage {
                 image: context.image.clone(),
             });
@@ -374,7 +368,7 @@ pub struct CleanContext {
 }
 
 /// The subset of `dirs` that exists on the host, asked over SSH so nothing is created.
-async fn existing_directories(host: &Host, dirs: &[String]) -> Result<Vec<String>, String> {
+async fn existing_directories(host: &Host, dirs: &[String]) -> Result<Vec<String>, RemoveError> {
     let script = format!(
         "for d in {}; do [ -d \"$d\" ] && echo \"$d\"; done; true",
         dirs.iter()
@@ -386,7 +380,7 @@ async fn existing_directories(host: &Host, dirs: &[String]) -> Result<Vec<String
         .link()
         .exec(&script)
         .await
-        .map_err(|e| format!("list directories to clean: {e}"))?;
+        .map_err(RemoveError::ListDirectories)?;
     let present: Vec<String> = out.stdout_str().lines().map(str::to_string).collect();
     Ok(dirs
         .iter()

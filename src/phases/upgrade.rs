@@ -27,27 +27,39 @@ const MAX_POOL: usize = 50;
 
 /// The number of hosts a `max_unavailable_*` value allows out of service among `hosts`:
 /// an integer, or a percentage rounded down; at least 1, at most 50 (§3.8).
-pub fn max_unavailable(value: &str, hosts: usize) -> Result<usize, String> {
+pub fn max_unavailable(value: &str, hosts: usize) -> Result<usize, BudgetError> {
     let value = value.trim();
+    let bad = |problem| BudgetError {
+        value: value.to_string(),
+        problem,
+    };
     let n = if let Some(percent) = value.strip_suffix('%') {
         let p: usize = percent
             .trim()
             .parse()
-            .map_err(|_| format!("\"{value}\" is not a percentage"))?;
+            .map_err(|_| bad("is not a percentage"))?;
         if p == 0 || p > 100 {
-            return Err(format!("\"{value}\" must be between 1% and 100%"));
+            return Err(bad("must be between 1% and 100%"));
         }
         hosts * p / 100
     } else {
         let n: i64 = value
             .parse()
-            .map_err(|_| format!("\"{value}\" is not a number of hosts or a percentage"))?;
+            .map_err(|_| bad("is not a number of hosts or a percentage"))?;
         if n <= 0 {
-            return Err(format!("\"{value}\" must be at least 1"));
+            return Err(bad("must be at least 1"));
         }
         n as usize
     };
     Ok(n.clamp(1, MAX_POOL))
+}
+
+/// A `max_unavailable_*` value that is not a budget.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("\"{value}\" {problem}")]
+pub struct BudgetError {
+    pub value: String,
+    pub problem: &'static str,
 }
 
 /// One host of a plane, as the rolling upgrade sees it.

@@ -37,7 +37,7 @@ pub async fn run(
                     RotateError::Cluster(c) if c.is_invalid_config() => {
                         CliError::InvalidConfig(c.to_string())
                     }
-                    other => CliError::Failed(other.to_string()),
+                    other => CliError::failed(other),
                 })
         }
         CertCommand::List { connect, .. } => {
@@ -51,7 +51,7 @@ pub async fn run(
                     ListError::Cluster(c) if c.is_invalid_config() => {
                         CliError::InvalidConfig(c.to_string())
                     }
-                    other => CliError::Failed(other.to_string()),
+                    other => CliError::failed(other),
                 })?;
             let rows = listing.rows;
             if rows.is_empty() && listing.problems.is_empty() {

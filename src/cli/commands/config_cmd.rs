@@ -6,10 +6,10 @@ use crate::metadata::{self, Catalog, ClusterAnswers};
 use std::io::IsTerminal;
 
 pub fn run(args: &ConfigCmdArgs) -> Result<(), CliError> {
-    let catalog = Catalog::load().map_err(|e| CliError::Failed(e.to_string()))?;
+    let catalog = Catalog::load().map_err(CliError::failed)?;
     if args.system_images {
         let images = metadata::system_images_listing(&catalog, args.version.as_deref(), args.all)
-            .map_err(|e| CliError::Failed(e.to_string()))?;
+            .map_err(CliError::failed)?;
         for image in images {
             println!("{image}");
         }

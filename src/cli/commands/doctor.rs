@@ -40,11 +40,8 @@ pub async fn run(
     } else {
         print!("{}", report.render_text());
     }
-    match report.summary().fail {
-        0 => Ok(()),
-        n => Err(CliError::Failed(format!(
-            "doctor found {n} failure{}",
-            if n == 1 { "" } else { "s" }
-        ))),
+    match report.failed() {
+        None => Ok(()),
+        Some(failed) => Err(CliError::failed(failed)),
     }
 }

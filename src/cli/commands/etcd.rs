@@ -19,7 +19,7 @@ fn cli_error(e: SnapshotError) -> CliError {
             cause: UpError::Cluster(c),
             ..
         } if c.is_invalid_config() => CliError::InvalidConfig(c.to_string()),
-        other => CliError::Failed(other.to_string()),
+        other => CliError::failed(other),
     }
 }
 

@@ -109,7 +109,7 @@ async fn start_dind(
     let timeout = SshOptions::default().docker_timeout;
     let docker = dind::outer_client(&outer, timeout)
         .await
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+        .map_err(CliError::failed)?;
     let mut containers = HashMap::new();
     for node in &mut cluster.config.nodes {
         let name = dind::container_name(&node.address);
@@ -118,7 +118,7 @@ async fn start_dind(
         } else {
             dind::start_node(&docker, &node.address, opts, Duration::from_secs(60)).await
         }
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+        .map_err(CliError::failed)?;
         reporter.info(format!("[dind] {name} runs on {outer} at {ip}"));
         if node.internal_address == node.address {
             node.internal_address = ip.clone();
@@ -145,11 +145,11 @@ pub async fn remove_dind(
     let outer = Arc::new(DockerEndpoint::parse(docker_host.as_deref()).map_err(CliError::Usage)?);
     let docker = dind::outer_client(&outer, SshOptions::default().docker_timeout)
         .await
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+        .map_err(CliError::failed)?;
     for node in &cluster.config.nodes {
         dind::remove_node(&docker, &node.address)
             .await
-            .map_err(|e| CliError::Failed(e.to_string()))?;
+            .map_err(CliError::failed)?;
         reporter.info(format!(
             "[dind] removed {} on {outer}",
             dind::container_name(&node.address)

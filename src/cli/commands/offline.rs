@@ -27,9 +27,7 @@ pub fn init_state(
         ));
         return Ok(());
     }
-    let backup = state
-        .save(path)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let backup = state.save(path).map_err(CliError::failed)?;
     reporter.info(format!(
         "Successfully Deployed state file at [{}] ({} certificates new or changed, {} removed){}",
         path.display(),
@@ -47,8 +45,7 @@ pub fn generate_csr(
 ) -> Result<(), CliError> {
     let spec = cluster.pki_spec().map_err(fail)?;
     let dir = cert_dir.unwrap_or(&cluster.files.cert_dir);
-    let report =
-        crate::pki::generate_csrs(&spec, dir).map_err(|e| CliError::Failed(e.to_string()))?;
+    let report = crate::pki::generate_csrs(&spec, dir).map_err(CliError::failed)?;
     reporter.info(format!(
         "wrote {} certificate signing requests to {} ({} unchanged)",
         report.written.len(),
@@ -92,7 +89,7 @@ pub fn get_kubeconfig(cluster: &Cluster, reporter: &Reporter) -> Result<(), CliE
     })?;
     cluster
         .write_admin_kubeconfig(&side.certificates_bundle, reporter)
-        .map_err(CliError::Failed)?;
+        .map_err(fail)?;
     Ok(())
 }
 
@@ -100,6 +97,6 @@ fn fail(e: crate::cluster::ClusterError) -> CliError {
     if e.is_invalid_config() {
         CliError::InvalidConfig(e.to_string())
     } else {
-        CliError::Failed(e.to_string())
+        CliError::failed(e)
     }
 }

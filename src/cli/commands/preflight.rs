@@ -45,6 +45,6 @@ pub async fn run(
     if report.ok() {
         Ok(())
     } else {
-        Err(CliError::Failed(preflight::problems(&report).join("\n")))
+        Err(CliError::failed(preflight::problems(&report)))
     }
 }

@@ -42,7 +42,7 @@ pub async fn run(
     }
     remove(cluster, &opts, reporter).await.map_err(|e| match e {
         RemoveError::Cluster(c) if c.is_invalid_config() => CliError::InvalidConfig(c.to_string()),
-        other => CliError::Failed(other.to_string()),
+        other => CliError::failed(other),
     })
 }
 

@@ -21,7 +21,7 @@ pub async fn get_state_file(
     };
     let (state, source) = recover_state(cluster, &opts, reporter)
         .await
-        .map_err(CliError::Failed)?;
+        .map_err(CliError::failed)?;
     let from = match &source {
         Source::Api(server) => format!("the full-cluster-state Secret through {server}"),
         Source::Hosts(hosts) => format!("the files on host(s) {}", hosts.join(", ")),
@@ -34,9 +34,7 @@ pub async fn get_state_file(
         ));
         return Ok(());
     }
-    let backup = state
-        .save(path)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let backup = state.save(path).map_err(CliError::failed)?;
     reporter.info(format!(
         "Successfully Deployed state file at [{}] (recovered from {from}){}",
         path.display(),

@@ -65,7 +65,7 @@ pub async fn run(
         UpError::Cluster(c) if c.is_invalid_config() => CliError::InvalidConfig(c.to_string()),
         // Nobody to ask and no --yes: a usage error, like `remove` without a terminal.
         UpError::Adoption(AdoptionRefused::NoTerminal) => CliError::Usage(e.to_string()),
-        other => CliError::Failed(other.to_string()),
+        other => CliError::failed(other),
     })
 }
 

@@ -15,7 +15,7 @@ pub async fn run(cluster: &Cluster) -> Result<(), CliError> {
     })?;
     let api = KubeApi::from_kubeconfig(&text)
         .await
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+        .map_err(CliError::failed)?;
     let info = api
         .client
         .apiserver_version()

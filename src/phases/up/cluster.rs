@@ -3,7 +3,7 @@
 //! for the early kubelets' nodes.
 
 use super::run::Run;
-use super::{UpError, finish, other};
+use super::{UpError, finish};
 use crate::cluster::Cluster;
 use crate::diff::Action;
 use crate::kubeapi::KubeApi;
@@ -41,8 +41,16 @@ pub(super) async fn disable_encryption(
 /// The API server of an existing cluster, for the rolling upgrade's cordons and drains; `None`
 /// when it does not answer (the upgrade then goes on without them).
 pub(super) async fn existing_api(cluster: &Cluster) -> Result<Option<KubeApi>, UpError> {
-    let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(other)?;
+    let kubeconfig = read_kubeconfig(cluster)?;
     Ok(KubeApi::from_kubeconfig(&kubeconfig).await.ok())
+}
+
+fn read_kubeconfig(cluster: &Cluster) -> Result<String, UpError> {
+    let path = &cluster.files.kubeconfig_path;
+    std::fs::read_to_string(path).map_err(|source| UpError::ReadKubeconfig {
+        path: path.clone(),
+        source,
+    })
 }
 
 /// The planned cluster actions `pick` selects, applied in order; stops at the first failure.
@@ -62,15 +70,12 @@ fn phase_error(phase: &str) -> impl FnOnce(String) -> PhaseError {
 }
 
 /// The API the later steps use, and RKE1's RBAC objects when planned (§20).
-pub(super) async fn authz(run: &Run) -> Result<KubeApi, UpError> {
+pub(super) async fn authz(cluster: &Cluster, run: &Run) -> Result<KubeApi, UpError> {
     let phase = run.reporter.phase("authz");
-    let api = match run.exec.api().await {
-        Ok(api) => api.clone(),
-        Err(e) => {
-            phase.fail(&e.to_string());
-            return Err(other(e));
-        }
-    };
+    let kubeconfig = read_kubeconfig(cluster)?;
+    let api = KubeApi::from_kubeconfig(&kubeconfig).await?;
+    // The executor's cluster actions go through this client from now on.
+    run.exec.set_api(api.clone());
     let r = apply_picked(run, |a| matches!(a, Action::ApplyRbac { .. })).await;
     finish(phase, r.map_err(phase_error("authz")))?;
     Ok(api)
@@ -97,8 +102,8 @@ pub(super) async fn save_state(
 ) -> Result<(), UpError> {
     let phase = run.reporter.phase("save state");
     state.promote_desired_to_current();
-    state.save(&cluster.files.state_path).map_err(other)?;
-    run.exec.set_state_json(state.to_json().map_err(other)?);
+    state.save(&cluster.files.state_path)?;
+    run.exec.set_state_json(state.to_json()?);
     let r = apply_picked(run, |a| matches!(a, Action::SaveStateSecret { .. })).await;
     finish(phase, r.map_err(phase_error("save state")))
 }

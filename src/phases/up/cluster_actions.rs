@@ -3,8 +3,8 @@
 //! only, turned into the `cluster` actions by [`crate::diff::cluster`]; and each host's log
 //! links, which follow from its created containers.
 
+use super::UpError;
 use super::state::Loaded;
-use super::{UpError, other};
 use crate::cluster::Cluster;
 use crate::config::RkeConfig;
 use crate::diff::Action;
@@ -27,12 +27,10 @@ pub(super) async fn plan_cluster(
     plan: &ClusterPlan,
     reporter: &Reporter,
 ) -> Result<PlannedCluster, UpError> {
-    let addons = crate::phases::addons::addon_plans(cluster)
-        .await
-        .map_err(other)?;
+    let addons = crate::phases::addons::addon_plans(cluster).await?;
     let mut with_objects = Vec::new();
     for a in &addons {
-        let objects = crate::phases::addons::manifest_objects(a).map_err(other)?;
+        let objects = crate::phases::addons::manifest_objects(a)?;
         with_objects.push((a.clone(), objects));
     }
     let old_encryption = loaded
@@ -52,8 +50,10 @@ pub(super) async fn plan_cluster(
         });
     let mut recorded = loaded.state.clone();
     recorded.promote_desired_to_current();
-    let state =
-        comparable(serde_json::from_str(&recorded.to_json().map_err(other)?).map_err(other)?);
+    // The state's own JSON, which always parses back.
+    let state = comparable(
+        serde_json::from_str(&recorded.to_json()?).map_err(crate::state::StateError::Serialize)?,
+    );
     let rbac = rbac(cluster);
     let desired = ClusterDesired {
         disable_encryption: !old_encryption.is_empty() && new_encryption.is_empty(),

@@ -4,7 +4,7 @@
 //! here; hosts that left the cluster are connected to as well, to clean them later.
 
 use super::state::Loaded;
-use super::{UpError, UpOptions, other};
+use super::{UpError, UpOptions};
 use crate::cluster::Cluster;
 use crate::config::RkeConfig;
 use crate::hosts::{self, HostPool};
@@ -36,11 +36,11 @@ pub(super) async fn connect(
         Ok(pool) => pool,
         Err(problems) => {
             phase.fail(&problems.summary());
-            return Err(UpError::Other(problems.to_string().trim_end().to_string()));
+            return Err(problems.into());
         }
     };
     check_docker_versions(cluster, &pool, opts, reporter)?;
-    let recon = reconcile::changes(old_current, &cluster.config).map_err(UpError::Other)?;
+    let recon = reconcile::changes(old_current, &cluster.config)?;
     let hosts_added = match old_current {
         None => true,
         Some(old) => cluster.config.nodes.iter().any(|n| {
@@ -84,10 +84,10 @@ pub(super) fn check_docker_versions(
     for host in pool.hosts() {
         let version = &host.facts().docker_version;
         match hosts::check_docker_version(version, &supported, ignore) {
-            hosts::DockerVersionCheck::Unsupported { supported } => problems.push(format!(
+            hosts::DockerVersionCheck::Unsupported { supported } => problems.push((host.name().to_string(), format!(
                 "Unsupported Docker version found [{version}] on host [{}], supported versions are [{supported}] (set ignore_docker_version: true or pass --ignore-docker-version to go ahead)",
                 host.name()
-            )),
+            ))),
             hosts::DockerVersionCheck::NewerThanKnown { newest_known } => reporter.warn(format!(
                 "host {}: Docker {version} is newer than the newest version known for Kubernetes {minor} ({newest_known}); going ahead",
                 host.name()
@@ -98,7 +98,7 @@ pub(super) fn check_docker_versions(
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(UpError::Other(problems.join("\n")))
+        Err(UpError::DockerVersions { problems })
     }
 }
 
@@ -160,9 +160,7 @@ pub(super) async fn port_checks(
         ));
     }
     let step = reporter.host_action("connect", "all hosts", "port checks between roles");
-    let failures = crate::hosts::ports::check_cluster_ports(pool, &plan)
-        .await
-        .map_err(other)?;
+    let failures = crate::hosts::ports::check_cluster_ports(pool, &plan).await?;
     if failures.is_empty() {
         step.ok();
         return Ok(());
@@ -173,7 +171,5 @@ pub(super) async fn port_checks(
         .collect::<Vec<_>>()
         .join("\n");
     step.fail(&text);
-    Err(UpError::Other(format!(
-        "{text}\n(skip with --disable-port-check)"
-    )))
+    Err(UpError::PortChecks(failures))
 }

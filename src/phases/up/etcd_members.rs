@@ -145,23 +145,28 @@ pub(super) async fn remove_etcd_members(run: &Arc<Run>, runner: &Runner) -> Resu
             &gone.address,
             &format!("remove member {name}"),
         );
-        let result = match member_host(run, &leaving) {
-            Some(via) => {
-                let actions = leaving_member_actions(run, &gone.address);
-                let actions: Vec<&Action> = actions.iter().collect();
-                run.exec
-                    .on(&gone.address)
-                    .through(via)
-                    .apply(&actions)
-                    .await
-                    .map_err(|e| e.to_string())
-            }
-            None => Err("no remaining etcd member to remove members through".to_string()),
+        let Some(via) = member_host(run, &leaving) else {
+            step.fail("no remaining etcd member is reachable");
+            phase.fail("no remaining etcd member is reachable");
+            return Err(UpError::NoEtcdMember);
         };
+        let actions = leaving_member_actions(run, &gone.address);
+        let actions: Vec<&Action> = actions.iter().collect();
+        let result = run
+            .exec
+            .on(&gone.address)
+            .through(via)
+            .apply(&actions)
+            .await;
         if let Err(e) = result {
-            step.fail(&e);
-            phase.fail(&e);
-            return Err(UpError::Other(e));
+            let detail = e.to_string();
+            step.fail(&detail);
+            phase.fail(&detail);
+            return Err(UpError::EtcdRemove {
+                host: gone.address.clone(),
+                member: name,
+                detail,
+            });
         }
         step.ok();
     }
@@ -310,9 +315,11 @@ pub(super) async fn join_etcd_members(run: &Arc<Run>, runner: &Runner) -> Result
             Err(e) => {
                 step.fail(&e);
                 phase.fail(&e);
-                return Err(UpError::Other(format!(
-                    "[etcd] Failed to add etcd member {name}: {e}"
-                )));
+                return Err(UpError::EtcdJoin {
+                    host: address.clone(),
+                    member: name,
+                    detail: e,
+                });
             }
         }
     }

@@ -67,14 +67,14 @@ pub(super) async fn check(
             )
             .await
             {
-                problems.push(e.to_string());
+                problems.push(e);
             }
         }
     }
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(UpError::Other(problems.join("\n")))
+        Err(UpError::PortsInUse(problems))
     }
 }
 

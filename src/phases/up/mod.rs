@@ -20,6 +20,7 @@ mod cluster_actions;
 mod connect;
 mod containers;
 mod dry_run;
+mod error;
 mod etcd;
 mod etcd_members;
 mod files;
@@ -38,11 +39,12 @@ mod state;
 mod tests;
 mod windows;
 
+pub use error::UpError;
 pub(crate) use host_files::{
     etc_kubernetes, files_root, host_files, kubernetes_view, kubernetes_view_map,
 };
 
-use crate::cluster::{Cluster, ClusterError};
+use crate::cluster::Cluster;
 use crate::hosts::SshOptions;
 use crate::output::Reporter;
 use crate::phases::{PhaseError, Runner};
@@ -67,22 +69,6 @@ pub struct UpOptions {
     pub confirm: Option<crate::phases::adoption::ConfirmAdoption>,
     /// `--ignore-blocking-webhooks`: go on although a webhook blocks system pods.
     pub ignore_blocking_webhooks: bool,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum UpError {
-    #[error("{0}")]
-    Cluster(#[from] ClusterError),
-    #[error("{0}")]
-    Phase(#[from] PhaseError),
-    #[error("{0}")]
-    Adoption(#[from] crate::phases::adoption::AdoptionRefused),
-    #[error("{0}")]
-    Other(String),
-}
-
-fn other(e: impl std::fmt::Display) -> UpError {
-    UpError::Other(e.to_string())
 }
 
 pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Result<(), UpError> {
@@ -116,9 +102,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     // file back and the next `up` had to remove it again (§23).
     cluster::disable_encryption(cluster, old, &run, reporter).await?;
     files::apply_files(&run, &runner).await?;
-    cluster
-        .write_admin_kubeconfig(&run.bundle, reporter)
-        .map_err(other)?;
+    cluster.write_admin_kubeconfig(&run.bundle, reporter)?;
     // A new cluster's kubelets start while etcd and the control plane come up
     // (early_worker_plane); worker-only hosts pull their images there too. The set's task is
     // aborted when `up` returns early.
@@ -179,7 +163,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         })
         .await?;
     }
-    let api = cluster::authz(&run).await?;
+    let api = cluster::authz(cluster, &run).await?;
     cluster::rewrite_secrets(&run).await?;
     // RKE1's order (§9): the state is recorded once the control plane answers, before the
     // worker plane; on a new cluster the kubelets already run, only kube-proxy waits for it.
@@ -188,7 +172,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         rolling::upgrade_worker_plane(cluster, old, &run, &runner, Some(&api)).await?;
     } else {
         if let Some(early) = early_workers.join_next().await {
-            early.map_err(other)??;
+            early??;
         }
         if !early_hosts.is_empty() {
             cluster::wait_registered(&run, &early_hosts, &api, reporter).await;
@@ -206,8 +190,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         &run.exec,
         &api,
     )
-    .await
-    .map_err(other)?;
+    .await?;
     run.pool.close().await;
     reporter.info("Finished building Kubernetes cluster successfully");
     Ok(())

@@ -3,7 +3,7 @@
 //! a new cluster over one that runs without state.
 
 use super::run::{KNOWN_CONTAINERS, Observed};
-use super::{UpError, etc_kubernetes, other};
+use super::{UpError, etc_kubernetes};
 use crate::hosts::{self, HostPool};
 use crate::phases::files::{self, DesiredFile};
 use crate::pki::Bundle;
@@ -20,13 +20,13 @@ pub(super) async fn observe(
     registries: &[hosts::target::RegistryCredential],
 ) -> Result<BTreeMap<String, Observed>, UpError> {
     let tasks = cluster_plan.hosts.iter().map(|h| async move {
-        let host = pool
-            .get(&h.address)
-            .ok_or_else(|| other(format!("host {} not connected", h.address)))?;
+        let host = pool.get(&h.address).ok_or_else(|| UpError::NotConnected {
+            host: h.address.clone(),
+        })?;
         let docker = host.docker();
         let mut obs = Observed::default();
         for name in KNOWN_CONTAINERS {
-            if let Some(c) = docker.inspect_container(name).await.map_err(other)? {
+            if let Some(c) = docker.inspect_container(name).await? {
                 obs.containers.insert(name.to_string(), c);
             }
         }
@@ -66,8 +66,7 @@ pub(super) async fn observe(
                 &setup.directories,
                 &paths,
             )
-            .await
-            .map_err(other)?;
+            .await?;
             obs.files = found.files.clone();
             obs.windows = Some(found);
             return Ok((h.address.clone(), obs));
@@ -76,8 +75,7 @@ pub(super) async fn observe(
         // when no container binds the directory yet): one look when it is there already.
         docker
             .ensure_image(helper_image, registries, &mut |_| {})
-            .await
-            .map_err(other)?;
+            .await?;
         // Through a container that binds the directory already, no helper to create and
         // remove; the helper reads when that fails.
         let dir = etc_kubernetes(h);
@@ -92,9 +90,7 @@ pub(super) async fn observe(
         };
         (obs.files, obs.file_meta) = match through {
             Some(found) => found,
-            None => files::read_dir_with_meta(docker, &dir, helper_image)
-                .await
-                .map_err(other)?,
+            None => files::read_dir_with_meta(docker, &dir, helper_image).await?,
         };
         Ok::<_, UpError>((h.address.clone(), obs))
     });
@@ -126,7 +122,7 @@ pub(super) fn guard_existing_cluster(
                 .is_some_and(|f| crate::diff::same_file_content("ssl/kube-ca.pem", ca, f))
         })
     };
-    let busy: Vec<String> = observed
+    let busy: Vec<(String, Vec<String>)> = observed
         .iter()
         .filter(|(_, o)| !ours(o))
         .filter_map(|(host, o)| {
@@ -134,18 +130,19 @@ pub(super) fn guard_existing_cluster(
                 .into_iter()
                 .filter(|n| o.containers.contains_key(*n))
                 .collect();
-            (!names.is_empty()).then(|| format!("{host} ({})", names.join(", ")))
+            (!names.is_empty()).then(|| {
+                (
+                    host.clone(),
+                    names.into_iter().map(str::to_string).collect::<Vec<_>>(),
+                )
+            })
         })
         .collect();
     if busy.is_empty() {
         return Ok(());
     }
-    Err(UpError::Other(format!(
-        "hosts already run Kubernetes containers but there is no cluster state at {}: {}. \
-         Running `up` now would issue new certificates and break that cluster; nothing was \
-         written. Recover the state (`rkers util get-state-file`, or a backup \
-         <state>.<time>.bak next to it), or pass --force to build a new cluster over it.",
-        state_path.display(),
-        busy.join("; ")
-    )))
+    Err(UpError::ExistingCluster {
+        state_path: state_path.to_path_buf(),
+        busy,
+    })
 }

@@ -9,7 +9,7 @@ use super::observe::{guard_existing_cluster, observe};
 use super::removed_hosts::observe_removed;
 use super::run::{CONTROL_PLANE, ETCD_PLANE, RemovedHost, WORKER_PLANE};
 use super::state::Loaded;
-use super::{UpError, UpOptions, host_files, kubernetes_view_map, other};
+use super::{UpError, UpOptions, host_files, kubernetes_view_map};
 use crate::cluster::Cluster;
 use crate::diff::{Action, HostActions};
 use crate::hosts::{self, HostPool};
@@ -60,12 +60,11 @@ pub(super) async fn plan(
     let facts = crate::phases::host_facts(&pool);
     let windows_problems = plan::validate_windows(&cluster.config, &facts);
     if !windows_problems.is_empty() {
-        let message = format!(
-            "Windows hosts cannot be used as configured:\n  - {}",
-            windows_problems.join("\n  - ")
-        );
-        phase.fail(&message);
-        return Err(UpError::Other(message));
+        let e = UpError::Windows {
+            problems: windows_problems,
+        };
+        phase.fail(&e.to_string());
+        return Err(e);
     }
     let service_options = cluster.service_options()?;
     // Only asked for when a Windows host is present: Linux-only clusters need no Windows flags.
@@ -86,7 +85,7 @@ pub(super) async fn plan(
             .then_some(state.desired_state.encryption_config.as_str()),
         default_rke_tools_tag: default_tools_tag.as_deref(),
     };
-    let cluster_plan = plan::build(&plan_input).map_err(other)?;
+    let cluster_plan = plan::build(&plan_input)?;
     let spec = cluster.pki_spec()?;
     let bundle = state.desired_state.certificates_bundle.clone();
     let desired_files: BTreeMap<String, Vec<DesiredFile>> = cluster_plan
@@ -181,8 +180,7 @@ pub(super) async fn plan(
                 let joining = plan::build(&plan::PlanInput {
                     etcd: &joining_etcd,
                     ..plan_input.clone()
-                })
-                .map_err(other)?;
+                })?;
                 if let Some(h) = joining.hosts.iter().find(|h| h.address == a)
                     && let Some(spec) = h.containers.get(plan::ETCD)
                 {
@@ -225,9 +223,7 @@ pub(super) async fn plan(
         }
     }
     // calico/canal: the runtime directories and their tmpfiles.d entry (incidents.md §1).
-    let calico = crate::doctor::guard::calico_actions(cluster, &pool)
-        .await
-        .map_err(other)?;
+    let calico = crate::doctor::guard::calico_actions(cluster, &pool).await?;
     for (address, extra) in calico {
         crate::doctor::guard::append(&mut actions, &mut all_actions, &address, extra);
     }
@@ -329,8 +325,7 @@ pub(super) async fn confirm(
             opts.dry_run,
             reporter,
         )
-        .await
-        .map_err(UpError::Other)?;
+        .await?;
     }
     let Some(adoption) = &planned.adoption else {
         return Ok(());

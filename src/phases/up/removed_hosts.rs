@@ -2,9 +2,9 @@
 //! `--dry-run`), and their clean-up after the worker plane: components stopped, RKE1's
 //! directories emptied (Windows workers torn down through wins), node objects deleted.
 
+use super::UpError;
 use super::finish;
 use super::run::{KNOWN_CONTAINERS, RemovedHost, Run};
-use super::{UpError, other};
 use crate::cluster::Cluster;
 use crate::config::RkeConfig;
 use crate::diff::{Action, HostActions};
@@ -51,13 +51,7 @@ pub(super) async fn observe_removed(
         let mut present = Vec::new();
         if let Some((host, cleanup)) = &reachable {
             for name in cleanup.containers(KNOWN_CONTAINERS) {
-                if host
-                    .docker()
-                    .inspect_container(name)
-                    .await
-                    .map_err(other)?
-                    .is_some()
-                {
+                if host.docker().inspect_container(name).await?.is_some() {
                     present.push(name.to_string());
                 }
             }

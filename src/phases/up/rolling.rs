@@ -3,7 +3,7 @@
 
 use super::planes::apply_plane_on;
 use super::run::{CONTROL_PLANE, Run, WORKER_PLANE};
-use super::{UpError, finish, other};
+use super::{UpError, finish};
 use crate::cluster::Cluster;
 use crate::config::RkeConfig;
 use crate::diff::Action;
@@ -71,7 +71,7 @@ pub(super) fn upgrade_strategy(
     let configured = cluster.config.upgrade_strategy.clone().unwrap_or_default();
     let value = budget_of(&configured);
     let budget = upgrade::max_unavailable(if value.is_empty() { "1" } else { value }, hosts)
-        .map_err(|e| other(format!("upgrade_strategy: {e}")))?;
+        .map_err(UpError::UpgradeStrategy)?;
     let drain = configured.drain.unwrap_or(false).then(|| {
         let input = configured.node_drain_input.clone().unwrap_or_default();
         let defaults = DrainOptions::default();

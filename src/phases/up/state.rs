@@ -1,7 +1,7 @@
 //! Step 1, state: the previous state read, the desired state (certificates generated or
 //! reconciled) built; it is written before any host changes (§9.1), once the run goes ahead.
 
-use super::{UpError, UpOptions, other};
+use super::{UpError, UpOptions};
 use crate::cluster::Cluster;
 use crate::config::RkeConfig;
 use crate::output::Reporter;
@@ -29,11 +29,9 @@ pub(super) fn load(
         .and_then(|s| s.current_state.rke_config.as_ref())
         .map(RkeConfig::from_state_json)
         .transpose()
-        .map_err(|e| {
-            other(format!(
-                "{}: currentState.rkeConfig: {e}",
-                cluster.files.state_path.display()
-            ))
+        .map_err(|source| UpError::StateConfig {
+            path: cluster.files.state_path.clone(),
+            source,
         })?;
     // The new state is saved once the run is known to go ahead (after the adoption question
     // and the check for a running cluster without state) and before any host changes.
@@ -53,7 +51,7 @@ pub(super) fn save_desired_state(
     reporter: &Reporter,
 ) -> Result<(), UpError> {
     let path = &cluster.files.state_path;
-    let backup = state.save(path).map_err(other)?;
+    let backup = state.save(path)?;
     let kept = crate::state::backup_note(backup.as_deref());
     reporter.info(format!(
         "Successfully Deployed state file at [{}]{kept}",
