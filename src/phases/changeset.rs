@@ -47,6 +47,27 @@ pub fn desired_files(files: &[FileWrite]) -> Vec<crate::phases::files::DesiredFi
         .collect()
 }
 
+/// An `Action::WriteFileSet`: its files written under `dir`, through the host agent on a
+/// Windows host, with the one-shot helper `image` elsewhere (`up`'s executor, `encrypt
+/// rotate-key`).
+pub async fn write_file_set(
+    host: &crate::hosts::Host,
+    dir: &str,
+    image: &str,
+    files: &[FileWrite],
+) -> Result<(), String> {
+    let files = desired_files(files);
+    if host.facts().is_windows() {
+        return crate::phases::windows::write_host_files(host, dir, &[], &files, &[])
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string());
+    }
+    crate::phases::files::write_files(host.docker(), dir, image, &files)
+        .await
+        .map_err(|e| e.to_string())
+}
+
 fn octal<S: serde::Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format!("{mode:04o}"))
 }

@@ -37,7 +37,9 @@ impl ClusterExecutor<'_> {
                 Some(json) => api.save_state_secret(json).await.map_err(|e| failed(&e)),
                 None => Err(ExecFailure::Missing("no state to save".into())),
             },
-            Action::RewriteSecrets { .. } => {
+            // Turning encryption off rewrites them once the controlplane hosts applied their
+            // part (an identity-first provider file, kube-apiserver restarted).
+            Action::RewriteSecrets { .. } | Action::DisableEncryption { .. } => {
                 crate::phases::encryption::rewrite_secrets(api, self.reporter)
                     .await
                     .map(drop)
@@ -58,9 +60,6 @@ impl ClusterExecutor<'_> {
                     .await
                     .map_err(|e| failed(&e))
             }
-            // Restarts kube-apiserver on the hosts: the encryption step applies it, reported
-            // through `report` like every other.
-            Action::DisableEncryption { .. } => Err(ExecFailure::OwnStep("disable encryption")),
             // A host's actions, or a day-2 command's (applied by their changesets).
             Action::PullImage { .. }
             | Action::CreateContainer { .. }
@@ -80,6 +79,7 @@ impl ClusterExecutor<'_> {
             | Action::CreateDirectories { .. }
             | Action::InstallWins { .. }
             | Action::StartWins { .. }
+            | Action::SweepWindowsOrphans { .. }
             | Action::CleanWindowsHost { .. }
             | Action::EnsureCniDirectory { .. }
             | Action::WriteTmpfilesEntry { .. }

@@ -38,6 +38,10 @@ pub enum ExecFailure {
     /// file's contents, an etcd member to go through): a bug in the step, never in the input.
     #[error("{0}")]
     Missing(String),
+    /// The action's own work failed (a step through wins, a file set, a health check); the
+    /// message names it.
+    #[error("{0}")]
+    Failed(String),
     /// The action is taken by a step of its own, with its own ordering and rollback (wins,
     /// calico runtime directories, a Windows host's teardown, the API's node deletion).
     #[error("applied by the {0} step, not per action")]
@@ -62,6 +66,9 @@ pub struct HostExecutor<'a> {
     pub containers: &'a indexmap::IndexMap<String, plan::ContainerSpec>,
     /// An etcd member that stays, for member removals.
     pub etcd_via: Option<&'a Host>,
+    /// What a `RestartAndCheck`'s health check presents and trusts (kube-apiserver's client
+    /// certificate and the CA the running cluster has).
+    pub health_tls: Option<&'a crate::phases::health::TlsMaterial>,
 }
 
 impl HostExecutor<'_> {
@@ -171,15 +178,42 @@ impl HostExecutor<'_> {
                 Action::InstallWins { .. } | Action::StartWins { .. } => {
                     Err(ExecFailure::OwnStep("wins"))
                 }
+                Action::SweepWindowsOrphans { image } => {
+                    match crate::phases::windows::sweep_orphans(self.host, image).await {
+                        Ok(swept) => {
+                            if !swept.stopped.is_empty() {
+                                tracing::warn!(host = self.host.name(), stopped = ?swept.stopped, "stopped wins-managed processes that outlived their wins server");
+                            }
+                            Ok(())
+                        }
+                        Err(e) => Err(ExecFailure::Failed(e.to_string())),
+                    }
+                }
                 Action::CleanWindowsHost { .. } => Err(ExecFailure::OwnStep("removed hosts")),
                 Action::EnsureCniDirectory { .. } | Action::WriteTmpfilesEntry { .. } => {
                     Err(ExecFailure::OwnStep("calico runtime"))
                 }
+                Action::WriteFileSet { dir, files } => crate::phases::changeset::write_file_set(
+                    self.host,
+                    dir,
+                    self.helper_image,
+                    files,
+                )
+                .await
+                .map_err(ExecFailure::Failed),
+                Action::RestartAndCheck { name, health_url } => {
+                    crate::phases::health::restart_and_check(
+                        self.host,
+                        name,
+                        health_url.as_deref(),
+                        self.health_tls,
+                    )
+                    .await
+                    .map_err(ExecFailure::Failed)
+                }
                 // The day-2 commands' actions: their changesets apply them (phases::changeset
                 // with each command's `apply`); `up` never plans them.
-                Action::WriteFileSet { .. }
-                | Action::RestartAndCheck { .. }
-                | Action::DeletePods { .. }
+                Action::DeletePods { .. }
                 | Action::SaveStateSecret { .. }
                 | Action::RewriteSecrets { .. }
                 | Action::WriteKubeconfig { .. }

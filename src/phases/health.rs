@@ -266,6 +266,30 @@ pub async fn wait_component(
     Ok(())
 }
 
+/// An `Action::RestartAndCheck`: `name` stopped and started again, then, when it has a
+/// `health_url`, waited for as [`wait_component`] waits (`up`'s executor, `encrypt
+/// rotate-key`).
+pub async fn restart_and_check(
+    host: &crate::hosts::Host,
+    name: &str,
+    health_url: Option<&str>,
+    tls: Option<&TlsMaterial>,
+) -> Result<(), String> {
+    let docker = host.docker();
+    docker
+        .stop_container(name)
+        .await
+        .map_err(|e| e.to_string())?;
+    docker
+        .start_container(name)
+        .await
+        .map_err(|e| e.to_string())?;
+    match health_url {
+        Some(url) => wait_component(host, name, url, tls).await,
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -188,6 +188,7 @@ impl Run {
             windows,
             containers,
             etcd_via: None,
+            health_tls: None,
         }
     }
 
