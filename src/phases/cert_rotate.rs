@@ -22,7 +22,7 @@ use crate::output::Reporter;
 use crate::phases::certs::containers_to_restart;
 use crate::phases::changeset::{self, Changeset, FileWrite, Pace};
 use crate::phases::files;
-use crate::phases::health::{self, TlsMaterial};
+use crate::phases::health;
 use crate::phases::up::{
     etc_kubernetes, files_root, host_files, kubernetes_view, kubernetes_view_map,
 };
@@ -518,27 +518,9 @@ async fn restart_container(
     h: &HostPlan,
     name: &str,
 ) -> Result<(), String> {
-    let docker = host.docker();
-    docker
-        .stop_container(name)
-        .await
-        .map_err(|e| e.to_string())?;
-    docker
-        .start_container(name)
-        .await
-        .map_err(|e| e.to_string())?;
-    let Some(check) = h.containers.get(name).and_then(|c| c.health_check.as_ref()) else {
-        return Ok(());
-    };
-    let tls = check.client_certificate.as_ref().map(|c| TlsMaterial {
-        ca_pem: run
-            .bundle
-            .get(pki::names::CA_CERT_NAME)
-            .map(|ca| ca.certificate_pem.clone()),
-        client_cert_pem: run.bundle.get(c).map(|c| c.certificate_pem.clone()),
-        client_key_pem: run.bundle.get(c).map(|c| c.key_pem.clone()),
-    });
-    health::wait_component(host, name, &check.url, tls.as_ref()).await
+    let check = h.containers.get(name).and_then(|c| c.health_check.as_ref());
+    let tls = check.and_then(|c| health::check_tls(&run.bundle, c));
+    health::restart_and_check(host, name, check.map(|c| c.url.as_str()), tls.as_ref()).await
 }
 
 /// Deletes every pod matching any of `labels`, in every namespace; returns how many.

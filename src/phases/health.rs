@@ -266,9 +266,24 @@ pub async fn wait_component(
     Ok(())
 }
 
+/// What a component's health check presents and trusts: the client certificate it names and
+/// the cluster CA, from `bundle`; `None` when it names none.
+pub fn check_tls(
+    bundle: &crate::pki::Bundle,
+    check: &crate::plan::HealthCheck,
+) -> Option<TlsMaterial> {
+    check.client_certificate.as_ref().map(|c| TlsMaterial {
+        ca_pem: bundle
+            .get(crate::pki::names::CA_CERT_NAME)
+            .map(|ca| ca.certificate_pem.clone()),
+        client_cert_pem: bundle.get(c).map(|c| c.certificate_pem.clone()),
+        client_key_pem: bundle.get(c).map(|c| c.key_pem.clone()),
+    })
+}
+
 /// An `Action::RestartAndCheck`: `name` stopped and started again, then, when it has a
 /// `health_url`, waited for as [`wait_component`] waits (`up`'s executor, `encrypt
-/// rotate-key`).
+/// rotate-key`, `cert rotate`).
 pub async fn restart_and_check(
     host: &crate::hosts::Host,
     name: &str,
