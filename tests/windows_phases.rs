@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use rkers::diff::Action;
 use rkers::output::{Event, Reporter};
-use rkers::phases::executor::HostExecutor;
+use rkers::phases::executor::Executor;
 
 use rkers::hosts::{DockerTransport, HostPool, SshAuth, SshOptions, SshTarget, TransportReason};
 use rkers::phases::windows::{
@@ -223,19 +223,8 @@ async fn the_planned_sweep_is_applied_and_reported_by_the_executor() {
     let events = Arc::new(Mutex::new(Vec::<Event>::new()));
     let seen = events.clone();
     let reporter = Reporter::with_sink(Arc::new(move |e: Event| seen.lock().unwrap().push(e)));
-    let containers = indexmap::IndexMap::new();
-    let exec = HostExecutor {
-        host,
-        reporter: &reporter,
-        helper_image: IMAGE,
-        registries: &[],
-        files_root: "c:/".into(),
-        files: &[],
-        windows: true,
-        containers: &containers,
-        etcd_via: None,
-        health_tls: None,
-    };
+    let exec = Executor::new(&reporter, IMAGE, Vec::new()).with_hosts([host]);
+    let exec = exec.on("win1");
     let sweep = Action::SweepWindowsOrphans {
         image: IMAGE.into(),
     };

@@ -72,11 +72,8 @@ impl Cluster {
 
     /// Writes `kube_config_<name>.yml` for `bundle`'s admin certificate, pointing at the first
     /// controlplane host as RKE1 does (§6.1), atomically and mode 0600, and says so.
-    pub fn write_admin_kubeconfig(
-        &self,
-        bundle: &pki::Bundle,
-        reporter: &Reporter,
-    ) -> Result<(), String> {
+    /// The admin kubeconfig for `bundle`, pointing at the first controlplane host (RKE1's).
+    pub fn admin_kubeconfig(&self, bundle: &pki::Bundle) -> Result<String, String> {
         let server = self
             .config
             .nodes
@@ -84,8 +81,15 @@ impl Cluster {
             .find(|n| n.role.iter().any(|r| r == "controlplane"))
             .map(|n| format!("https://{}:6443", n.address))
             .ok_or("the cluster has no controlplane host")?;
-        let text = pki::admin_kubeconfig(bundle, &self.config.cluster_name, &server)
-            .map_err(|e| e.to_string())?;
+        pki::admin_kubeconfig(bundle, &self.config.cluster_name, &server).map_err(|e| e.to_string())
+    }
+
+    pub fn write_admin_kubeconfig(
+        &self,
+        bundle: &pki::Bundle,
+        reporter: &Reporter,
+    ) -> Result<(), String> {
+        let text = self.admin_kubeconfig(bundle)?;
         let path = &self.files.kubeconfig_path;
         crate::state::write_atomic(path, text.as_bytes(), 0o600)
             .map_err(|e| format!("{}: {e}", path.display()))?;

@@ -10,16 +10,23 @@ pub enum Action {
     PullImage {
         image: String,
     },
+    /// `spec` is the container exactly as the plan wants it, which the executor creates; it is
+    /// not serialized (its environment may hold credentials) and the dry run names its image.
     CreateContainer {
         name: String,
         image: String,
         start: bool,
+        #[serde(skip)]
+        spec: Box<crate::plan::ContainerSpec>,
     },
+    /// `changes` are what differs from the running container, `spec` what replaces it.
     RecreateContainer {
         name: String,
         #[serde(serialize_with = "changes_as_strings")]
         changes: Vec<FieldChange>,
         start: bool,
+        #[serde(skip)]
+        spec: Box<crate::plan::ContainerSpec>,
     },
     StartContainer {
         name: String,
@@ -31,9 +38,13 @@ pub enum Action {
         name: String,
         reason: String,
     },
+    /// `file` is what is written, never serialized nor shown (keys, certificates); `path` is
+    /// where, the file's path relative to its root (`/etc/kubernetes`, or the Windows prefix).
     UploadFile {
         path: String,
         reason: String,
+        #[serde(skip)]
+        file: Box<crate::phases::files::DesiredFile>,
     },
     RemoveFile {
         path: String,
@@ -65,6 +76,7 @@ pub enum Action {
     /// The learner becomes a voting member once it has caught up (after its etcd started).
     PromoteEtcdMember {
         member: String,
+        peer_url: String,
     },
     RemoveEtcdMember {
         member: String,
@@ -108,6 +120,9 @@ pub enum Action {
     CleanWindowsHost {
         directories: Vec<String>,
         unregister_wins: bool,
+        /// The image the teardown's privileged step runs in (the sidekick's).
+        #[serde(skip)]
+        image: String,
     },
     /// calico/canal: a runtime directory calico-node binds, with the owner and mode it needs
     /// (incidents.md §1).
@@ -117,11 +132,16 @@ pub enum Action {
         owner: String,
         /// What the host has now (`missing`, or mode and owner).
         found: String,
+        /// The image of the one-shot container that writes calico's directories and entry.
+        #[serde(skip)]
+        image: String,
     },
     /// calico/canal: the systemd-tmpfiles entry that recreates those directories at boot.
     WriteTmpfilesEntry {
         path: String,
         reason: String,
+        #[serde(skip)]
+        image: String,
     },
     // other commands' actions (wip-dryrun)
     /// Files written under `dir` in one go (certificates, the encryption provider file, a copy
@@ -135,6 +155,9 @@ pub enum Action {
         name: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         health_url: Option<String>,
+        /// The check itself, with the client certificate it presents (never serialized).
+        #[serde(skip)]
+        check: Option<Box<HealthProbe>>,
     },
     /// Pseudo-host `cluster`: delete the pods matching any of `labels` in every namespace, so
     /// their controllers recreate them (after a CA rotation, §25.2 step 5).
@@ -153,6 +176,9 @@ pub enum Action {
     /// Pseudo-host `local`: write the admin kubeconfig on the machine rkers runs on.
     WriteKubeconfig {
         path: String,
+        /// The kubeconfig, with the admin's key: never serialized nor shown.
+        #[serde(skip)]
+        contents: Sealed,
     },
     /// Pseudo-host `local`: delete a file on the machine rkers runs on.
     DeleteLocalFile {
@@ -190,6 +216,11 @@ pub enum Action {
     /// only its owner reads it (a one-shot helper container).
     FixEtcdPermissions {
         path: String,
+        /// A joining member: an etcd container an interrupted run left is removed and the
+        /// directory emptied first, since data of an earlier membership would make etcd start
+        /// as that removed member, which the cluster refuses.
+        #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+        empty_first: bool,
     },
     /// RKE1's log links (§8.5) for the containers this run creates on a Linux host, in a
     /// one-shot helper container.
@@ -241,6 +272,33 @@ pub enum Action {
     },
 }
 
+/// Bytes an action writes that hold secrets (a kubeconfig with its key): they never reach a
+/// dry run, an event or debug output.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Sealed(Vec<u8>);
+
+impl Sealed {
+    pub fn new(bytes: Vec<u8>) -> Self {
+        Sealed(bytes)
+    }
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Sealed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<{} bytes>", self.0.len())
+    }
+}
+
+/// A health check a restart waits for: the URL, and the TLS material it is reached with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HealthProbe {
+    pub url: String,
+    pub tls: Option<crate::phases::health::TlsMaterial>,
+}
+
 fn octal<S: serde::Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format!("{mode:04o}"))
 }
@@ -253,7 +311,9 @@ impl std::fmt::Display for Action {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Action::PullImage { image } => write!(f, "pull image {image}"),
-            Action::CreateContainer { name, image, start } => {
+            Action::CreateContainer {
+                name, image, start, ..
+            } => {
                 let verb = if *start { "create and start" } else { "create" };
                 write!(f, "{verb} container {name} ({image})")
             }
@@ -269,7 +329,7 @@ impl std::fmt::Display for Action {
             Action::RemoveContainer { name, reason } => {
                 write!(f, "remove container {name} ({reason})")
             }
-            Action::UploadFile { path, reason } => write!(f, "upload {path} ({reason})"),
+            Action::UploadFile { path, reason, .. } => write!(f, "upload {path} ({reason})"),
             Action::RemoveFile { path, reason } => write!(f, "remove {path} ({reason})"),
             Action::SetFileMode {
                 path,
@@ -293,7 +353,7 @@ impl std::fmt::Display for Action {
                 "add etcd member {member} ({peer_url}) as a learner; if it does not join: \
                  {rollback}"
             ),
-            Action::PromoteEtcdMember { member } => write!(
+            Action::PromoteEtcdMember { member, .. } => write!(
                 f,
                 "promote etcd learner {member} to a voting member once it has caught up"
             ),
@@ -326,6 +386,7 @@ impl std::fmt::Display for Action {
             Action::CleanWindowsHost {
                 directories,
                 unregister_wins,
+                ..
             } => {
                 write!(
                     f,
@@ -343,8 +404,9 @@ impl std::fmt::Display for Action {
                 mode,
                 owner,
                 found,
+                ..
             } => write!(f, "ensure directory {path} {owner} {mode} (found: {found})"),
-            Action::WriteTmpfilesEntry { path, reason } => {
+            Action::WriteTmpfilesEntry { path, reason, .. } => {
                 write!(f, "write {path} ({reason})")
             }
             // other commands' actions (wip-dryrun)
@@ -359,7 +421,9 @@ impl std::fmt::Display for Action {
                 }
                 Ok(())
             }
-            Action::RestartAndCheck { name, health_url } => {
+            Action::RestartAndCheck {
+                name, health_url, ..
+            } => {
                 write!(f, "restart container {name}")?;
                 if let Some(url) = health_url {
                     write!(f, " and wait until {url} is healthy")?;
@@ -376,7 +440,7 @@ impl std::fmt::Display for Action {
                 "save the state in Secret kube-system/full-cluster-state ({reason})"
             ),
             Action::RewriteSecrets { reason } => write!(f, "rewrite every Secret ({reason})"),
-            Action::WriteKubeconfig { path } => write!(f, "write the admin kubeconfig {path}"),
+            Action::WriteKubeconfig { path, .. } => write!(f, "write the admin kubeconfig {path}"),
             Action::DeleteLocalFile { path } => write!(f, "delete {path}"),
             Action::CleanLogLinks { dir, image } => {
                 write!(f, "remove the dangling log links under {dir} ({image})")
@@ -392,7 +456,13 @@ impl std::fmt::Display for Action {
             }
             Action::RunUp { reason } => write!(f, "run `rkers up` ({reason})"),
             // up's actions (wip-plan)
-            Action::FixEtcdPermissions { path } => {
+            Action::FixEtcdPermissions { path, empty_first } => {
+                if *empty_first {
+                    write!(
+                        f,
+                        "remove the etcd container an earlier run left, if any, empty {path}, "
+                    )?;
+                }
                 write!(
                     f,
                     "create {path} and make it private to its owner (etcd-fix-perm)"
@@ -497,6 +567,7 @@ mod tests {
                             why: None,
                         }],
                         start: true,
+                        spec: Box::default(),
                     },
                 ],
             },
@@ -519,6 +590,7 @@ mod tests {
             mode: "0755".into(),
             owner: "root:root".into(),
             found: "0700 0:0".into(),
+            image: "img".into(),
         };
         assert_eq!(
             dir.to_string(),
@@ -527,6 +599,7 @@ mod tests {
         let entry = Action::WriteTmpfilesEntry {
             path: "/etc/tmpfiles.d/calico.conf".into(),
             reason: "no tmpfiles.d entry creates /var/run/calico".into(),
+            image: "img".into(),
         };
         assert_eq!(
             entry.to_string(),

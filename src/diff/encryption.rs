@@ -4,7 +4,7 @@
 //! through the API (the `cluster` action [`Action::DisableEncryption`], planned only when these
 //! are), before the files step removes the provider file.
 
-use super::Action;
+use super::{Action, HealthProbe};
 use crate::phases::changeset::FileWrite;
 
 /// A controlplane host as the plan step found it.
@@ -25,8 +25,9 @@ pub struct IdentityFirst {
     pub contents: Vec<u8>,
     /// The name of the key kept.
     pub key: String,
-    /// kube-apiserver's health check, waited for after its restart.
-    pub health_url: String,
+    /// kube-apiserver's health check, waited for after its restart, with the certificates
+    /// the running cluster has.
+    pub check: HealthProbe,
 }
 
 /// Each host's actions, in the order they are taken: the provider file written, then
@@ -60,7 +61,8 @@ pub fn disable_encryption(
                 },
                 Action::RestartAndCheck {
                     name: crate::plan::KUBE_APISERVER.into(),
-                    health_url: Some(file.health_url.clone()),
+                    health_url: Some(file.check.url.clone()),
+                    check: Some(Box::new(file.check.clone())),
                 },
             ];
             (h.address.clone(), list)
@@ -86,7 +88,10 @@ mod tests {
             path: "ssl/encryption.yaml".into(),
             contents: b"secret: c2VjcmV0".to_vec(),
             key: "key-1".into(),
-            health_url: "https://localhost:6443/healthz".into(),
+            check: HealthProbe {
+                url: "https://localhost:6443/healthz".into(),
+                tls: None,
+            },
         }
     }
 

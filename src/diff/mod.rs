@@ -17,7 +17,7 @@ mod content;
 pub mod encryption;
 mod reasons;
 
-pub use action::{Action, HostActions, render_dry_run};
+pub use action::{Action, HealthProbe, HostActions, Sealed, render_dry_run};
 pub use content::same_file_content;
 pub use reasons::{newer_default_for_change, newer_default_for_file};
 
@@ -145,6 +145,7 @@ pub fn compare(
 /// The action that brings one container to its desired state, or `None` when it is in it.
 pub fn container_action(
     name: &str,
+    spec: &crate::plan::ContainerSpec,
     desired: &ContainerView,
     start: bool,
     observed: Option<&ObservedContainer>,
@@ -156,6 +157,7 @@ pub fn container_action(
             name: name.to_string(),
             image: desired.image.clone(),
             start,
+            spec: Box::new(spec.clone()),
         });
     };
     let mut changes = compare(desired, &observed.config, image_env, dont_care);
@@ -167,6 +169,7 @@ pub fn container_action(
             name: name.to_string(),
             changes,
             start,
+            spec: Box::new(spec.clone()),
         });
     }
     if start && !observed.running {
@@ -299,6 +302,7 @@ mod tests {
         };
         let action = container_action(
             "kubelet",
+            &Default::default(),
             &desired,
             true,
             Some(&observed),
@@ -322,6 +326,7 @@ mod tests {
         };
         let action = container_action(
             "kubelet",
+            &Default::default(),
             &desired,
             true,
             Some(&observed),
@@ -336,6 +341,7 @@ mod tests {
         assert_eq!(
             container_action(
                 "kubelet",
+                &Default::default(),
                 &desired,
                 true,
                 Some(&observed),
@@ -358,6 +364,7 @@ mod tests {
         assert_eq!(
             container_action(
                 "service-sidekick",
+                &Default::default(),
                 &desired,
                 false,
                 Some(&observed),

@@ -90,6 +90,7 @@ pub async fn calico_actions(
                     mode: format!("{:04o}", calico::WANT_MODE),
                     owner: "root:root".into(),
                     found,
+                    image: image.clone(),
                 });
             }
         }
@@ -109,6 +110,7 @@ pub async fn calico_actions(
             actions.push(Action::WriteTmpfilesEntry {
                 path: calico::TMPFILES_ENTRY.into(),
                 reason,
+                image: image.clone(),
             });
         }
         if !actions.is_empty() {
@@ -131,39 +133,6 @@ pub fn append(
     if let Some(h) = shown.iter_mut().find(|h| h.host == address) {
         h.actions.extend(extra);
     }
-}
-
-/// Applies the calico actions planned for each host (one helper container per host).
-pub async fn apply_calico_actions(
-    cluster: &Cluster,
-    pool: &HostPool,
-    actions: &BTreeMap<String, Vec<Action>>,
-    reporter: &Reporter,
-) -> Result<(), String> {
-    let image = &cluster.config.system_images.kubernetes;
-    let registries = cluster.registry_credentials();
-    for (address, list) in actions {
-        let mine: Vec<&Action> = list
-            .iter()
-            .filter(|a| {
-                matches!(
-                    a,
-                    Action::EnsureCniDirectory { .. } | Action::WriteTmpfilesEntry { .. }
-                )
-            })
-            .collect();
-        if mine.is_empty() {
-            continue;
-        }
-        let Some(host) = pool.get(address) else {
-            continue;
-        };
-        for a in &mine {
-            reporter.info(format!("[calico runtime] {address}: {a}"));
-        }
-        probe::apply_calico_fix(host.docker(), image, &registries).await?;
-    }
-    Ok(())
 }
 
 /// The refusal text for blocking webhooks.

@@ -384,6 +384,30 @@ subjects:
   name: kube-apiserver
 ";
 
+/// Deletes every pod matching any of `labels`, in every namespace; returns how many.
+pub async fn delete_pods_by_labels(api: &KubeApi, labels: &[&str]) -> Result<usize, kube::Error> {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, DeleteParams, ListParams};
+    let all: Api<Pod> = Api::all(api.client.clone());
+    let mut deleted = 0;
+    for label in labels {
+        let pods = all.list(&ListParams::default().labels(label)).await?;
+        for pod in pods.items {
+            let (Some(ns), Some(name)) = (pod.metadata.namespace, pod.metadata.name) else {
+                continue;
+            };
+            let api: Api<Pod> = Api::namespaced(api.client.clone(), &ns);
+            match api.delete(&name, &DeleteParams::default()).await {
+                Ok(_) => deleted += 1,
+                // Gone meanwhile (its controller was faster): nothing left to do.
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(deleted)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,6 @@ use crate::cluster::Cluster;
 use crate::diff::Action;
 use crate::kubeapi::KubeApi;
 use crate::output::Reporter;
-use crate::phases::cluster_executor::ClusterExecutor;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, DeleteParams};
@@ -207,9 +206,10 @@ pub async fn deploy_addons(
     cluster: &Cluster,
     plans: &[AddonPlan],
     actions: &[Action],
-    exec: &ClusterExecutor<'_>,
+    exec: &crate::phases::executor::Executor<'_>,
+    api: &KubeApi,
 ) -> Result<(), String> {
-    let reporter = exec.reporter;
+    let reporter = exec.reporter();
     let phase = reporter.phase("addons");
     let result = async {
         let timeout = Duration::from_secs(cluster.config.addon_job_timeout.max(1) as u64);
@@ -221,11 +221,15 @@ pub async fn deploy_addons(
                 _ => false,
             });
             let result = match action {
-                Some(a) => exec.apply(a).await.map_err(|e| e.to_string()),
+                Some(a) => exec
+                    .on(crate::phases::changeset::CLUSTER)
+                    .apply(&[a])
+                    .await
+                    .map_err(|e| e.to_string()),
                 None => Ok(()),
             };
             let result = match result {
-                Ok(()) => wait_addon(exec.api, plan, timeout)
+                Ok(()) => wait_addon(api, plan, timeout)
                     .await
                     .map_err(|e| e.to_string()),
                 Err(e) => Err(e),

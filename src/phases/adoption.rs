@@ -210,6 +210,7 @@ mod tests {
                         why: Some("default of newer RKE releases: admission"),
                     }],
                     start: true,
+                    spec: Box::default(),
                 },
                 Action::RemoveFile {
                     path: "/etc/kubernetes/ssl/kube-kubelet-10-0-0-2-key.pem".into(),
@@ -255,6 +256,7 @@ mod tests {
                 why: None,
             }],
             start: true,
+            spec: Box::default(),
         };
         assert!(reason(&action).starts_with("cluster.yml"));
     }

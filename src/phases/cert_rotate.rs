@@ -15,22 +15,21 @@
 //!    recreate them with the new one (§25.2 step 5).
 
 use crate::cluster::{Cluster, ClusterError};
-use crate::diff::Action;
-use crate::hosts::{self, Host, HostPool, SshOptions};
-use crate::kubeapi::KubeApi;
+use crate::diff::{Action, HealthProbe, Sealed};
+use crate::hosts::{self, HostPool, SshOptions};
 use crate::output::Reporter;
 use crate::phases::certs::containers_to_restart;
 use crate::phases::changeset::{self, Changeset, FileWrite, Pace};
+use crate::phases::executor::Executor;
 use crate::phases::files;
-use crate::phases::health;
+use crate::phases::health::TlsMaterial;
 use crate::phases::up::{
     etc_kubernetes, files_root, host_files, kubernetes_view, kubernetes_view_map,
 };
 use crate::phases::{PhaseError, Runner};
-use crate::pki::{self, Bundle, RotateService};
-use crate::plan::{self, ClusterPlan, HostPlan};
+use crate::pki::{self, RotateService};
+use crate::plan::{self, ClusterPlan};
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 pub struct RotateOptions {
     pub dry_run: bool,
@@ -89,43 +88,6 @@ const RESTART_PLANES: &[(&str, &[&str])] = &[
     ),
     ("restart worker plane", &[plan::KUBELET, plan::KUBE_PROXY]),
 ];
-
-struct Rotation {
-    pool: HostPool,
-    plan: ClusterPlan,
-    bundle: Bundle,
-    helper_image: String,
-    /// The state the `state secret` stage stores, set once the new bundle is current.
-    state_json: std::sync::Mutex<Option<String>>,
-    /// The API client, made on first use from the admin kubeconfig written by then.
-    api: tokio::sync::OnceCell<KubeApi>,
-}
-
-impl Rotation {
-    fn host_plan(&self, address: &str) -> &HostPlan {
-        self.plan
-            .hosts
-            .iter()
-            .find(|h| h.address == address)
-            .expect("planned host")
-    }
-
-    fn host(&self, address: &str) -> &Arc<Host> {
-        self.pool.get(address).expect("connected host")
-    }
-
-    async fn api(&self, cluster: &Cluster) -> Result<&KubeApi, String> {
-        self.api
-            .get_or_try_init(|| async {
-                let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path)
-                    .map_err(|e| format!("{}: {e}", cluster.files.kubeconfig_path.display()))?;
-                KubeApi::from_kubeconfig(&kubeconfig)
-                    .await
-                    .map_err(|e| e.to_string())
-            })
-            .await
-    }
-}
 
 pub async fn cert_rotate(
     cluster: &Cluster,
@@ -278,18 +240,29 @@ pub async fn cert_rotate(
         }
         for (title, names) in RESTART_PLANES {
             for name in names.iter().filter(|n| running.contains(*n)) {
-                let health_url = h
+                let check = h
                     .containers
                     .get(*name)
                     .and_then(|c| c.health_check.as_ref())
-                    .map(|c| c.url.clone());
+                    .map(|check| HealthProbe {
+                        url: check.url.clone(),
+                        // Checked with the rotated certificates, as the component now has them.
+                        tls: check.client_certificate.as_ref().map(|c| TlsMaterial {
+                            ca_pem: bundle
+                                .get(pki::names::CA_CERT_NAME)
+                                .map(|ca| ca.certificate_pem.clone()),
+                            client_cert_pem: bundle.get(c).map(|c| c.certificate_pem.clone()),
+                            client_key_pem: bundle.get(c).map(|c| c.key_pem.clone()),
+                        }),
+                    });
                 changes.push(
                     title,
                     Pace::Parallel,
                     &h.address,
                     Action::RestartAndCheck {
                         name: name.to_string(),
-                        health_url,
+                        health_url: check.as_ref().map(|c| c.url.clone()),
+                        check: check.map(Box::new),
                     },
                 );
             }
@@ -301,6 +274,12 @@ pub async fn cert_rotate(
         changeset::LOCAL,
         Action::WriteKubeconfig {
             path: cluster.files.kubeconfig_path.display().to_string(),
+            contents: Sealed::new(
+                cluster
+                    .admin_kubeconfig(&bundle)
+                    .map_err(other)?
+                    .into_bytes(),
+            ),
         },
     );
     changes.push(
@@ -341,32 +320,22 @@ pub async fn cert_rotate(
     ));
     phase.done();
 
-    let run = Rotation {
-        pool,
-        plan: cluster_plan,
-        bundle,
-        helper_image,
-        state_json: std::sync::Mutex::new(None),
-        api: tokio::sync::OnceCell::new(),
-    };
     // RKE1 restarts every component whatever `--service` says (§33.13, a bug fixed here): only
     // the containers that read a changed file restart, so rotating the kubelet's certificates
     // leaves etcd and the control plane running.
-    let apply_one = |host: String, action: Action| {
-        let run = &run;
-        async move { apply(run, cluster, reporter, &host, &action).await }
-    };
+    let exec = Executor::new(reporter, &helper_image, cluster.registry_credentials())
+        .with_hosts(pool.hosts())
+        .with_kubeconfig(cluster.files.kubeconfig_path.clone());
     for stage in &changes.stages {
         if stage.phase == STATE_SECRET_STAGE {
             // The kubeconfig was written: the new bundle becomes the current state.
             let phase = reporter.phase("current state");
             state.promote_desired_to_current();
             state.save(&cluster.files.state_path).map_err(other)?;
-            *run.state_json.lock().unwrap_or_else(|p| p.into_inner()) =
-                Some(state.to_json().map_err(other)?);
+            exec.set_state_json(state.to_json().map_err(other)?);
             phase.done();
         }
-        let failures = changeset::apply_stage(stage, &runner, apply_one).await;
+        let failures = exec.apply_stage(stage, &runner).await;
         if failures.is_empty() {
             continue;
         }
@@ -377,7 +346,7 @@ pub async fn cert_rotate(
             }
             continue;
         }
-        run.pool.close().await;
+        pool.close().await;
         let message = changeset::list_failures(&failures);
         return Err(if stage.phase == PODS_STAGE {
             other(format!(
@@ -396,7 +365,7 @@ pub async fn cert_rotate(
             ))
         });
     }
-    run.pool.close().await;
+    pool.close().await;
     reporter.info("Finished rotating certificates successfully");
     Ok(())
 }
@@ -405,62 +374,6 @@ const WRITE_STAGE: &str = "certificates";
 const KUBECONFIG_STAGE: &str = "admin kubeconfig";
 const STATE_SECRET_STAGE: &str = "state secret";
 const PODS_STAGE: &str = "system pods";
-
-/// Applies one action of `cert rotate`'s changeset.
-async fn apply(
-    run: &Rotation,
-    cluster: &Cluster,
-    reporter: &Reporter,
-    address: &str,
-    action: &Action,
-) -> Result<(), String> {
-    match action {
-        Action::WriteFileSet { dir, files } => {
-            let h = run.host_plan(address);
-            let host = run.host(address);
-            let files = changeset::desired_files(files);
-            if run.plan.windows.contains_key(address) {
-                return super::windows::write_host_files(host, &h.prefix_path, &[], &files, &[])
-                    .await
-                    .map(drop)
-                    .map_err(|e| e.to_string());
-            }
-            files::write_files(host.docker(), dir, &run.helper_image, &files)
-                .await
-                .map_err(|e| e.to_string())
-        }
-        Action::RestartAndCheck { name, .. } => {
-            restart_container(run, run.host(address), run.host_plan(address), name).await
-        }
-        Action::WriteKubeconfig { .. } => cluster
-            .write_admin_kubeconfig(&run.bundle, reporter)
-            .map_err(|e| e.to_string()),
-        Action::SaveStateSecret { .. } => {
-            let json = run
-                .state_json
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone()
-                .ok_or("the state to save is not ready")?;
-            run.api(cluster)
-                .await?
-                .save_state_secret(&json)
-                .await
-                .map_err(|e| e.to_string())
-        }
-        Action::DeletePods { labels } => {
-            let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
-            let deleted = delete_pods_by_labels(run.api(cluster).await?, &labels)
-                .await
-                .map_err(|e| e.to_string())?;
-            reporter.info(format!(
-                "Deleted {deleted} system pods so they restart with the new CA"
-            ));
-            Ok(())
-        }
-        other => Err(format!("`cert rotate` does not apply this action: {other}")),
-    }
-}
 
 /// `host3 (10.77.0.13)` for each node whose address the connection problems name.
 fn unreachable_names(cluster: &Cluster, problems: &hosts::HostProblems) -> String {
@@ -510,41 +423,6 @@ fn build_plan(
         default_rke_tools_tag: default_tools_tag.as_deref(),
     })
     .map_err(other)
-}
-
-async fn restart_container(
-    run: &Rotation,
-    host: &Host,
-    h: &HostPlan,
-    name: &str,
-) -> Result<(), String> {
-    let check = h.containers.get(name).and_then(|c| c.health_check.as_ref());
-    let tls = check.and_then(|c| health::check_tls(&run.bundle, c));
-    health::restart_and_check(host, name, check.map(|c| c.url.as_str()), tls.as_ref()).await
-}
-
-/// Deletes every pod matching any of `labels`, in every namespace; returns how many.
-async fn delete_pods_by_labels(api: &KubeApi, labels: &[&str]) -> Result<usize, kube::Error> {
-    use k8s_openapi::api::core::v1::Pod;
-    use kube::api::{Api, DeleteParams, ListParams};
-    let all: Api<Pod> = Api::all(api.client.clone());
-    let mut deleted = 0;
-    for label in labels {
-        let pods = all.list(&ListParams::default().labels(label)).await?;
-        for pod in pods.items {
-            let (Some(ns), Some(name)) = (pod.metadata.namespace, pod.metadata.name) else {
-                continue;
-            };
-            let api: Api<Pod> = Api::namespaced(api.client.clone(), &ns);
-            match api.delete(&name, &DeleteParams::default()).await {
-                Ok(_) => deleted += 1,
-                // Gone meanwhile (its controller was faster): nothing left to do.
-                Err(kube::Error::Api(e)) if e.code == 404 => {}
-                Err(e) => return Err(e),
-            }
-        }
-    }
-    Ok(deleted)
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@
 //! [`CLUSTER`] (Kubernetes API calls) and [`LOCAL`] (files on the machine rkers runs on).
 
 use crate::diff::{Action, HostActions};
-use crate::output::Reporter;
 use crate::phases::{HostName, Runner};
 use serde::Serialize;
 use std::future::Future;
@@ -45,27 +44,6 @@ pub fn desired_files(files: &[FileWrite]) -> Vec<crate::phases::files::DesiredFi
             mode: f.mode,
         })
         .collect()
-}
-
-/// An `Action::WriteFileSet`: its files written under `dir`, through the host agent on a
-/// Windows host, with the one-shot helper `image` elsewhere (`up`'s executor, `encrypt
-/// rotate-key`).
-pub async fn write_file_set(
-    host: &crate::hosts::Host,
-    dir: &str,
-    image: &str,
-    files: &[FileWrite],
-) -> Result<(), String> {
-    let files = desired_files(files);
-    if host.facts().is_windows() {
-        return crate::phases::windows::write_host_files(host, dir, &[], &files, &[])
-            .await
-            .map(drop)
-            .map_err(|e| e.to_string());
-    }
-    crate::phases::files::write_files(host.docker(), dir, image, &files)
-        .await
-        .map_err(|e| e.to_string())
 }
 
 fn octal<S: serde::Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
@@ -167,11 +145,12 @@ impl HostName for HostActions {
     }
 }
 
-/// Applies one stage: each host's actions in order through `apply`, one `applied` event per
-/// action; a host stops at its first failed action. Returns the hosts that failed, with why.
+/// Applies one stage: each host's actions, in order, through `apply` (the executor, which
+/// reports each action and stops a host at its first failure), the hosts at the stage's pace.
+/// Returns the hosts that failed, with why.
 pub async fn apply_stage<F, Fut>(stage: &Stage, runner: &Runner, apply: F) -> Vec<(String, String)>
 where
-    F: Fn(String, Action) -> Fut + Clone + Send + Sync,
+    F: Fn(String, Vec<Action>) -> Fut + Clone + Send + Sync,
     Fut: Future<Output = Result<(), String>> + Send,
 {
     if stage.hosts.is_empty() {
@@ -180,10 +159,9 @@ where
     let phase = runner.reporter.phase(&stage.phase);
     let failures = match stage.pace {
         Pace::Parallel => {
-            let reporter = runner.reporter.clone();
             let result = runner
                 .for_each_host(&stage.phase, &stage.phase, stage.hosts.clone(), move |h| {
-                    apply_host(h, reporter.clone(), apply.clone())
+                    apply(h.host, h.actions)
                 })
                 .await;
             match result {
@@ -195,10 +173,8 @@ where
         Pace::OneAtATime => {
             let mut failures = Vec::new();
             for h in &stage.hosts {
-                let name = h.host.clone();
-                if let Err(e) = apply_host(h.clone(), runner.reporter.clone(), apply.clone()).await
-                {
-                    failures.push((name, e));
+                if let Err(e) = apply(h.host.clone(), h.actions.clone()).await {
+                    failures.push((h.host.clone(), e));
                     break;
                 }
             }
@@ -213,38 +189,6 @@ where
     failures
 }
 
-/// Applies the stages in order and stops after the first stage in which a host failed.
-pub async fn apply_all<F, Fut>(
-    changeset: &Changeset,
-    runner: &Runner,
-    apply: F,
-) -> Result<(), Vec<(String, String)>>
-where
-    F: Fn(String, Action) -> Fut + Clone + Send + Sync,
-    Fut: Future<Output = Result<(), String>> + Send,
-{
-    for stage in &changeset.stages {
-        let failures = apply_stage(stage, runner, apply.clone()).await;
-        if !failures.is_empty() {
-            return Err(failures);
-        }
-    }
-    Ok(())
-}
-
-async fn apply_host<F, Fut>(h: HostActions, reporter: Reporter, apply: F) -> Result<(), String>
-where
-    F: Fn(String, Action) -> Fut,
-    Fut: Future<Output = Result<(), String>>,
-{
-    for action in h.actions {
-        let result = apply(h.host.clone(), action.clone()).await;
-        reporter.applied(&h.host, &action, result.as_ref().err().map(String::as_str));
-        result?;
-    }
-    Ok(())
-}
-
 /// The failures of a changeset as the lines of an error message.
 pub fn list_failures(failures: &[(String, String)]) -> String {
     failures
@@ -257,6 +201,7 @@ pub fn list_failures(failures: &[(String, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::Reporter;
 
     fn restart(name: &str) -> Action {
         Action::RestartContainer { name: name.into() }
@@ -306,38 +251,42 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_host_stops_at_its_first_failed_action() {
+    async fn stages_run_in_order_and_a_failed_host_ends_the_stage_one_at_a_time() {
         let mut c = Changeset::default();
-        for name in ["ok1", "bad", "never"] {
-            c.push("s", Pace::Parallel, "h1", restart(name));
-        }
-        c.push("s", Pace::Parallel, "h2", restart("ok2"));
-        c.push("later", Pace::Parallel, "h2", restart("skipped"));
+        c.push("s", Pace::OneAtATime, "h1", restart("bad"));
+        c.push("s", Pace::OneAtATime, "h2", restart("never"));
+        c.push("p", Pace::Parallel, "h1", restart("a"));
+        c.push("p", Pace::Parallel, "h2", restart("b"));
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let s = seen.clone();
         let runner = Runner::new(Reporter::plain(), 4);
-        let result = apply_all(&c, &runner, move |host, action| {
-            let s = s.clone();
-            async move {
-                let text = action.to_string();
-                s.lock().unwrap().push(format!("{host} {text}"));
-                if text.ends_with("bad") {
-                    Err("boom".to_string())
-                } else {
+        let apply = |seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>| {
+            move |host: String, actions: Vec<Action>| {
+                let seen = seen.clone();
+                async move {
+                    for a in actions {
+                        let text = a.to_string();
+                        seen.lock().unwrap().push(format!("{host} {text}"));
+                        if text.ends_with("bad") {
+                            return Err("boom".to_string());
+                        }
+                    }
                     Ok(())
                 }
             }
-        })
-        .await;
-        assert_eq!(result, Err(vec![("h1".into(), "boom".into())]));
+        };
+        let failures = apply_stage(&c.stages[0], &runner, apply(seen.clone())).await;
+        assert_eq!(failures, vec![("h1".to_string(), "boom".to_string())]);
+        assert_eq!(*seen.lock().unwrap(), ["h1 restart container bad"]);
+        let failures = apply_stage(&c.stages[1], &runner, apply(seen.clone())).await;
+        assert!(failures.is_empty());
         let mut seen = seen.lock().unwrap().clone();
         seen.sort();
         assert_eq!(
             seen,
             [
+                "h1 restart container a",
                 "h1 restart container bad",
-                "h1 restart container ok1",
-                "h2 restart container ok2"
+                "h2 restart container b"
             ]
         );
     }

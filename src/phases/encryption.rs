@@ -9,12 +9,13 @@
 //! rotation was under way, and it continues with the same new key.
 
 use crate::cluster::Cluster;
-use crate::diff::Action;
+use crate::diff::{Action, HealthProbe};
 use crate::hosts::{Host, HostPool, SshOptions};
 use crate::kubeapi::KubeApi;
 use crate::output::Reporter;
 use crate::phases::changeset::{self, Changeset, FileWrite, Pace};
-use crate::phases::health::{self, TlsMaterial};
+use crate::phases::executor::Executor;
+use crate::phases::health::TlsMaterial;
 use crate::plan::encryption::{self, EncryptionKey};
 use crate::state::StateFile;
 use futures::StreamExt;
@@ -278,6 +279,10 @@ pub async fn rotate_key(
                 Action::RestartAndCheck {
                     name: crate::plan::KUBE_APISERVER.into(),
                     health_url: Some(APISERVER_HEALTH.into()),
+                    check: Some(Box::new(HealthProbe {
+                        url: APISERVER_HEALTH.into(),
+                        tls: Some(apiserver_tls(&state)),
+                    })),
                 },
             );
         }
@@ -308,52 +313,13 @@ pub async fn rotate_key(
     }
 
     let api = admin_api(cluster).await?;
-    let tls = apiserver_tls(&state);
-    let registries = cluster.registry_credentials();
     let runner = crate::phases::Runner::new(reporter.clone(), opts.ssh.concurrency);
-    let state = std::sync::Mutex::new(state);
-    let apply_one = |address: String, action: Action| {
-        let (hosts, state, api, tls, registries, image) =
-            (&hosts, &state, &api, &tls, &registries, &image);
-        async move {
-            let host = hosts.iter().find(|h| h.name() == address);
-            let need_host = || host.ok_or_else(|| format!("host {address} is not connected"));
-            match &action {
-                Action::PullImage { image } => need_host()?
-                    .docker()
-                    .ensure_image(image, registries, &mut |_| {})
-                    .await
-                    .map(drop)
-                    .map_err(|e| e.to_string()),
-                Action::WriteFileSet { dir, files } => {
-                    changeset::write_file_set(need_host()?, dir, image, files)
-                        .await
-                        .map_err(|e| format!("host {address}: {e}"))
-                }
-                Action::RestartAndCheck { name, health_url } => {
-                    health::restart_and_check(need_host()?, name, health_url.as_deref(), Some(tls))
-                        .await
-                        .map_err(|e| format!("host {address}: {e}"))
-                }
-                Action::SaveStateSecret { .. } => {
-                    let json = state
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .to_json()
-                        .map_err(|e| e.to_string())?;
-                    api.save_state_secret(&json)
-                        .await
-                        .map_err(|e| e.to_string())
-                }
-                Action::RewriteSecrets { .. } => rewrite_secrets(api, reporter).await.map(drop),
-                other => Err(format!(
-                    "`encrypt rotate-key` does not apply this action: {other}"
-                )),
-            }
-        }
-    };
+    let exec = Executor::new(reporter, &image, cluster.registry_credentials())
+        .with_hosts(&hosts)
+        .with_api(api);
+    let mut state = state;
     for stage in &changes.stages {
-        let failures = changeset::apply_stage(stage, &runner, apply_one).await;
+        let failures = exec.apply_stage(stage, &runner).await;
         let failed = changeset::list_failures(&failures);
         if stage.phase.ends_with(": state secret") {
             if !failures.is_empty() {
@@ -384,14 +350,14 @@ pub async fn rotate_key(
             } else {
                 &final_text
             };
-            let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
             state.current_state.encryption_config = text.clone();
             state
                 .save(&cluster.files.state_path)
                 .map_err(|e| e.to_string())?;
+            // What the round's `state secret` stage stores.
+            exec.set_state_json(state.to_json().map_err(|e| e.to_string())?);
         }
     }
-    let mut state = state.into_inner().unwrap_or_else(|p| p.into_inner());
     state.desired_state.encryption_config = final_text;
     state
         .save(&cluster.files.state_path)
@@ -415,8 +381,12 @@ async fn close(hosts: &[Arc<Host>]) {
 /// The provider file that turns encryption off (§23), from the one the cluster runs with
 /// (`applied`): `identity` first, its first aescbc key kept to read what it encrypted. `up`
 /// writes it on the controlplane hosts and restarts their kube-apiservers
-/// ([`crate::diff::encryption`]) before every Secret is rewritten in plain text.
-pub fn identity_first(applied: &str) -> Result<crate::diff::encryption::IdentityFirst, String> {
+/// ([`crate::diff::encryption`]) before every Secret is rewritten in plain text; the
+/// restarts' health checks reach them with `state`'s certificates, which they run with.
+pub fn identity_first(
+    applied: &str,
+    state: &StateFile,
+) -> Result<crate::diff::encryption::IdentityFirst, String> {
     let keys = encryption::aescbc_keys(applied).map_err(|e| e.to_string())?;
     let Some(key) = keys.first() else {
         return Err(
@@ -430,7 +400,10 @@ pub fn identity_first(applied: &str) -> Result<crate::diff::encryption::Identity
         path: PROVIDER_FILE.into(),
         contents: encryption::render_disabled(key).into_bytes(),
         key: key.name.clone(),
-        health_url: APISERVER_HEALTH.into(),
+        check: HealthProbe {
+            url: APISERVER_HEALTH.into(),
+            tls: Some(apiserver_tls(state)),
+        },
     })
 }
 

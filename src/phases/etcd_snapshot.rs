@@ -23,6 +23,7 @@ use crate::diff::Action;
 use crate::hosts::{self, ContainerSpec, Host, HostPool, SshOptions};
 use crate::output::{Redactor, Reporter};
 use crate::phases::changeset::{self, Changeset, FileWrite, Pace};
+use crate::phases::executor::Executor;
 use crate::phases::up::{UpError, UpOptions};
 use crate::plan;
 use base64::Engine;
@@ -437,104 +438,23 @@ pub fn s3_location(s3: &S3BackupConfig, name: &str) -> String {
     )
 }
 
-/// What applying a snapshot command's actions needs.
-struct SnapshotContext<'a> {
-    pool: &'a HostPool,
-    registries: Vec<hosts::target::RegistryCredential>,
-    /// Helper image of file uploads and copies (`cert_downloader`).
-    file_image: String,
-    timeout: Duration,
-    /// The checksum each `etcd-restore` printed, by host.
-    digests: std::sync::Mutex<BTreeMap<String, String>>,
+/// The executor of a snapshot command's actions: uploads and copies with `cert_downloader`,
+/// the one-shot containers with the etcd service's timeout.
+fn executor<'a>(cluster: &Cluster, pool: &HostPool, reporter: &Reporter) -> Executor<'a> {
+    Executor::new(
+        reporter,
+        &cluster.config.system_images.cert_downloader,
+        cluster.registry_credentials(),
+    )
+    .with_hosts(pool.hosts())
+    .with_one_shot_timeout(timeout_of(&cluster.config.services.etcd))
 }
 
-impl<'a> SnapshotContext<'a> {
-    fn new(cluster: &Cluster, pool: &'a HostPool) -> Self {
-        SnapshotContext {
-            pool,
-            registries: cluster.registry_credentials(),
-            file_image: cluster.config.system_images.cert_downloader.clone(),
-            timeout: timeout_of(&cluster.config.services.etcd),
-            digests: Default::default(),
-        }
-    }
-
-    fn host(&self, address: &str) -> Result<&Arc<Host>, String> {
-        self.pool
-            .get(address)
-            .ok_or_else(|| format!("host {address} is not connected"))
-    }
-}
-
-/// Applies one action of `snapshot-save`'s or `snapshot-restore`'s changeset (`RunUp` is the
-/// restore's own last step, not applied here).
-async fn apply(ctx: &SnapshotContext<'_>, address: &str, action: &Action) -> Result<(), String> {
-    let e = |e: hosts::HostError| e.to_string();
-    match action {
-        Action::PullImage { image } => ctx
-            .host(address)?
-            .docker()
-            .ensure_image(image, &ctx.registries, &mut |_| {})
-            .await
-            .map(drop)
-            .map_err(e),
-        Action::WriteFileSet { dir, files } => {
-            let host = ctx.host(address)?;
-            for f in files {
-                let upload = hosts::UploadOptions {
-                    mode: f.mode,
-                    ..hosts::UploadOptions::new(ctx.file_image.clone())
-                };
-                host.docker()
-                    .upload_file(&plan::join_path(&[dir, &f.path]), &f.contents, &upload)
-                    .await
-                    .map_err(|e| format!("deploying {}: {e}", f.path))?;
-            }
-            Ok(())
-        }
-        Action::RunOneShot {
-            container, spec, ..
-        } => {
-            let logs = ctx
-                .host(address)?
-                .docker()
-                .run_to_success(container, spec, ctx.timeout)
-                .await
-                .map_err(|e| crate::output::redact(&e.to_string()))?;
-            if container == RESTORE {
-                let digest = logs
-                    .lines()
-                    .find_map(|l| l.trim().strip_prefix("sha256 ").map(str::to_string))
-                    .ok_or_else(|| format!("{RESTORE} printed no checksum"))?;
-                ctx.digests
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(address.to_string(), digest);
-            }
-            Ok(())
-        }
-        Action::CopySnapshotFrom { from, path, image } => {
-            let (dir, _) = path.rsplit_once('/').unwrap_or((SNAPSHOT_DIR, ""));
-            let copied = ctx
-                .host(from)?
-                .docker()
-                .copy_file_to(path, ctx.host(address)?.docker(), dir, image)
-                .await
-                .map_err(e)?;
-            if copied {
-                Ok(())
-            } else {
-                Err(format!("{path} is gone from host {from}"))
-            }
-        }
-        Action::RemoveContainer { name, .. } => ctx
-            .host(address)?
-            .docker()
-            .remove_container(name)
-            .await
-            .map_err(e),
-        other => Err(format!("etcd snapshots do not apply this action: {other}")),
-    }
+/// The checksum `etcd-restore` printed on `host`.
+fn restore_digest(exec: &Executor<'_>, host: &str) -> Option<String> {
+    exec.one_shot_log(host, RESTORE)?
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("sha256 ").map(str::to_string))
 }
 
 /// Adds `PullImage` for `image` on `host` when the host does not have it.
@@ -692,19 +612,17 @@ pub async fn save(
 
     let phase = reporter.phase(SAVE_STAGE);
     reporter.info(format!("Starting saving snapshot [{name}] on etcd hosts"));
-    let ctx = SnapshotContext::new(cluster, &pool);
+    let exec = executor(cluster, &pool, reporter);
     let mut saved = 0;
     // One host after the other, each to its end whatever the others did.
     for h in changes.stages.iter().flat_map(|s| &s.hosts) {
         let step = reporter.host_action(SAVE_STAGE, &h.host, "save snapshot");
-        let mut result = Ok(());
-        for action in &h.actions {
-            result = apply(&ctx, &h.host, action).await;
-            reporter.applied(&h.host, action, result.as_ref().err().map(String::as_str));
-            if result.is_err() {
-                break;
-            }
-        }
+        let actions: Vec<&Action> = h.actions.iter().collect();
+        let result = exec
+            .on(&h.host)
+            .apply(&actions)
+            .await
+            .map_err(|e| e.to_string());
         match result {
             Ok(()) => {
                 saved += 1;
@@ -827,34 +745,50 @@ pub async fn restore(
     }
 
     let runner = crate::phases::Runner::new(reporter.clone(), opts.up.ssh.concurrency);
-    let ctx = SnapshotContext::new(cluster, &pool);
-    let apply_one = |address: String, action: Action| {
-        let ctx = &ctx;
-        async move { apply(ctx, &address, &action).await }
-    };
+    let up_opts = &opts.up;
+    // `up`'s error as it is, for the command's own; the executor reports its text.
+    let up_failure: std::sync::Mutex<Option<UpError>> = Default::default();
+    let up_failed = &up_failure;
+    let exec = executor(cluster, &pool, reporter).with_up(Box::new(move || {
+        Box::pin(async move {
+            crate::phases::up::up(cluster, up_opts, reporter)
+                .await
+                .map_err(|e| {
+                    let text = e.to_string();
+                    *up_failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    text
+                })
+        })
+    }));
     for stage in &changes.stages {
         if stage.phase == UP_STAGE {
+            // `up` connects to the hosts itself.
             pool.close().await;
-            for h in &stage.hosts {
-                for action in &h.actions {
-                    let result = crate::phases::up::up(cluster, &opts.up, reporter).await;
-                    let error = result.as_ref().err().map(|e| e.to_string());
-                    reporter.applied(&h.host, action, error.as_deref());
-                    result.map_err(|cause| SnapshotError::Up {
+        }
+        let mut failures = exec.apply_stage(stage, &runner).await;
+        if stage.phase == UP_STAGE {
+            if !failures.is_empty() {
+                let taken = up_failure.lock().unwrap_or_else(|p| p.into_inner()).take();
+                return Err(match taken {
+                    Some(cause) => SnapshotError::Up {
                         name: name.clone(),
                         cause,
-                    })?;
-                }
+                    },
+                    None => SnapshotError::Failed(changeset::list_failures(&failures)),
+                });
             }
             continue;
         }
-        let mut failures = changeset::apply_stage(stage, &runner, apply_one).await;
         if stage.phase == PREPARE_STAGE && failures.is_empty() {
-            let digests = ctx
-                .digests
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone();
+            let digests: BTreeMap<String, String> = stage
+                .hosts
+                .iter()
+                .map(|h| {
+                    let digest = restore_digest(&exec, &h.host)
+                        .unwrap_or_else(|| format!("none ({RESTORE} printed no checksum)"));
+                    (h.host.clone(), digest)
+                })
+                .collect();
             let distinct: std::collections::BTreeSet<&String> = digests.values().collect();
             if distinct.len() > 1 {
                 failures.push((
@@ -881,7 +815,7 @@ pub async fn restore(
                     host,
                     RESTORE_CLEAN,
                     &restore_clean_spec(&image),
-                    &ctx.registries,
+                    &cluster.registry_credentials(),
                     DEFAULT_TIMEOUT,
                 )
                 .await;

@@ -1,18 +1,32 @@
-//! The one place a host's actions are applied: [`HostExecutor::apply`] takes the actions the
-//! diff decided for one host, in the order a phase hands them over, and applies each from the
-//! fields it carries and the plan that was diffed, emitting one `applied` event per action
-//! ([`Reporter::applied`]) so a run can be compared with its dry run action for action.
+//! The one place every action is applied, for every command (`up`, `remove`, `cert rotate`,
+//! `encrypt rotate-key`, `etcd snapshot-save`/`snapshot-restore`).
+//!
+//! An [`Executor`] holds what one command's run shares: its connected hosts, the helper image,
+//! registry credentials, the Kubernetes API, the state the state Secret gets. [`Executor::on`]
+//! gives the [`HostExecutor`] of one host (or of the pseudo-hosts `cluster` and `local`), whose
+//! [`HostExecutor::apply`] takes the actions the diff decided, in the order a phase hands them
+//! over, applies each from the fields it carries (container specs, file contents, member URLs)
+//! through one exhaustive `match`, and emits one `applied` event per action
+//! ([`Reporter::applied`]), so a run can be compared with its dry run action for action.
 //!
 //! The phases keep the ordering, the rolling budgets, the concurrency and the health gates:
-//! they choose which of a host's actions run when, and nothing else.
+//! they choose which actions run when, and nothing else.
 
 use crate::diff::Action;
 use crate::hosts::{self, Host, HostError};
+use crate::kubeapi::KubeApi;
 use crate::output::Reporter;
+use crate::phases::changeset::{self, CLUSTER, LOCAL};
 use crate::phases::files::{self, DesiredFile};
 use crate::phases::reconcile;
 use crate::plan;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// How often a learner's promotion is tried (once a second) before the join counts as failed.
+const PROMOTE_ATTEMPTS: u32 = 45;
 
 /// An action that could not be applied, naming the host and the action.
 #[derive(Debug, thiserror::Error)]
@@ -26,55 +40,276 @@ pub struct ExecError {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExecFailure {
+    /// Boxed: a host's error is large, and this one travels through every step.
     #[error(transparent)]
-    Host(#[from] HostError),
+    Host(Box<HostError>),
     /// An etcd member operation (etcdctl through a member's etcd container).
     #[error("{0}")]
     Etcd(String),
-    /// A call to the Kubernetes API (the cluster actions).
+    /// A call to the Kubernetes API.
     #[error("{0}")]
     Api(String),
-    /// The action needs something its step did not give the executor (a planned container, a
-    /// file's contents, an etcd member to go through): a bug in the step, never in the input.
+    /// A one-shot helper container on the host failed (its output is in the message).
+    #[error("{0}")]
+    Helper(String),
+    /// A file on the machine rkers runs on.
+    #[error("{path}: {source}")]
+    Local {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `rkers up`, run as the last step of a snapshot restore.
+    #[error("{0}")]
+    Up(String),
+    /// The action needs something its command did not give the executor (a connected host,
+    /// the API, an etcd member to go through, the state to save): a bug in the command or a
+    /// host that could not be reached, never the input.
     #[error("{0}")]
     Missing(String),
-    /// The action's own work failed (a step through wins, a file set, a health check); the
-    /// message names it.
-    #[error("{0}")]
-    Failed(String),
-    /// The action is taken by a step of its own, with its own ordering and rollback (wins,
-    /// calico runtime directories, a Windows host's teardown, the API's node deletion).
+    /// wins' install and (re)start: its step stops the wins-managed containers, waits for wins
+    /// to let go of their processes and starts them again (windows-wins.md §5.1).
     #[error("applied by the {0} step, not per action")]
     OwnStep(&'static str),
 }
 
-/// What the executor needs of one host to apply its actions.
-pub struct HostExecutor<'a> {
-    pub host: &'a Host,
-    pub reporter: &'a Reporter,
-    /// The one-shot helper image (files, directory clean-up, etcd permissions).
-    pub helper_image: &'a str,
-    pub registries: &'a [hosts::target::RegistryCredential],
-    /// The directory the host's file actions' paths are under ([`crate::phases::up`]'s
-    /// `files_root`), and the planned files by path relative to it.
-    pub files_root: String,
-    pub files: &'a [DesiredFile],
-    /// Windows workers: files are written through the host agent, with the directories the
-    /// plan needs.
-    pub windows: bool,
-    /// The containers planned for the host, exactly as diffed.
-    pub containers: &'a indexmap::IndexMap<String, plan::ContainerSpec>,
-    /// An etcd member that stays, for member removals.
-    pub etcd_via: Option<&'a Host>,
-    /// What a `RestartAndCheck`'s health check presents and trusts (kube-apiserver's client
-    /// certificate and the CA the running cluster has).
-    pub health_tls: Option<&'a crate::phases::health::TlsMaterial>,
+impl From<HostError> for ExecFailure {
+    fn from(e: HostError) -> Self {
+        ExecFailure::Host(Box::new(e))
+    }
 }
 
-impl HostExecutor<'_> {
+/// What one command's run shares while its actions are applied.
+pub struct Executor<'a> {
+    reporter: Reporter,
+    hosts: BTreeMap<String, Arc<Host>>,
+    helper_image: String,
+    registries: Vec<hosts::target::RegistryCredential>,
+    /// Where the API's kubeconfig is, when the API is reached only once it was written.
+    kubeconfig: Option<PathBuf>,
+    api: tokio::sync::OnceCell<KubeApi>,
+    /// The authorization mode is RBAC: the RBAC objects beyond the job deployer's are applied.
+    rbac: bool,
+    /// The state JSON the state Secret gets (it holds keys: no action carries it).
+    state_json: Mutex<Option<String>>,
+    one_shot_timeout: Duration,
+    /// What each one-shot container printed, by `host/container`.
+    one_shot_logs: Mutex<BTreeMap<String, String>>,
+    /// `rkers up` for a snapshot restore's last step.
+    up: Option<RunUp<'a>>,
+}
+
+/// Runs `rkers up` (a snapshot restore's last step). Given by the command as a closure: `up`
+/// applies its own actions through an executor, and a future cannot contain itself.
+pub type RunUp<'a> =
+    Box<dyn Fn() -> futures::future::BoxFuture<'a, Result<(), String>> + Send + Sync + 'a>;
+
+impl<'a> Executor<'a> {
+    pub fn new(
+        reporter: &Reporter,
+        helper_image: &str,
+        registries: Vec<hosts::target::RegistryCredential>,
+    ) -> Self {
+        Executor {
+            reporter: reporter.clone(),
+            hosts: BTreeMap::new(),
+            helper_image: helper_image.to_string(),
+            registries,
+            kubeconfig: None,
+            api: tokio::sync::OnceCell::new(),
+            rbac: true,
+            state_json: Mutex::new(None),
+            one_shot_timeout: Duration::from_secs(300),
+            one_shot_logs: Mutex::new(BTreeMap::new()),
+            up: None,
+        }
+    }
+
+    /// The hosts actions are applied on, by their names.
+    pub fn with_hosts<'h>(mut self, hosts: impl IntoIterator<Item = &'h Arc<Host>>) -> Self {
+        self.hosts
+            .extend(hosts.into_iter().map(|h| (h.name().to_string(), h.clone())));
+        self
+    }
+
+    /// The API, reached through this kubeconfig when an action first needs it.
+    pub fn with_kubeconfig(mut self, path: PathBuf) -> Self {
+        self.kubeconfig = Some(path);
+        self
+    }
+
+    pub fn with_api(self, api: KubeApi) -> Self {
+        Executor {
+            api: tokio::sync::OnceCell::new_with(Some(api)),
+            ..self
+        }
+    }
+
+    pub fn with_rbac(mut self, rbac: bool) -> Self {
+        self.rbac = rbac;
+        self
+    }
+
+    pub fn with_one_shot_timeout(mut self, timeout: Duration) -> Self {
+        self.one_shot_timeout = timeout;
+        self
+    }
+
+    /// What `RunUp` runs.
+    pub fn with_up(mut self, up: RunUp<'a>) -> Self {
+        self.up = Some(up);
+        self
+    }
+
+    pub fn reporter(&self) -> &Reporter {
+        &self.reporter
+    }
+
+    /// The state the next `SaveStateSecret` stores.
+    pub fn set_state_json(&self, json: String) {
+        *self.state_json.lock().unwrap_or_else(|p| p.into_inner()) = Some(json);
+    }
+
+    /// What the one-shot `container` printed on `host`, once it ran in this executor.
+    pub fn one_shot_log(&self, host: &str, container: &str) -> Option<String> {
+        self.one_shot_logs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&format!("{host}/{container}"))
+            .cloned()
+    }
+
+    /// The Kubernetes API: the one given, or reached through the kubeconfig on first use.
+    pub async fn api(&self) -> Result<&KubeApi, ExecFailure> {
+        self.api
+            .get_or_try_init(|| async {
+                let path = self.kubeconfig.as_ref().ok_or_else(|| {
+                    ExecFailure::Missing("the Kubernetes API is not reachable in this step".into())
+                })?;
+                let text = std::fs::read_to_string(path).map_err(|source| ExecFailure::Local {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+                KubeApi::from_kubeconfig(&text)
+                    .await
+                    .map_err(|e| ExecFailure::Api(e.to_string()))
+            })
+            .await
+    }
+
+    /// The executor of the host (or pseudo-host) `name`.
+    pub fn on<'e>(&'e self, name: &'e str) -> HostExecutor<'e, 'a> {
+        HostExecutor {
+            exec: self,
+            name,
+            host: self.hosts.get(name).map(Arc::as_ref),
+            files_root: "/etc/kubernetes".to_string(),
+            etcd_via: None,
+        }
+    }
+
+    /// Applies a changeset's stages in order through this executor and stops after the first
+    /// stage in which a host failed; returns the hosts that failed there, with why.
+    pub async fn apply_changeset(
+        &self,
+        changes: &changeset::Changeset,
+        runner: &crate::phases::Runner,
+    ) -> Result<(), Vec<(String, String)>> {
+        for stage in &changes.stages {
+            let failures = self.apply_stage(stage, runner).await;
+            if !failures.is_empty() {
+                return Err(failures);
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies one stage: each host's actions in order, at the stage's pace; a host stops at
+    /// its first failed action. Returns the hosts that failed, with why.
+    pub async fn apply_stage(
+        &self,
+        stage: &changeset::Stage,
+        runner: &crate::phases::Runner,
+    ) -> Vec<(String, String)> {
+        changeset::apply_stage(
+            stage,
+            runner,
+            |host: String, actions: Vec<Action>| async move {
+                let refs: Vec<&Action> = actions.iter().collect();
+                self.on(&host).apply(&refs).await.map_err(|e| e.to_string())
+            },
+        )
+        .await
+    }
+}
+
+/// The executor of one host's actions (or of a pseudo-host's: `cluster`, `local`).
+pub struct HostExecutor<'e, 'a> {
+    exec: &'e Executor<'a>,
+    /// The host as events and errors name it (its address).
+    name: &'e str,
+    host: Option<&'e Host>,
+    /// The directory the host's `up` file actions' paths are under: `/etc/kubernetes`, or
+    /// the Windows prefix.
+    files_root: String,
+    /// An etcd member that stays, for membership changes.
+    etcd_via: Option<&'e Host>,
+}
+
+impl<'e, 'a> HostExecutor<'e, 'a> {
+    /// The same host, its etcd membership changes made through `via`.
+    pub fn through(self, via: &'e Host) -> Self {
+        HostExecutor {
+            etcd_via: Some(via),
+            ..self
+        }
+    }
+
+    /// The same host, its file actions' paths under `root`.
+    pub fn files_under(self, root: String) -> Self {
+        HostExecutor {
+            files_root: root,
+            ..self
+        }
+    }
+
+    /// The same actions applied as `host`'s, when the host is not among the executor's
+    /// (a host that left the cluster).
+    pub fn as_host(self, host: &'e Host) -> Self {
+        HostExecutor {
+            host: Some(host),
+            ..self
+        }
+    }
+
+    fn host(&self) -> Result<&'e Host, ExecFailure> {
+        self.host.ok_or_else(|| {
+            ExecFailure::Missing(match self.name {
+                CLUSTER | LOCAL => format!("the pseudo-host {} runs no containers", self.name),
+                name => format!("host {name} is not connected"),
+            })
+        })
+    }
+
+    /// `path` relative to the host's files root.
+    fn relative(&self, path: &str) -> Result<String, ExecFailure> {
+        path.strip_prefix(self.files_root.as_str())
+            .map(|r| r.trim_start_matches('/').to_string())
+            .ok_or_else(|| ExecFailure::Missing(format!("{path} is not under {}", self.files_root)))
+    }
+
+    fn windows(&self) -> bool {
+        self.host.is_some_and(|h| h.facts().is_windows())
+    }
+
+    fn via(&self) -> Result<&Host, ExecFailure> {
+        self.etcd_via
+            .ok_or_else(|| ExecFailure::Missing("no remaining etcd member is reachable".into()))
+    }
+
     fn fail(&self, action: &Action, source: impl Into<ExecFailure>) -> ExecError {
         ExecError {
-            host: self.host.name().to_string(),
+            host: self.name.to_string(),
             action: action.to_string(),
             source: Box::new(source.into()),
         }
@@ -85,21 +320,11 @@ impl HostExecutor<'_> {
     /// them stands. Stops at the first failure, which is reported as that action's event.
     pub async fn apply<'x>(&self, actions: &[&'x Action]) -> Result<(), ExecError> {
         let mut files: FileBatch<'x> = FileBatch::default();
+        let mut calico: Vec<&'x Action> = Vec::new();
         for &action in actions {
-            let is_file = matches!(
-                action,
-                Action::UploadFile { .. }
-                    | Action::RemoveFile { .. }
-                    | Action::SetFileMode { .. }
-                    | Action::CreateDirectories { .. }
-            );
-            if !is_file {
-                // Files written so far go first: what follows may read them.
-                self.flush(&mut files).await?;
-            }
-            let result = match action {
-                Action::UploadFile { path, .. } => {
-                    files.add(action, |b| b.upload.push(path.clone()));
+            match action {
+                Action::UploadFile { file, .. } => {
+                    files.add(action, |b| b.upload.push((**file).clone()));
                     continue;
                 }
                 Action::RemoveFile { path, .. } => {
@@ -126,132 +351,320 @@ impl HostExecutor<'_> {
                     files.add(action, |b| b.directories.extend(paths.iter().cloned()));
                     continue;
                 }
-                Action::PullImage { image } => self
-                    .host
-                    .docker()
-                    .ensure_image(image, self.registries, &mut |_| {})
-                    .await
-                    .map(drop)
-                    .map_err(ExecFailure::from),
-                Action::CreateContainer { name, start, .. } => self.create(name, *start).await,
-                Action::RecreateContainer { name, start, .. } => self.recreate(name, *start).await,
-                Action::StartContainer { name } => self
-                    .host
-                    .docker()
-                    .start_container(name)
-                    .await
-                    .map_err(ExecFailure::from),
-                Action::RestartContainer { name } => {
-                    let docker = self.host.docker();
-                    match docker.stop_container(name).await {
-                        Ok(()) => docker
-                            .start_container(name)
-                            .await
-                            .map_err(ExecFailure::from),
-                        Err(e) => Err(e.into()),
-                    }
-                }
-                Action::RemoveContainer { name, .. } => self
-                    .host
-                    .docker()
-                    .remove_container(name)
-                    .await
-                    .map_err(ExecFailure::from),
-                Action::CleanDirectories { paths } => {
-                    reconcile::clean_directories(self.host, self.helper_image, paths)
-                        .await
-                        .map_err(ExecFailure::Etcd)
-                }
-                Action::RemoveEtcdMember { member } => match self.etcd_via {
-                    Some(via) => reconcile::remove_member(via, member)
-                        .await
-                        .map_err(ExecFailure::Etcd),
-                    None => Err(ExecFailure::Missing(
-                        "no remaining etcd member is reachable".into(),
-                    )),
-                },
-                // With the join's ordering, rollback and health gate.
-                Action::AddEtcdMember { .. }
-                | Action::AddEtcdLearner { .. }
-                | Action::PromoteEtcdMember { .. } => Err(ExecFailure::OwnStep("etcd join")),
-                Action::DeleteNode { .. } => Err(ExecFailure::OwnStep("removed hosts")),
-                Action::InstallWins { .. } | Action::StartWins { .. } => {
-                    Err(ExecFailure::OwnStep("wins"))
-                }
-                Action::SweepWindowsOrphans { image } => {
-                    match crate::phases::windows::sweep_orphans(self.host, image).await {
-                        Ok(swept) => {
-                            if !swept.stopped.is_empty() {
-                                tracing::warn!(host = self.host.name(), stopped = ?swept.stopped, "stopped wins-managed processes that outlived their wins server");
-                            }
-                            Ok(())
-                        }
-                        Err(e) => Err(ExecFailure::Failed(e.to_string())),
-                    }
-                }
-                Action::CleanWindowsHost { .. } => Err(ExecFailure::OwnStep("removed hosts")),
+                // One helper writes every directory and the entry.
                 Action::EnsureCniDirectory { .. } | Action::WriteTmpfilesEntry { .. } => {
-                    Err(ExecFailure::OwnStep("calico runtime"))
+                    calico.push(action);
+                    continue;
                 }
-                Action::WriteFileSet { dir, files } => crate::phases::changeset::write_file_set(
-                    self.host,
-                    dir,
-                    self.helper_image,
-                    files,
-                )
-                .await
-                .map_err(ExecFailure::Failed),
-                Action::RestartAndCheck { name, health_url } => {
-                    crate::phases::health::restart_and_check(
-                        self.host,
-                        name,
-                        health_url.as_deref(),
-                        self.health_tls,
-                    )
-                    .await
-                    .map_err(ExecFailure::Failed)
-                }
-                // The day-2 commands' actions: their changesets apply them (phases::changeset
-                // with each command's `apply`); `up` never plans them.
-                Action::DeletePods { .. }
-                | Action::SaveStateSecret { .. }
-                | Action::RewriteSecrets { .. }
-                | Action::WriteKubeconfig { .. }
-                | Action::DeleteLocalFile { .. }
-                | Action::CleanLogLinks { .. }
-                | Action::RunOneShot { .. }
-                | Action::CopySnapshotFrom { .. }
-                | Action::RunUp { .. } => Err(ExecFailure::OwnStep("a day-2 command's changeset")),
-                Action::FixEtcdPermissions { path } => self.fix_etcd_permissions(path).await,
-                Action::LinkLogs {
-                    containers,
-                    docker_root,
-                } => crate::phases::log_links::link_logs(
-                    self.host,
-                    self.helper_image,
-                    docker_root,
-                    containers,
-                )
-                .await
-                .map_err(ExecFailure::Missing),
-                // `up`'s cluster actions: the cluster executor applies them.
-                Action::DisableEncryption { .. }
-                | Action::ApplyRbac { .. }
-                | Action::SyncNode { .. }
-                | Action::ApplyAddon { .. }
-                | Action::RemoveAddon { .. } => Err(ExecFailure::OwnStep("cluster")),
-            };
+                _ => {}
+            }
+            // Files written so far go first: what follows may read them.
+            self.flush(&mut files).await?;
+            self.flush_calico(&mut calico).await?;
+            let result = self.run(action).await;
             self.report(action, result)?;
         }
-        self.flush(&mut files).await
+        self.flush(&mut files).await?;
+        self.flush_calico(&mut calico).await
+    }
+
+    /// Applies one action without reporting it, for a phase that runs several at once and
+    /// reports them in their planned order ([`HostExecutor::report`]). The one `match` over
+    /// every action there is.
+    pub async fn run(&self, action: &Action) -> Result<(), ExecFailure> {
+        let exec = self.exec;
+        let api_failed = |e: &dyn std::fmt::Display| ExecFailure::Api(e.to_string());
+        match action {
+            // `apply` gathers these and writes them together; one alone is written the same way.
+            Action::UploadFile { file, .. } => {
+                let root = self.files_root.as_str();
+                self.write_files(root, &[(**file).clone()], &[], &[], &[])
+                    .await
+            }
+            Action::RemoveFile { path, .. } => {
+                let root = self.files_root.as_str();
+                let rel = self.relative(path)?;
+                self.write_files(root, &[], &[], &[rel], &[]).await
+            }
+            Action::SetFileMode {
+                path,
+                mode,
+                uid,
+                gid,
+                ..
+            } => {
+                let root = self.files_root.as_str();
+                let change = files::ModeChange {
+                    relative_path: self.relative(path)?,
+                    mode: *mode,
+                    uid: *uid,
+                    gid: *gid,
+                };
+                self.write_files(root, &[], &[], &[], &[change]).await
+            }
+            Action::CreateDirectories { paths } => {
+                let root = self.files_root.as_str();
+                self.write_files(root, &[], paths, &[], &[]).await
+            }
+            Action::EnsureCniDirectory { image, .. } | Action::WriteTmpfilesEntry { image, .. } => {
+                crate::doctor::probe::apply_calico_fix(
+                    self.host()?.docker(),
+                    image,
+                    &exec.registries,
+                )
+                .await
+                .map_err(ExecFailure::Helper)
+            }
+            Action::PullImage { image } => self
+                .host()?
+                .docker()
+                .ensure_image(image, &exec.registries, &mut |_| {})
+                .await
+                .map(drop)
+                .map_err(ExecFailure::from),
+            Action::CreateContainer {
+                name, start, spec, ..
+            } => self.create(name, spec, *start).await,
+            Action::RecreateContainer {
+                name, start, spec, ..
+            } => self.recreate(name, spec, *start).await,
+            Action::StartContainer { name } => self
+                .host()?
+                .docker()
+                .start_container(name)
+                .await
+                .map_err(ExecFailure::from),
+            Action::RestartContainer { name } => {
+                let docker = self.host()?.docker();
+                docker.stop_container(name).await?;
+                docker.start_container(name).await?;
+                Ok(())
+            }
+            Action::RestartAndCheck { name, check, .. } => {
+                let host = self.host()?;
+                host.docker().stop_container(name).await?;
+                host.docker().start_container(name).await?;
+                match check {
+                    Some(check) => crate::phases::health::wait_component(
+                        host,
+                        name,
+                        &check.url,
+                        check.tls.as_ref(),
+                    )
+                    .await
+                    .map_err(ExecFailure::Helper),
+                    None => Ok(()),
+                }
+            }
+            Action::RemoveContainer { name, .. } => self
+                .host()?
+                .docker()
+                .remove_container(name)
+                .await
+                .map_err(ExecFailure::from),
+            Action::CleanDirectories { paths } => {
+                reconcile::clean_directories(self.host()?, &exec.helper_image, paths)
+                    .await
+                    .map_err(ExecFailure::Helper)
+            }
+            Action::RemoveEtcdMember { member } => reconcile::remove_member(self.via()?, member)
+                .await
+                .map_err(ExecFailure::Etcd),
+            Action::AddEtcdMember { member, peer_url } => {
+                reconcile::add_member(self.via()?, member, peer_url, false)
+                    .await
+                    .map_err(ExecFailure::Etcd)
+            }
+            Action::AddEtcdLearner {
+                member, peer_url, ..
+            } => reconcile::add_member(self.via()?, member, peer_url, true)
+                .await
+                .map_err(ExecFailure::Etcd),
+            // Once the learner's etcd runs and has caught up: retried for that long.
+            Action::PromoteEtcdMember { peer_url, .. } => {
+                reconcile::promote_member(self.via()?, peer_url, PROMOTE_ATTEMPTS)
+                    .await
+                    .map_err(ExecFailure::Etcd)
+            }
+            Action::FixEtcdPermissions { path, empty_first } => {
+                self.fix_etcd_permissions(path, *empty_first).await
+            }
+            Action::DeleteNode { node } => exec
+                .api()
+                .await?
+                .delete_node(node)
+                .await
+                .map_err(|e| api_failed(&e)),
+            Action::InstallWins { .. } | Action::StartWins { .. } => {
+                Err(ExecFailure::OwnStep("wins"))
+            }
+            Action::SweepWindowsOrphans { image } => {
+                let host = self.host()?;
+                let swept = crate::phases::windows::sweep_orphans(host, image)
+                    .await
+                    .map_err(|e| ExecFailure::Helper(e.to_string()))?;
+                if !swept.stopped.is_empty() {
+                    tracing::warn!(host = host.name(), stopped = ?swept.stopped, "stopped wins-managed processes that outlived their wins server");
+                }
+                Ok(())
+            }
+            Action::CleanWindowsHost {
+                unregister_wins,
+                image,
+                ..
+            } => {
+                // The plan refuses every Windows prefix but c:/ (the Linux prefix rule would
+                // give `/`).
+                let steps = plan::remove_plan_windows(plan::WINDOWS_PREFIX_PATH, *unregister_wins);
+                crate::phases::windows::remove_windows_host(self.host()?, &steps, image)
+                    .await
+                    .map_err(|e| ExecFailure::Helper(e.to_string()))
+            }
+            Action::WriteFileSet { dir, files } => {
+                let files = changeset::desired_files(files);
+                self.write_files(dir, &files, &[], &[], &[]).await
+            }
+            Action::DeletePods { labels } => {
+                let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+                let deleted = crate::kubeapi::delete_pods_by_labels(exec.api().await?, &labels)
+                    .await
+                    .map_err(|e| api_failed(&e))?;
+                exec.reporter.info(format!(
+                    "Deleted {deleted} system pods so they restart with the new CA"
+                ));
+                Ok(())
+            }
+            Action::SaveStateSecret { .. } => {
+                let json = exec
+                    .state_json
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone()
+                    .ok_or_else(|| ExecFailure::Missing("the state to save is not ready".into()))?;
+                exec.api()
+                    .await?
+                    .save_state_secret(&json)
+                    .await
+                    .map_err(|e| api_failed(&e))
+            }
+            // Turning encryption off rewrites them once the controlplane hosts applied their
+            // part (an identity-first provider file, kube-apiserver restarted).
+            Action::RewriteSecrets { .. } | Action::DisableEncryption { .. } => {
+                crate::phases::encryption::rewrite_secrets(exec.api().await?, &exec.reporter)
+                    .await
+                    .map(drop)
+                    .map_err(|e| api_failed(&e))
+            }
+            Action::WriteKubeconfig { path, contents } => {
+                crate::state::write_atomic(std::path::Path::new(path), contents.bytes(), 0o600)
+                    .map_err(|source| ExecFailure::Local {
+                        path: path.clone(),
+                        source,
+                    })?;
+                exec.reporter.info(format!(
+                    "Successfully Deployed local admin kubeconfig at [{path}]"
+                ));
+                Ok(())
+            }
+            Action::DeleteLocalFile { path } => match std::fs::remove_file(path) {
+                Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+                    Err(ExecFailure::Local {
+                        path: path.clone(),
+                        source,
+                    })
+                }
+                _ => Ok(()),
+            },
+            Action::CleanLogLinks { dir, image } => {
+                crate::phases::log_links::clean_log_links(self.host()?, image, dir)
+                    .await
+                    .map_err(ExecFailure::Helper)
+            }
+            Action::RunOneShot {
+                container, spec, ..
+            } => {
+                let logs = self
+                    .host()?
+                    .docker()
+                    .run_to_success(container, spec, exec.one_shot_timeout)
+                    .await?;
+                exec.one_shot_logs
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(format!("{}/{container}", self.name), logs);
+                Ok(())
+            }
+            Action::CopySnapshotFrom { from, path, image } => {
+                let source = exec
+                    .hosts
+                    .get(from)
+                    .ok_or_else(|| ExecFailure::Missing(format!("host {from} is not connected")))?;
+                let (dir, _) = path.rsplit_once('/').unwrap_or(("/", ""));
+                let copied = source
+                    .docker()
+                    .copy_file_to(path, self.host()?.docker(), dir, image)
+                    .await?;
+                if copied {
+                    Ok(())
+                } else {
+                    Err(ExecFailure::Missing(format!(
+                        "{path} is gone from host {from}"
+                    )))
+                }
+            }
+            Action::RunUp { .. } => {
+                let up = exec.up.as_ref().ok_or_else(|| {
+                    ExecFailure::Missing("this command does not run `rkers up`".into())
+                })?;
+                up().await.map_err(ExecFailure::Up)
+            }
+            Action::LinkLogs {
+                containers,
+                docker_root,
+            } => crate::phases::log_links::link_logs(
+                self.host()?,
+                &exec.helper_image,
+                docker_root,
+                containers,
+            )
+            .await
+            .map_err(ExecFailure::Helper),
+            Action::ApplyRbac { .. } => exec
+                .api()
+                .await?
+                .apply_authz(exec.rbac)
+                .await
+                .map_err(|e| api_failed(&e)),
+            Action::SyncNode { sync, .. } => {
+                let api = exec.api().await?;
+                // A node planned before its kubelet registered: wait for it.
+                crate::kubeapi::find_node(api, &sync.hostname, 60)
+                    .await
+                    .map_err(|e| api_failed(&e))?;
+                crate::kubeapi::sync_node(api, sync)
+                    .await
+                    .map(drop)
+                    .map_err(|e| api_failed(&e))
+            }
+            Action::ApplyAddon { plan, .. } | Action::RemoveAddon { plan, .. } => {
+                crate::phases::addons::apply_one(exec.api().await?, plan, &exec.reporter)
+                    .await
+                    .map_err(|e| api_failed(&e))
+            }
+        }
     }
 
     /// Reports one applied action, and turns its failure into the executor's error.
-    fn report(&self, action: &Action, result: Result<(), ExecFailure>) -> Result<(), ExecError> {
+    pub fn report(
+        &self,
+        action: &Action,
+        result: Result<(), ExecFailure>,
+    ) -> Result<(), ExecError> {
         let result = result.map_err(|e| self.fail(action, e));
         let error = result.as_ref().err().map(|e| e.to_string());
-        self.reporter
-            .applied(self.host.name(), action, error.as_deref());
+        self.exec
+            .reporter
+            .applied(self.name, action, error.as_deref());
         result
     }
 
@@ -261,29 +674,59 @@ impl HostExecutor<'_> {
         let Some(first) = batch.actions.first().copied() else {
             return Ok(());
         };
-        let result = self.write_files(&batch).await;
+        let base = self.files_root.clone();
+        let rel = |path: &str| {
+            path.strip_prefix(base.as_str())
+                .map(|r| r.trim_start_matches('/').to_string())
+        };
+        let stale: Vec<String> = batch.remove.iter().filter_map(|p| rel(p)).collect();
+        let modes: Vec<files::ModeChange> = batch
+            .modes
+            .iter()
+            .filter_map(|m| {
+                Some(files::ModeChange {
+                    relative_path: rel(&m.relative_path)?,
+                    ..m.clone()
+                })
+            })
+            .collect();
+        let result = self
+            .write_files(&base, &batch.upload, &batch.directories, &stale, &modes)
+            .await;
         let error = result.as_ref().err().map(|e| {
-            self.fail(first, ExecFailure::Missing(e.to_string()))
+            self.fail(first, ExecFailure::Helper(e.to_string()))
                 .to_string()
         });
         for a in &batch.actions {
-            self.reporter.applied(self.host.name(), a, error.as_deref());
+            self.exec.reporter.applied(self.name, a, error.as_deref());
         }
         result.map_err(|e| self.fail(first, e))
     }
 
-    // An ExecFailure lives for one call before ExecError boxes it.
-    #[allow(clippy::result_large_err)]
-    fn spec(&self, name: &str) -> Result<hosts::ContainerSpec, ExecFailure> {
-        self.containers
-            .get(name)
-            .map(docker_spec)
-            .ok_or_else(|| ExecFailure::Missing(format!("no planned container {name}")))
+    /// calico's runtime directories and their tmpfiles.d entry, in one helper container
+    /// (incidents.md §1), each action reported as applied.
+    async fn flush_calico(&self, batch: &mut Vec<&Action>) -> Result<(), ExecError> {
+        let batch = std::mem::take(batch);
+        let Some(first) = batch.first().copied() else {
+            return Ok(());
+        };
+        // The one helper applies every calico action of the host: run once, for the first.
+        let result = self.run(first).await.map_err(|e| self.fail(first, e));
+        let error = result.as_ref().err().map(|e| e.to_string());
+        for a in &batch {
+            self.exec.reporter.applied(self.name, a, error.as_deref());
+        }
+        result
     }
 
-    async fn create(&self, name: &str, start: bool) -> Result<(), ExecFailure> {
-        let spec = self.spec(name)?;
-        let docker = self.host.docker();
+    async fn create(
+        &self,
+        name: &str,
+        spec: &plan::ContainerSpec,
+        start: bool,
+    ) -> Result<(), ExecFailure> {
+        let spec = docker_spec(spec);
+        let docker = self.host()?.docker();
         docker.remove_container(name).await?;
         docker.create_container(name, &spec).await?;
         if start {
@@ -294,9 +737,14 @@ impl HostExecutor<'_> {
 
     /// RKE1's rolling replace (§22.1): the old container is kept aside until the new one
     /// exists, so a failed create leaves something to fall back to.
-    async fn recreate(&self, name: &str, start: bool) -> Result<(), ExecFailure> {
-        let spec = self.spec(name)?;
-        let docker = self.host.docker();
+    async fn recreate(
+        &self,
+        name: &str,
+        spec: &plan::ContainerSpec,
+        start: bool,
+    ) -> Result<(), ExecFailure> {
+        let spec = docker_spec(spec);
+        let docker = self.host()?.docker();
         let old = format!("old-{name}");
         docker.remove_container(&old).await?;
         docker.stop_container(name).await?;
@@ -309,64 +757,52 @@ impl HostExecutor<'_> {
         Ok(())
     }
 
-    /// RKE1's etcd-fix-perm: the data directory exists and only its owner reads it.
-    async fn fix_etcd_permissions(&self, path: &str) -> Result<(), ExecFailure> {
+    /// RKE1's etcd-fix-perm: the data directory exists and only its owner reads it; for a
+    /// joining member, emptied first with no etcd container left to write into it.
+    async fn fix_etcd_permissions(&self, path: &str, empty_first: bool) -> Result<(), ExecFailure> {
+        let host = self.host()?;
+        if empty_first {
+            host.docker().remove_container(plan::ETCD).await?;
+            reconcile::clean_directories(host, &self.exec.helper_image, &[path.to_string()])
+                .await
+                .map_err(ExecFailure::Helper)?;
+        }
         let spec = hosts::ContainerSpec {
-            image: self.helper_image.to_string(),
+            image: self.exec.helper_image.clone(),
             entrypoint: vec!["/bin/sh".into(), "-c".into()],
             cmd: vec!["mkdir -p /var/lib/rancher/etcd && chmod 700 /var/lib/rancher/etcd".into()],
             binds: vec![format!("{path}:/var/lib/rancher/etcd:z")],
             ..Default::default()
         };
-        self.host
-            .docker()
+        host.docker()
             .run_to_success("etcd-fix-perm", &spec, Duration::from_secs(120))
             .await
             .map(drop)
             .map_err(ExecFailure::from)
     }
 
-    /// The host's file actions in one write: uploads, deletions, then modes.
-    async fn write_files(&self, batch: &FileBatch<'_>) -> Result<(), ExecFailure> {
-        let base = self.files_root.as_str();
-        let rel = |path: &str| {
-            path.strip_prefix(base)
-                .map(|r| r.trim_start_matches('/').to_string())
-        };
-        let mut upload = Vec::new();
-        for path in &batch.upload {
-            let file = rel(path)
-                .and_then(|r| self.files.iter().find(|f| f.relative_path == r))
-                .ok_or_else(|| ExecFailure::Missing(format!("no planned file {path}")))?;
-            upload.push(file.clone());
-        }
-        let stale: Vec<String> = batch.remove.iter().filter_map(|p| rel(p)).collect();
-        let modes: Vec<files::ModeChange> = batch
-            .modes
-            .iter()
-            .filter_map(|m| {
-                Some(files::ModeChange {
-                    relative_path: rel(&m.relative_path)?,
-                    ..m.clone()
-                })
-            })
-            .collect();
-        if self.windows {
-            crate::phases::windows::write_host_files(
-                self.host,
-                base,
-                &batch.directories,
-                &upload,
-                &stale,
-            )
-            .await
-            .map_err(|e| ExecFailure::Missing(e.to_string()))?;
+    /// Files under `base` in one write: uploads, deletions, then modes; on Windows through
+    /// the host agent, which also creates `directories`.
+    async fn write_files(
+        &self,
+        base: &str,
+        upload: &[DesiredFile],
+        directories: &[String],
+        stale: &[String],
+        modes: &[files::ModeChange],
+    ) -> Result<(), ExecFailure> {
+        let host = self.host()?;
+        if self.windows() {
+            crate::phases::windows::write_host_files(host, base, directories, upload, stale)
+                .await
+                .map_err(|e| ExecFailure::Helper(e.to_string()))?;
             return Ok(());
         }
-        let docker = self.host.docker();
-        files::write_files(docker, base, self.helper_image, &upload).await?;
-        files::remove_files(docker, base, self.helper_image, &stale).await?;
-        files::set_modes(docker, base, self.helper_image, &modes).await?;
+        let docker = host.docker();
+        let image = &self.exec.helper_image;
+        files::write_files(docker, base, image, upload).await?;
+        files::remove_files(docker, base, image, stale).await?;
+        files::set_modes(docker, base, image, modes).await?;
         Ok(())
     }
 }
@@ -375,8 +811,8 @@ impl HostExecutor<'_> {
 #[derive(Default)]
 struct FileBatch<'a> {
     actions: Vec<&'a Action>,
+    upload: Vec<DesiredFile>,
     /// Absolute paths, as the actions carry them.
-    upload: Vec<String>,
     remove: Vec<String>,
     modes: Vec<files::ModeChange>,
     directories: Vec<String>,

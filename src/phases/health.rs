@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// TLS material for a check: the CA that signed the server, and an optional client certificate.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct TlsMaterial {
     pub ca_pem: Option<String>,
     pub client_cert_pem: Option<String>,
@@ -264,45 +264,6 @@ pub async fn wait_component(
         ));
     }
     Ok(())
-}
-
-/// What a component's health check presents and trusts: the client certificate it names and
-/// the cluster CA, from `bundle`; `None` when it names none.
-pub fn check_tls(
-    bundle: &crate::pki::Bundle,
-    check: &crate::plan::HealthCheck,
-) -> Option<TlsMaterial> {
-    check.client_certificate.as_ref().map(|c| TlsMaterial {
-        ca_pem: bundle
-            .get(crate::pki::names::CA_CERT_NAME)
-            .map(|ca| ca.certificate_pem.clone()),
-        client_cert_pem: bundle.get(c).map(|c| c.certificate_pem.clone()),
-        client_key_pem: bundle.get(c).map(|c| c.key_pem.clone()),
-    })
-}
-
-/// An `Action::RestartAndCheck`: `name` stopped and started again, then, when it has a
-/// `health_url`, waited for as [`wait_component`] waits (`up`'s executor, `encrypt
-/// rotate-key`, `cert rotate`).
-pub async fn restart_and_check(
-    host: &crate::hosts::Host,
-    name: &str,
-    health_url: Option<&str>,
-    tls: Option<&TlsMaterial>,
-) -> Result<(), String> {
-    let docker = host.docker();
-    docker
-        .stop_container(name)
-        .await
-        .map_err(|e| e.to_string())?;
-    docker
-        .start_container(name)
-        .await
-        .map_err(|e| e.to_string())?;
-    match health_url {
-        Some(url) => wait_component(host, name, url, tls).await,
-        None => Ok(()),
-    }
 }
 
 #[cfg(test)]

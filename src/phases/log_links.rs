@@ -98,6 +98,30 @@ pub async fn link_logs(
         .map_err(|e| e.to_string())
 }
 
+/// Drops the dangling log links under `dir` (RKE1's `rke-log-cleaner`) in a one-shot
+/// container of `image`.
+pub async fn clean_log_links(host: &Host, image: &str, dir: &str) -> Result<(), String> {
+    let spec = crate::hosts::ContainerSpec {
+        image: image.to_string(),
+        entrypoint: vec!["/bin/sh".into(), "-c".into()],
+        cmd: vec![format!(
+            "[ -d {dir} ] && find {dir} -type l ! -exec test -e {{}} \\; -print -delete; true"
+        )],
+        binds: vec!["/var/lib:/var/lib".into()],
+        privileged: true,
+        ..Default::default()
+    };
+    host.docker()
+        .run_to_success(
+            crate::phases::remove::LOG_CLEANER,
+            &spec,
+            std::time::Duration::from_secs(120),
+        )
+        .await
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,6 @@ pub mod cert_list;
 pub mod cert_rotate;
 pub mod certs;
 pub mod changeset;
-pub mod cluster_executor;
 pub mod encryption;
 pub mod etcd_snapshot;
 pub mod executor;

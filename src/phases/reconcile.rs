@@ -373,9 +373,10 @@ impl HostCleanup {
             HostCleanup::Linux { directories } => Action::CleanDirectories {
                 paths: directories.clone(),
             },
-            HostCleanup::Windows { plan, .. } => Action::CleanWindowsHost {
+            HostCleanup::Windows { plan, image } => Action::CleanWindowsHost {
                 directories: plan.directories.clone(),
                 unregister_wins: plan.unregister_wins,
+                image: image.clone(),
             },
         }
     }

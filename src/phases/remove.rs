@@ -14,14 +14,14 @@
 use crate::cluster::Cluster;
 use crate::config::RkeConfig;
 use crate::diff::Action;
-use crate::hosts::{ContainerSpec, Host, HostPool, SshOptions};
+use crate::hosts::{Host, HostPool, SshOptions};
 use crate::output::Reporter;
 use crate::phases::changeset::{self, Changeset, Pace};
+use crate::phases::executor::Executor;
 use crate::phases::{Runner, reconcile};
 use crate::plan;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 pub struct RemoveOptions {
     pub dry_run: bool,
@@ -128,7 +128,7 @@ pub fn directories_to_clean(prefix: &str, external_etcd: bool) -> Vec<String> {
 /// Where the rke-tools entrypoints keep log links; RKE1's `rke-log-cleaner` drops the dangling
 /// ones after a cleanup.
 const RKE_LOG_DIR: &str = "/var/lib/rancher/rke/log";
-const LOG_CLEANER: &str = "rke-log-cleaner";
+pub(crate) const LOG_CLEANER: &str = "rke-log-cleaner";
 
 /// One host's share of the teardown.
 struct HostWork {
@@ -221,15 +221,10 @@ pub async fn remove(
         return Ok(());
     }
 
-    let pool = Arc::new(pool);
-    let p = pool.clone();
-    let apply_one = move |address: String, action: Action| {
-        let host = p.get(&address).cloned();
-        let context = context.clone();
-        async move { apply(host.as_deref(), &context, &action).await }
-    };
+    let exec = Executor::new(reporter, &context.image, context.registries.clone())
+        .with_hosts(pool.hosts());
     for stage in &changes.stages {
-        let stage_failures = changeset::apply_stage(stage, &runner, apply_one.clone()).await;
+        let stage_failures = exec.apply_stage(stage, &runner).await;
         if stage.phase == LOCAL_STAGE {
             // As before: a local file that cannot be deleted is only a warning.
             for (_, e) in stage_failures {
@@ -345,52 +340,6 @@ async fn plan_removal(
     Ok(changes)
 }
 
-/// Applies one action of `remove`'s changeset (`host` is `None` for the pseudo-host `local`).
-pub async fn apply(
-    host: Option<&Host>,
-    context: &CleanContext,
-    action: &Action,
-) -> Result<(), String> {
-    let e = |e: crate::hosts::HostError| e.to_string();
-    let need_host = || host.ok_or_else(|| format!("{action}: the host is not connected"));
-    match action {
-        Action::RemoveContainer { name, .. } => need_host()?
-            .docker()
-            .remove_container(name)
-            .await
-            .map_err(e),
-        Action::PullImage { image } => need_host()?
-            .docker()
-            .ensure_image(image, &context.registries, &mut |_| {})
-            .await
-            .map(drop)
-            .map_err(e),
-        Action::CleanDirectories { paths } => {
-            reconcile::clean_directories(need_host()?, &context.image, paths).await
-        }
-        Action::CleanLogLinks { dir, image } => clean_log_links(need_host()?, image, dir).await,
-        Action::CleanWindowsHost {
-            unregister_wins, ..
-        } => {
-            // The plan refuses every Windows prefix but c:/ (the Linux prefix rule would give `/`).
-            let steps = plan::remove_plan_windows(plan::WINDOWS_PREFIX_PATH, *unregister_wins);
-            crate::phases::windows::remove_windows_host(
-                need_host()?,
-                &steps,
-                &context.windows_image,
-            )
-            .await
-            .map_err(|e| e.to_string())
-        }
-        Action::DeleteLocalFile { path } => match std::fs::remove_file(path) {
-            Ok(()) => Ok(()),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(err) => Err(format!("cannot remove {path}: {err}")),
-        },
-        other => Err(format!("`remove` does not apply this action: {other}")),
-    }
-}
-
 /// The hosts to clean, in config order, each once with the union of its roles.
 fn host_work(config: &RkeConfig, pool: &HostPool) -> Vec<HostWork> {
     let mut by_address: BTreeMap<&str, Roles> = BTreeMap::new();
@@ -444,24 +393,6 @@ async fn existing_directories(host: &Host, dirs: &[String]) -> Result<Vec<String
         .filter(|d| present.iter().any(|p| p == *d))
         .cloned()
         .collect())
-}
-
-async fn clean_log_links(host: &Host, image: &str, dir: &str) -> Result<(), String> {
-    let spec = ContainerSpec {
-        image: image.to_string(),
-        entrypoint: vec!["/bin/sh".into(), "-c".into()],
-        cmd: vec![format!(
-            "[ -d {dir} ] && find {dir} -type l ! -exec test -e {{}} \\; -print -delete; true"
-        )],
-        binds: vec!["/var/lib:/var/lib".into()],
-        privileged: true,
-        ..Default::default()
-    };
-    host.docker()
-        .run_to_success(LOG_CLEANER, &spec, Duration::from_secs(120))
-        .await
-        .map(drop)
-        .map_err(|e| e.to_string())
 }
 
 /// The local files `remove` deletes: the kubeconfig, the state and, unless kept, the state's

@@ -9,7 +9,6 @@ use crate::diff::Action;
 use crate::kubeapi::KubeApi;
 use crate::output::Reporter;
 use crate::phases::PhaseError;
-use crate::phases::executor::HostExecutor;
 use crate::state::StateFile;
 use std::time::Duration;
 
@@ -17,19 +16,12 @@ use std::time::Duration;
 /// controlplane hosts' planned identity-first provider file, written on each of them first,
 /// then their kube-apiservers restarted one at a time (the API stays up with more than one),
 /// then every Secret rewritten in plain text (the planned `DisableEncryption`).
-pub(super) async fn disable_encryption(
-    cluster: &Cluster,
-    old: Option<&StateFile>,
-    run: &Run,
-    reporter: &Reporter,
-) -> Result<(), UpError> {
+pub(super) async fn disable_encryption(run: &Run, reporter: &Reporter) -> Result<(), UpError> {
     let pick: fn(&Action) -> bool = |a| matches!(a, Action::DisableEncryption { .. });
-    let Some(old) = old.filter(|_| !run.cluster_actions_where(pick).is_empty()) else {
+    if run.cluster_actions_where(pick).is_empty() {
         return Ok(());
-    };
+    }
     let phase = reporter.phase("disable encryption");
-    // The health check meets the kube-apiserver the cluster runs now, with its certificates.
-    let tls = crate::phases::encryption::apiserver_tls(old);
     let r = async {
         let steps: [fn(&Action) -> bool; 2] = [
             |a| matches!(a, Action::WriteFileSet { .. }),
@@ -38,19 +30,13 @@ pub(super) async fn disable_encryption(
         for step in steps {
             for (address, actions) in &run.actions {
                 let picked: Vec<&Action> = actions.iter().filter(|a| step(a)).collect();
-                let exec = HostExecutor {
-                    health_tls: Some(&tls),
-                    ..run.executor(address)
-                };
-                exec.apply(&picked).await.map_err(|e| e.to_string())?;
+                run.executor(address)
+                    .apply(&picked)
+                    .await
+                    .map_err(|e| e.to_string())?;
             }
         }
-        let kubeconfig =
-            std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(|e| e.to_string())?;
-        let api = KubeApi::from_kubeconfig(&kubeconfig)
-            .await
-            .map_err(|e| e.to_string())?;
-        apply_picked(run, &api, None, pick).await
+        apply_picked(run, pick).await
     }
     .await;
     finish(phase, r.map_err(phase_error("disable encryption")))
@@ -64,17 +50,12 @@ pub(super) async fn existing_api(cluster: &Cluster) -> Result<Option<KubeApi>, U
 }
 
 /// The planned cluster actions `pick` selects, applied in order; stops at the first failure.
-async fn apply_picked(
-    run: &Run,
-    api: &KubeApi,
-    state_json: Option<&str>,
-    pick: fn(&Action) -> bool,
-) -> Result<(), String> {
-    let exec = run.cluster_executor(api, state_json);
-    for action in run.cluster_actions_where(pick) {
-        exec.apply(action).await.map_err(|e| e.to_string())?;
-    }
-    Ok(())
+async fn apply_picked(run: &Run, pick: fn(&Action) -> bool) -> Result<(), String> {
+    let picked = run.cluster_actions_where(pick);
+    run.cluster_executor()
+        .apply(&picked)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 fn phase_error(phase: &str) -> impl FnOnce(String) -> PhaseError {
@@ -85,24 +66,29 @@ fn phase_error(phase: &str) -> impl FnOnce(String) -> PhaseError {
 }
 
 /// The API the later steps use, and RKE1's RBAC objects when planned (§20).
-pub(super) async fn authz(cluster: &Cluster, run: &Run) -> Result<KubeApi, UpError> {
+pub(super) async fn authz(run: &Run) -> Result<KubeApi, UpError> {
     let phase = run.reporter.phase("authz");
-    let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(other)?;
-    let api = KubeApi::from_kubeconfig(&kubeconfig).await.map_err(other)?;
-    let r = apply_picked(run, &api, None, |a| matches!(a, Action::ApplyRbac { .. })).await;
+    let api = match run.exec.api().await {
+        Ok(api) => api.clone(),
+        Err(e) => {
+            phase.fail(&e.to_string());
+            return Err(other(e));
+        }
+    };
+    let r = apply_picked(run, |a| matches!(a, Action::ApplyRbac { .. })).await;
     finish(phase, r.map_err(phase_error("authz")))?;
     Ok(api)
 }
 
 /// Encryption newly on, or a different provider (the planned `RewriteSecrets`): Secrets stored
 /// before are rewritten with the provider now first (§23).
-pub(super) async fn rewrite_secrets(run: &Run, api: &KubeApi) -> Result<(), UpError> {
+pub(super) async fn rewrite_secrets(run: &Run) -> Result<(), UpError> {
     let pick: fn(&Action) -> bool = |a| matches!(a, Action::RewriteSecrets { .. });
     if run.cluster_actions_where(pick).is_empty() {
         return Ok(());
     }
     let phase = run.reporter.phase("rewrite secrets");
-    let r = apply_picked(run, api, None, pick).await;
+    let r = apply_picked(run, pick).await;
     finish(phase, r.map_err(phase_error("rewrite secrets")))
 }
 
@@ -112,16 +98,12 @@ pub(super) async fn save_state(
     cluster: &Cluster,
     mut state: StateFile,
     run: &Run,
-    api: &KubeApi,
 ) -> Result<(), UpError> {
     let phase = run.reporter.phase("save state");
     state.promote_desired_to_current();
     state.save(&cluster.files.state_path).map_err(other)?;
-    let json = state.to_json().map_err(other)?;
-    let r = apply_picked(run, api, Some(&json), |a| {
-        matches!(a, Action::SaveStateSecret { .. })
-    })
-    .await;
+    run.exec.set_state_json(state.to_json().map_err(other)?);
+    let r = apply_picked(run, |a| matches!(a, Action::SaveStateSecret { .. })).await;
     finish(phase, r.map_err(phase_error("save state")))
 }
 

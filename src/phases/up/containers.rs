@@ -5,6 +5,7 @@ use super::run::Run;
 use crate::diff::Action;
 use crate::hosts::Host;
 use crate::phases::health::{self, TlsMaterial};
+use crate::pki;
 use crate::plan::{self, HostPlan};
 
 /// Brings one container to its planned state, then checks its health; once per run (a
@@ -102,5 +103,12 @@ pub(super) async fn remove_unplanned(
 }
 
 pub(super) fn check_tls(run: &Run, check: &plan::HealthCheck) -> Option<TlsMaterial> {
-    health::check_tls(&run.bundle, check)
+    check.client_certificate.as_ref().map(|c| TlsMaterial {
+        ca_pem: run
+            .bundle
+            .get(pki::names::CA_CERT_NAME)
+            .map(|ca| ca.certificate_pem.clone()),
+        client_cert_pem: run.bundle.get(c).map(|c| c.certificate_pem.clone()),
+        client_key_pem: run.bundle.get(c).map(|c| c.key_pem.clone()),
+    })
 }

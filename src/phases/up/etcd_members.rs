@@ -1,10 +1,9 @@
 //! Apply: etcd members leaving (before their containers stop, so quorum holds) and joining
 //! (as learners when etcd supports them, promoted once caught up, removed again on failure).
 
+use super::UpError;
 use super::containers::check_tls;
 use super::run::{ETCD_PLANE, Run};
-use super::{UpError, other};
-use crate::cluster::Cluster;
 use crate::diff::Action;
 use crate::hosts::{Host, HostPool};
 use crate::output::Reporter;
@@ -87,10 +86,10 @@ pub(super) async fn plan_joins(
             vec![
                 Action::AddEtcdLearner {
                     member: member.clone(),
-                    peer_url,
+                    peer_url: peer_url.clone(),
                     rollback: LEARNER_ROLLBACK.into(),
                 },
-                Action::PromoteEtcdMember { member },
+                Action::PromoteEtcdMember { member, peer_url },
             ]
         } else {
             vec![Action::AddEtcdMember { member, peer_url }]
@@ -100,8 +99,34 @@ pub(super) async fn plan_joins(
     out
 }
 
+/// A joining member's etcd actions: its data directory emptied (an etcd container an
+/// interrupted run left removed first) and made private, then its etcd created as `spec`, the
+/// container that knows the members up to it, whatever the diff had for its etcd.
+pub(super) fn join_with(list: &mut Vec<Action>, prefix_path: &str, spec: &plan::ContainerSpec) {
+    let etcd_container = |a: &Action| match a {
+        Action::CreateContainer { name, .. }
+        | Action::RecreateContainer { name, .. }
+        | Action::StartContainer { name }
+        | Action::RestartContainer { name } => name == plan::ETCD,
+        _ => false,
+    };
+    list.retain(|a| !etcd_container(a) && !matches!(a, Action::FixEtcdPermissions { .. }));
+    list.push(Action::FixEtcdPermissions {
+        path: plan::join_path(&[prefix_path, "/var/lib/etcd"]),
+        empty_first: true,
+    });
+    list.push(Action::CreateContainer {
+        name: plan::ETCD.into(),
+        image: spec.image.clone(),
+        start: true,
+        spec: Box::new(spec.clone()),
+    });
+}
+
 /// Members leave before their containers stop, one at a time, so the cluster keeps quorum
-/// while shrinking (§16.4).
+/// while shrinking (§16.4): each leaving member's planned membership removal, its etcd
+/// containers (so a shrinking cluster never waits on a dead peer) and, on a host that stays
+/// without the etcd role, its data directory.
 pub(super) async fn remove_etcd_members(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
     if run.recon.etcd_removed.is_empty() {
         return Ok(());
@@ -113,7 +138,6 @@ pub(super) async fn remove_etcd_members(run: &Arc<Run>, runner: &Runner) -> Resu
         .iter()
         .map(|h| h.address.clone())
         .collect();
-    let mut result = Ok(());
     for gone in &run.recon.etcd_removed {
         let name = reconcile::member_name(&gone.hostname);
         let step = runner.reporter.host_action(
@@ -121,99 +145,69 @@ pub(super) async fn remove_etcd_members(run: &Arc<Run>, runner: &Runner) -> Resu
             &gone.address,
             &format!("remove member {name}"),
         );
-        let Some(via) = member_host(run, &leaving) else {
-            step.fail("no remaining etcd member is reachable");
-            result = Err(UpError::Other(
-                "no remaining etcd member to remove members through".into(),
-            ));
-            break;
+        let result = match member_host(run, &leaving) {
+            Some(via) => {
+                let actions = leaving_member_actions(run, &gone.address);
+                let actions: Vec<&Action> = actions.iter().collect();
+                run.exec
+                    .on(&gone.address)
+                    .through(via)
+                    .apply(&actions)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+            None => Err("no remaining etcd member to remove members through".to_string()),
         };
-        match reconcile::remove_member(via, &name).await {
-            Ok(()) => {
-                let removed = Action::RemoveEtcdMember {
-                    member: name.clone(),
-                };
-                run.reporter.applied(&gone.address, &removed, None);
-                step.ok()
-            }
-            Err(e) => {
-                step.fail(&e);
-                result = Err(UpError::Other(e));
-                break;
-            }
+        if let Err(e) = result {
+            step.fail(&e);
+            phase.fail(&e);
+            return Err(UpError::Other(e));
         }
-        // The member's container goes now, so a shrinking cluster never waits on a dead peer.
-        let host = run.pool.get(&gone.address).cloned().or_else(|| {
-            run.removed
-                .iter()
-                .find(|r| r.gone.address == gone.address)
-                .and_then(|r| r.reachable.as_ref().map(|(h, _)| h.clone()))
-        });
-        if let Some(host) = host {
-            // Reported as applied where the plan lists them (a host that stays in the cluster).
-            let planned = run.actions.get(&gone.address);
-            let listed =
-                |a: &dyn Fn(&Action) -> bool| planned.and_then(|l| l.iter().find(|x| a(x)));
-            for c in ETCD_PLANE {
-                let result = host.docker().remove_container(c).await;
-                if let Some(action) =
-                    listed(&|a| matches!(a, Action::RemoveContainer { name, .. } if name == c))
-                {
-                    let error = result.as_ref().err().map(|e| e.to_string());
-                    run.reporter
-                        .applied(&gone.address, action, error.as_deref());
-                }
-                result.map_err(other)?;
-            }
-            // A host that stays in the cluster without the etcd role keeps no member data: were
-            // it made an etcd host again, its etcd would restart as the removed member and be
-            // refused ("the member has been permanently removed"). Hosts that leave the cluster
-            // are cleaned with the rest of their directories.
-            if let Some(action @ Action::CleanDirectories { paths }) =
-                listed(&|a| matches!(a, Action::CleanDirectories { .. }))
-            {
-                let result = reconcile::clean_directories(&host, &run.helper_image, paths).await;
-                run.reporter.applied(
-                    &gone.address,
-                    action,
-                    result.as_ref().err().map(String::as_str),
-                );
-                result.map_err(other)?;
-            }
-        }
+        step.ok();
     }
-    match result {
-        Ok(()) => {
-            phase.done();
-            Ok(())
-        }
-        Err(e) => {
-            phase.fail(&e.to_string());
-            Err(e)
-        }
-    }
+    phase.done();
+    Ok(())
+}
+
+/// What the etcd step applies for a member leaving from `address`, as the plan lists it: the
+/// membership removal, its etcd containers and (a host that stays) its data directory.
+pub(super) fn leaving_member_actions(run: &Run, address: &str) -> Vec<Action> {
+    let planned = match run.actions.get(address) {
+        Some(list) => list.clone(),
+        // A host that left the cluster lists its actions with the removed hosts.
+        None => run
+            .removed
+            .iter()
+            .find(|r| r.gone.address == address)
+            .map(|r| {
+                reconcile::removed_host_actions(
+                    &r.gone,
+                    &r.present,
+                    r.reachable.as_ref().map(|(_, c)| c),
+                )
+            })
+            .unwrap_or_default(),
+    };
+    planned
+        .into_iter()
+        .filter(|a| match a {
+            Action::RemoveEtcdMember { .. } => true,
+            Action::RemoveContainer { name, .. } => ETCD_PLANE.contains(&name.as_str()),
+            Action::CleanDirectories { .. } => run.actions.contains_key(address),
+            _ => false,
+        })
+        .collect()
 }
 
 /// New members join one at a time: announced to the cluster, then started with the partial
 /// member list and `--initial-cluster-state=existing` (§16.3), then checked healthy.
-pub(super) async fn join_etcd_members(
-    cluster: &Cluster,
-    run: &Arc<Run>,
-    runner: &Runner,
-) -> Result<(), UpError> {
+pub(super) async fn join_etcd_members(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
     let old_members_exist = member_host(run, &BTreeSet::new()).is_some();
     if run.recon.etcd_added.is_empty() || !old_members_exist {
         return Ok(());
     }
     let phase = runner.reporter.phase("etcd join");
-    let order: Vec<String> = run
-        .plan
-        .hosts
-        .iter()
-        .filter(|h| h.roles.etcd)
-        .map(|h| h.address.clone())
-        .collect();
-    for (i, address) in run.recon.etcd_added.iter().enumerate() {
+    for address in &run.recon.etcd_added {
         let h = run
             .plan
             .hosts
@@ -227,112 +221,64 @@ pub(super) async fn join_etcd_members(
         let result = async {
             let via = member_host(run, &BTreeSet::new()).ok_or("no etcd member to join through")?;
             let peer = reconcile::peer_url(&h.internal_address);
-            // As planned (`plan_joins`): no membership action for a member that has started
-            // already (an interrupted run); a learner is promoted once its etcd runs.
+            // As planned: the membership change (none for a member that has started already,
+            // after an interrupted run), its etcd as the join's own container, and a learner's
+            // promotion once that etcd runs.
             let planned = &run.actions[address];
-            let add = planned.iter().find(|a| {
+            let pick = |f: fn(&Action) -> bool| planned.iter().filter(|a| f(a)).collect::<Vec<_>>();
+            let add = pick(|a| {
                 matches!(
                     a,
                     Action::AddEtcdMember { .. } | Action::AddEtcdLearner { .. }
                 )
             });
-            let promote = planned
-                .iter()
-                .find(|a| matches!(a, Action::PromoteEtcdMember { .. }));
-            let learner = matches!(add, Some(Action::AddEtcdLearner { .. }));
-            let started = add.is_none();
-            if let Some(add) = add {
-                let added = reconcile::add_member(via, &name, &peer, learner).await;
-                run.reporter
-                    .applied(address, add, added.as_ref().err().map(String::as_str));
-                added?;
-            }
-            let joined = async {
-            let pending: BTreeSet<String> = run.recon.etcd_added[i + 1..].iter().cloned().collect();
-            let ctx = plan::EtcdContext::while_adding(&order, &pending);
-            let joining = plan::build(&plan::PlanInput {
-                config: &cluster.config,
-                service_options: &run.service_options,
-                windows_service_options: run.windows_service_options.as_ref(),
-                host_facts: &run.facts,
-                etcd: &ctx,
-                encryption_config: run.encryption_config.as_deref(),
-                default_rke_tools_tag: run.default_tools_tag.as_deref(),
-            })
-            .map_err(|e| e.to_string())?;
-            let hp = joining
-                .hosts
-                .iter()
-                .find(|x| &x.address == address)
-                .expect("planned host");
+            let etcd = pick(|a| match a {
+                Action::FixEtcdPermissions { .. } => true,
+                Action::CreateContainer { name, .. }
+                | Action::RecreateContainer { name, .. }
+                | Action::StartContainer { name }
+                | Action::RestartContainer { name } => name == plan::ETCD,
+                _ => false,
+            });
+            let promote = pick(|a| matches!(a, Action::PromoteEtcdMember { .. }));
+            let learner = matches!(add.first(), Some(Action::AddEtcdLearner { .. }));
+            let exec = run.executor(address).through(via);
+            exec.apply(&add).await.map_err(|e| e.to_string())?;
             let host = run.pool.get(address).expect("connected host");
-            let spec = &hp.containers[plan::ETCD];
-            if !started {
-                host.docker()
-                    .remove_container(plan::ETCD)
+            let joined = async {
+                exec.apply(&etcd).await.map_err(|e| e.to_string())?;
+                exec.apply(&promote).await.map_err(|e| e.to_string())?;
+                let check = etcd
+                    .iter()
+                    .find_map(|a| match a {
+                        Action::CreateContainer { spec, .. }
+                        | Action::RecreateContainer { spec, .. } => spec.health_check.clone(),
+                        _ => None,
+                    })
+                    .or_else(|| {
+                        h.containers
+                            .get(plan::ETCD)
+                            .and_then(|c| c.health_check.clone())
+                    });
+                if let Some(check) = check {
+                    let tls = check_tls(run, &check);
+                    health::wait_healthy(
+                        host.link().as_ref(),
+                        &check.url,
+                        tls.as_ref(),
+                        30,
+                        health::etcd_body_healthy,
+                    )
                     .await
-                    .map_err(|e| e.to_string())?;
-                let data = plan::join_path(&[&hp.prefix_path, "/var/lib/etcd"]);
-                reconcile::clean_directories(host, &run.helper_image, &[data]).await?;
-            }
-            // The member's etcd as planned (its data directory's permissions, the container),
-            // started with the join's member list.
-            let data = plan::join_path(&[&hp.prefix_path, "/var/lib/etcd"]);
-            let mut steps: Vec<Action> = run.actions[address]
-                .iter()
-                .filter(|a| match a {
-                    Action::FixEtcdPermissions { .. } => true,
-                    Action::CreateContainer { name, .. } | Action::RecreateContainer { name, .. } => {
-                        name == plan::ETCD
-                    }
-                    _ => false,
-                })
-                .cloned()
-                .collect();
-            if !steps.iter().any(|a| matches!(a, Action::FixEtcdPermissions { .. })) {
-                steps.insert(0, Action::FixEtcdPermissions { path: data });
-            }
-            if steps.len() == 1 {
-                // Left by an interrupted run in its planned state: started again as a member.
-                steps.push(Action::CreateContainer {
-                    name: plan::ETCD.into(),
-                    image: spec.image.clone(),
-                    start: true,
-                });
-            }
-            let steps: Vec<&Action> = steps.iter().collect();
-            run.executor_for(address, &hp.containers)
-                .apply(&steps)
-                .await
-                .map_err(|e| e.to_string())?;
-            if learner {
-                let promoted = reconcile::promote_member(via, &peer, 45).await;
-                if let Some(promote) = promote {
-                    run.reporter
-                        .applied(address, promote, promoted.as_ref().err().map(String::as_str));
+                    .map_err(|e| format!("{name} did not become healthy after joining: {e}"))?;
                 }
-                promoted?;
-            }
-            if let Some(check) = &spec.health_check {
-                let tls = check_tls(run, check);
-                health::wait_healthy(
-                    host.link().as_ref(),
-                    &check.url,
-                    tls.as_ref(),
-                    30,
-                    health::etcd_body_healthy,
-                )
-                .await
-                .map_err(|e| format!("{name} did not become healthy after joining: {e}"))?;
-            }
-            Ok::<(), String>(())
+                Ok::<(), String>(())
             }
             .await;
             if let Err(e) = joined {
                 if !learner {
                     return Err(e);
                 }
-                let host = run.pool.get(address).expect("connected host");
                 let undone = async {
                     host.docker()
                         .remove_container(plan::ETCD)

@@ -1,4 +1,5 @@
-//! Apply: the files and certificates each host gets, then the images it lacks.
+//! Apply: the files and certificates each host gets (calico's runtime directories with
+//! them), then the images it lacks.
 
 use super::run::Run;
 use super::{UpError, finish};
@@ -46,6 +47,8 @@ fn is_file(a: &Action) -> bool {
             | Action::RemoveFile { .. }
             | Action::SetFileMode { .. }
             | Action::CreateDirectories { .. }
+            | Action::EnsureCniDirectory { .. }
+            | Action::WriteTmpfilesEntry { .. }
     )
 }
 

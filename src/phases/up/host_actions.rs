@@ -127,6 +127,7 @@ pub(super) fn host_actions(
         actions.push(Action::UploadFile {
             path: plan::join_path(&[&root, &f.relative_path]),
             reason,
+            file: Box::new((*f).clone()),
         });
     }
     // Files the plan no longer asks for, or asks for empty, are deleted as RKE1's deployer does;
@@ -191,6 +192,7 @@ pub(super) fn host_actions(
         };
         if let Some(a) = diff::container_action(
             name,
+            spec,
             &view(spec),
             spec.start,
             observed.as_ref(),
@@ -201,6 +203,7 @@ pub(super) fn host_actions(
                 // RKE1's etcd-fix-perm: a new etcd starts on a private data directory.
                 actions.push(Action::FixEtcdPermissions {
                     path: plan::join_path(&[&h.prefix_path, "/var/lib/etcd"]),
+                    empty_first: false,
                 });
             }
             actions.push(a);

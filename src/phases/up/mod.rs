@@ -102,19 +102,20 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     // and still before any host changes (§9.1): a run that refuses leaves the state file as it
     // was.
     state::save_desired_state(cluster, &loaded.state, reporter)?;
-    let run = Arc::new(run::Run::new(planned, &loaded.state, reporter));
+    let run = Arc::new(run::Run::new(
+        planned,
+        cluster.files.kubeconfig_path.clone(),
+        reporter,
+    ));
     runner.probe_failed_hosts(run.pool.hosts());
-    let (old, old_current) = (loaded.old.as_ref(), loaded.old_current.as_ref());
+    let old_current = loaded.old_current.as_ref();
 
     // 4. apply
     // Encryption turned off: Secrets go back to plain text while the cluster still runs as it
     // was, before the files step removes the provider file; done after it, the step wrote the
     // file back and the next `up` had to remove it again (§23).
-    cluster::disable_encryption(cluster, old, &run, reporter).await?;
+    cluster::disable_encryption(&run, reporter).await?;
     files::apply_files(&run, &runner).await?;
-    crate::doctor::guard::apply_calico_actions(cluster, &run.pool, &run.actions, reporter)
-        .await
-        .map_err(other)?;
     cluster
         .write_admin_kubeconfig(&run.bundle, reporter)
         .map_err(other)?;
@@ -165,7 +166,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     // The waits that remain on a new cluster: kube-apiserver exits when etcd does not answer,
     // so the control plane waits for the etcd plane; RBAC and the state Secret need the API.
     etcd_members::remove_etcd_members(&run, &runner).await?;
-    etcd_members::join_etcd_members(cluster, &run, &runner).await?;
+    etcd_members::join_etcd_members(&run, &runner).await?;
     etcd::etcd_plane(&run, &runner).await?;
     // An existing cluster is upgraded host by host within `upgrade_strategy`'s budgets, through
     // the API server it already has; a new one comes up all at once (§17.1).
@@ -178,11 +179,11 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         })
         .await?;
     }
-    let api = cluster::authz(cluster, &run).await?;
-    cluster::rewrite_secrets(&run, &api).await?;
+    let api = cluster::authz(&run).await?;
+    cluster::rewrite_secrets(&run).await?;
     // RKE1's order (§9): the state is recorded once the control plane answers, before the
     // worker plane; on a new cluster the kubelets already run, only kube-proxy waits for it.
-    cluster::save_state(cluster, loaded.state, &run, &api).await?;
+    cluster::save_state(cluster, loaded.state, &run).await?;
     if let Some(old) = old_current {
         rolling::upgrade_worker_plane(cluster, old, &run, &runner, Some(&api)).await?;
     } else {
@@ -195,13 +196,18 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         // kube-proxy everywhere, and the worker components of etcd and control plane hosts.
         planes::plane(&run, &runner, "worker plane", WORKER_PLANE, |_| true).await?;
     }
-    nodes::sync_nodes(&run, &api).await?;
-    removed_hosts::remove_hosts(&run, &api, &runner).await?;
+    nodes::sync_nodes(&run).await?;
+    removed_hosts::remove_hosts(&run, &runner).await?;
     nodes::link_logs(&run, &runner).await?;
-    let exec = run.cluster_executor(&api, None);
-    crate::phases::addons::deploy_addons(cluster, &run.addons, &run.cluster_actions, &exec)
-        .await
-        .map_err(other)?;
+    crate::phases::addons::deploy_addons(
+        cluster,
+        &run.addons,
+        &run.cluster_actions,
+        &run.exec,
+        &api,
+    )
+    .await
+    .map_err(other)?;
     run.pool.close().await;
     reporter.info("Finished building Kubernetes cluster successfully");
     Ok(())

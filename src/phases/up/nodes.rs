@@ -3,7 +3,6 @@
 use super::run::Run;
 use super::{UpError, finish};
 use crate::diff::Action;
-use crate::kubeapi::KubeApi;
 use crate::phases::{PhaseError, Runner};
 use std::sync::Arc;
 
@@ -41,7 +40,7 @@ pub(super) async fn link_logs(run: &Arc<Run>, runner: &Runner) -> Result<(), UpE
 
 /// Node labels, annotations and taints (§21), once every kubelet has registered its node: the
 /// planned `SyncNode` actions, at once, reported in their planned order.
-pub(super) async fn sync_nodes(run: &Arc<Run>, api: &KubeApi) -> Result<(), UpError> {
+pub(super) async fn sync_nodes(run: &Arc<Run>) -> Result<(), UpError> {
     let syncs: Vec<&Action> = run
         .cluster_actions
         .iter()
@@ -51,7 +50,7 @@ pub(super) async fn sync_nodes(run: &Arc<Run>, api: &KubeApi) -> Result<(), UpEr
         return Ok(());
     }
     let phase = run.reporter.phase("nodes");
-    let exec = run.cluster_executor(api, None);
+    let exec = run.cluster_executor();
     // At once (a few API calls each); the events follow the plan's order.
     let mut runs = Vec::new();
     for a in &syncs {

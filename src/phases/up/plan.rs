@@ -27,7 +27,6 @@ pub(super) struct Planned {
     pub(super) pool: HostPool,
     pub(super) plan: ClusterPlan,
     pub(super) bundle: Bundle,
-    pub(super) files: BTreeMap<String, Vec<DesiredFile>>,
     /// Each planned host's actions, in the order they are taken.
     pub(super) actions: BTreeMap<String, Vec<Action>>,
     /// What `--dry-run` shows: `actions`, then the hosts that left the cluster.
@@ -36,10 +35,6 @@ pub(super) struct Planned {
     pub(super) helper_image: String,
     pub(super) recon: reconcile::Changes,
     pub(super) removed: Vec<RemovedHost>,
-    pub(super) service_options: plan::ServiceOptions,
-    pub(super) windows_service_options: Option<plan::ServiceOptions>,
-    pub(super) facts: BTreeMap<String, plan::HostFacts>,
-    pub(super) default_tools_tag: Option<String>,
     /// Set when the state was not written by rkers: what adopting the cluster changes.
     pub(super) adoption: Option<Adoption>,
     /// The addons and the actions of the pseudo-host `cluster`.
@@ -82,7 +77,7 @@ pub(super) async fn plan(
     };
     let default_tools_tag = cluster.default_rke_tools_tag();
     let etcd = plan::EtcdContext::fresh();
-    let cluster_plan = plan::build(&plan::PlanInput {
+    let plan_input = plan::PlanInput {
         config: &cluster.config,
         service_options: &service_options,
         windows_service_options: windows_options.as_ref(),
@@ -91,8 +86,8 @@ pub(super) async fn plan(
         encryption_config: (!state.desired_state.encryption_config.is_empty())
             .then_some(state.desired_state.encryption_config.as_str()),
         default_rke_tools_tag: default_tools_tag.as_deref(),
-    })
-    .map_err(other)?;
+    };
+    let cluster_plan = plan::build(&plan_input).map_err(other)?;
     let spec = cluster.pki_spec()?;
     let bundle = state.desired_state.certificates_bundle.clone();
     let desired_files: BTreeMap<String, Vec<DesiredFile>> = cluster_plan
@@ -170,8 +165,31 @@ pub(super) async fn plan(
     // Joining etcd members: added (as learners and promoted once their etcd runs, where etcd
     // has learners), decided from the members read through one that stays.
     let joins = super::etcd_members::plan_joins(&pool, &cluster_plan, &recon, reporter).await;
+    let etcd_order: Vec<String> = cluster_plan
+        .hosts
+        .iter()
+        .filter(|h| h.roles.etcd)
+        .map(|h| h.address.clone())
+        .collect();
     for (a, membership) in joins {
         if let Some(list) = actions.get_mut(&a) {
+            if !membership.is_empty() {
+                // The etcd it starts knows the members up to itself (§16.3): that container,
+                // not the final plan's, is what its create carries.
+                let at = recon.etcd_added.iter().position(|x| *x == a).unwrap_or(0);
+                let pending = recon.etcd_added[at + 1..].iter().cloned().collect();
+                let joining_etcd = plan::EtcdContext::while_adding(&etcd_order, &pending);
+                let joining = plan::build(&plan::PlanInput {
+                    etcd: &joining_etcd,
+                    ..plan_input.clone()
+                })
+                .map_err(other)?;
+                if let Some(h) = joining.hosts.iter().find(|h| h.address == a)
+                    && let Some(spec) = h.containers.get(plan::ETCD)
+                {
+                    super::etcd_members::join_with(list, &h.prefix_path, spec);
+                }
+            }
             for action in membership {
                 match action {
                     Action::PromoteEtcdMember { .. } => list.push(action),
@@ -294,17 +312,12 @@ pub(super) async fn plan(
         pool,
         plan: cluster_plan,
         bundle,
-        files: desired_files,
         actions,
         shown: all_actions,
         registries,
         helper_image,
         recon,
         removed,
-        service_options,
-        windows_service_options: windows_options,
-        facts,
-        default_tools_tag,
         adoption,
     })
 }
@@ -323,10 +336,13 @@ fn plan_disable_encryption(
     all_actions: &mut [HostActions],
     reporter: &Reporter,
 ) -> Result<bool, UpError> {
-    let Some(applied) = super::cluster_actions::encryption_turned_off(loaded) else {
+    let (Some(applied), Some(old)) = (
+        super::cluster_actions::encryption_turned_off(loaded),
+        loaded.old.as_ref(),
+    ) else {
         return Ok(false);
     };
-    let file = crate::phases::encryption::identity_first(applied).map_err(UpError::Other)?;
+    let file = crate::phases::encryption::identity_first(applied, old).map_err(UpError::Other)?;
     let hosts: Vec<ApiserverHost> = cluster_plan
         .hosts
         .iter()

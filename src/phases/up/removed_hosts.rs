@@ -8,8 +8,7 @@ use super::{UpError, other};
 use crate::cluster::Cluster;
 use crate::config::RkeConfig;
 use crate::diff::{Action, HostActions};
-use crate::hosts::{Host, HostPool};
-use crate::kubeapi::KubeApi;
+use crate::hosts::HostPool;
 use crate::phases::{Runner, reconcile};
 use crate::plan;
 use std::sync::Arc;
@@ -82,85 +81,41 @@ pub(super) async fn observe_removed(
 
 /// Hosts that left: their components stop first (so no kubelet re-registers the node), then the
 /// directories RKE1 cleans are emptied, then the node object is deleted.
-pub(super) async fn remove_hosts(
-    run: &Arc<Run>,
-    api: &KubeApi,
-    runner: &Runner,
-) -> Result<(), UpError> {
+pub(super) async fn remove_hosts(run: &Arc<Run>, runner: &Runner) -> Result<(), UpError> {
     if run.removed.is_empty() {
         return Ok(());
     }
     let phase = runner.reporter.phase("removed hosts");
     let addresses: Vec<String> = run.removed.iter().map(|r| r.gone.address.clone()).collect();
     let r = run.clone();
-    let api = api.clone();
     let result = runner
         .for_each_host("removed hosts", "clean up", addresses, move |address| {
             let run = r.clone();
-            let api = api.clone();
             async move {
                 let removed = run
                     .removed
                     .iter()
                     .find(|r| r.gone.address == address)
                     .expect("removed host");
-                apply_removed_host(&run, &api, removed).await
+                apply_removed_host(&run, removed).await
             }
         })
         .await;
     finish(phase, result)
 }
 
-/// Applies the actions `--dry-run` showed for a host that left (its etcd member already went
-/// in the etcd step), reporting each as applied: containers removed, the host cleaned, its node
-/// object deleted.
-async fn apply_removed_host(run: &Run, api: &KubeApi, removed: &RemovedHost) -> Result<(), String> {
-    let address = &removed.gone.address;
+/// Applies the actions `--dry-run` showed for a host that left, through the executor: its
+/// containers removed, the host cleaned (a Windows worker torn down through wins, as `rkers
+/// remove` does), its node object deleted. Its etcd member and etcd containers already went
+/// in the etcd step.
+async fn apply_removed_host(run: &Run, removed: &RemovedHost) -> Result<(), String> {
     let cleanup = removed.reachable.as_ref().map(|(_, c)| c);
     let actions = reconcile::removed_host_actions(&removed.gone, &removed.present, cleanup);
-    let mut cleaned = None;
-    for action in &actions {
-        let result = match (action, &removed.reachable) {
-            (Action::RemoveEtcdMember { .. }, _) => continue,
-            (Action::DeleteNode { node }, _) => {
-                api.delete_node(node).await.map_err(|e| e.to_string())
-            }
-            // A Windows worker's teardown removes its containers itself, through wins: the
-            // first of its actions runs it and the others report its outcome.
-            (_, Some((host, cleanup @ reconcile::HostCleanup::Windows { .. }))) => cleaned
-                .get_or_insert(clean_removed_host(run, host, cleanup).await)
-                .clone(),
-            (Action::RemoveContainer { name, .. }, Some((host, _))) => host
-                .docker()
-                .remove_container(name)
-                .await
-                .map_err(|e| e.to_string()),
-            (_, Some((host, cleanup))) => clean_removed_host(run, host, cleanup).await,
-            (_, None) => Err("the host cannot be reached".to_string()),
-        };
-        run.reporter
-            .applied(address, action, result.as_ref().err().map(String::as_str));
-        result?;
-    }
-    Ok(())
-}
-
-/// Cleans a host that left the cluster: RKE1's directory cleaner on Linux (its containers are
-/// already gone); on a Windows worker the teardown of `rkers remove`, through wins, which
-/// removes the worker's containers itself.
-async fn clean_removed_host(
-    run: &Run,
-    host: &Host,
-    cleanup: &reconcile::HostCleanup,
-) -> Result<(), String> {
-    match cleanup {
-        reconcile::HostCleanup::Windows { plan, image } => {
-            crate::phases::windows::remove_windows_host(host, plan, image)
-                .await
-                .map_err(|e| e.to_string())
-        }
-        reconcile::HostCleanup::Linux { directories } => {
-            reconcile::clean_directories(host, &run.helper_image, directories).await
-        }
-    }
+    let applied = super::etcd_members::leaving_member_actions(run, &removed.gone.address);
+    let rest: Vec<&Action> = actions.iter().filter(|a| !applied.contains(a)).collect();
+    run.exec
+        .on(&removed.gone.address)
+        .apply(&rest)
+        .await
+        .map_err(|e| e.to_string())
 }

@@ -6,13 +6,13 @@ use super::plan::Planned;
 use crate::diff::Action;
 use crate::hosts::{self, Host, HostPool};
 use crate::output::Reporter;
-use crate::phases::executor::HostExecutor;
-use crate::phases::files::{self, DesiredFile};
+use crate::phases::executor::{Executor, HostExecutor};
+use crate::phases::files;
 use crate::phases::reconcile::{self, OldHost};
 use crate::pki::Bundle;
 use crate::plan::{self, ClusterPlan, HostPlan};
-use crate::state::StateFile;
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Containers RKE1 may have left on a host that the plan does not ask for there.
@@ -77,9 +77,7 @@ pub(super) struct Run {
     pub(super) pool: HostPool,
     pub(super) plan: ClusterPlan,
     pub(super) bundle: Bundle,
-    pub(super) files: BTreeMap<String, Vec<DesiredFile>>,
     pub(super) actions: BTreeMap<String, Vec<Action>>,
-    pub(super) registries: Vec<hosts::target::RegistryCredential>,
     pub(super) helper_image: String,
     pub(super) recon: reconcile::Changes,
     /// Hosts that left the cluster.
@@ -92,58 +90,42 @@ pub(super) struct Run {
     /// The early worker plane and the control plane both bring up service-sidekick on a new
     /// cluster's control plane hosts: the later caller waits for the first one's result.
     pub(super) applied: std::sync::Mutex<BTreeMap<String, Arc<tokio::sync::OnceCell<()>>>>,
-    pub(super) service_options: plan::ServiceOptions,
-    pub(super) windows_service_options: Option<plan::ServiceOptions>,
-    pub(super) facts: BTreeMap<String, plan::HostFacts>,
-    pub(super) encryption_config: Option<String>,
-    pub(super) default_tools_tag: Option<String>,
     /// Where the executor reports each action it applied.
     pub(super) reporter: Reporter,
     /// The actions of the pseudo-host `cluster`, in the order they are applied.
     pub(super) cluster_actions: Vec<Action>,
     /// Every addon of the run, in RKE1's order.
     pub(super) addons: Vec<crate::addons::AddonPlan>,
-    pub(super) rbac: bool,
+    /// Applies every action of the run: the planned hosts', the hosts' that left, `cluster`'s.
+    pub(super) exec: Executor<'static>,
 }
 
 impl Run {
-    pub(super) fn new(planned: Planned, state: &StateFile, reporter: &Reporter) -> Self {
+    pub(super) fn new(planned: Planned, kubeconfig: PathBuf, reporter: &Reporter) -> Self {
+        let exec = Executor::new(reporter, &planned.helper_image, planned.registries.clone())
+            .with_hosts(planned.pool.hosts())
+            .with_hosts(
+                planned
+                    .removed
+                    .iter()
+                    .filter_map(|r| r.reachable.as_ref().map(|(h, _)| h)),
+            )
+            .with_kubeconfig(kubeconfig)
+            .with_rbac(planned.rbac);
         Run {
+            exec,
             pool: planned.pool,
             plan: planned.plan,
             bundle: planned.bundle,
-            files: planned.files,
             actions: planned.actions,
-            registries: planned.registries,
             helper_image: planned.helper_image,
             recon: planned.recon,
             removed: planned.removed,
             joined: Default::default(),
             applied: Default::default(),
-            service_options: planned.service_options,
-            windows_service_options: planned.windows_service_options,
-            facts: planned.facts,
-            encryption_config: (!state.desired_state.encryption_config.is_empty())
-                .then(|| state.desired_state.encryption_config.clone()),
-            default_tools_tag: planned.default_tools_tag,
             reporter: reporter.clone(),
             cluster_actions: planned.cluster.actions,
             addons: planned.cluster.addons,
-            rbac: planned.rbac,
-        }
-    }
-
-    /// The executor of the `cluster` actions; `state_json` is what the state Secret gets.
-    pub(super) fn cluster_executor<'a>(
-        &'a self,
-        api: &'a crate::kubeapi::KubeApi,
-        state_json: Option<&'a str>,
-    ) -> crate::phases::cluster_executor::ClusterExecutor<'a> {
-        crate::phases::cluster_executor::ClusterExecutor {
-            api,
-            reporter: &self.reporter,
-            rbac: self.rbac,
-            state_json,
         }
     }
 
@@ -161,35 +143,15 @@ impl Run {
     }
 
     /// The executor of one planned host's actions.
-    pub(super) fn executor(&self, address: &str) -> HostExecutor<'_> {
-        self.executor_for(address, &self.host_plan(address).containers)
-    }
-
-    /// The executor of one planned host's actions, with the containers of a plan other than
-    /// the run's (an etcd member joining with a partial member list).
-    pub(super) fn executor_for<'a>(
-        &'a self,
-        address: &str,
-        containers: &'a indexmap::IndexMap<String, plan::ContainerSpec>,
-    ) -> HostExecutor<'a> {
+    pub(super) fn executor(&self, address: &str) -> HostExecutor<'_, 'static> {
         let h = self.host_plan(address);
         let windows = self.plan.windows.contains_key(address);
-        HostExecutor {
-            host: self.host(address),
-            reporter: &self.reporter,
-            helper_image: &self.helper_image,
-            registries: &self.registries,
-            files_root: files_root(h, windows),
-            files: self
-                .files
-                .get(address)
-                .map(Vec::as_slice)
-                .unwrap_or_default(),
-            windows,
-            containers,
-            etcd_via: None,
-            health_tls: None,
-        }
+        self.exec.on(&h.address).files_under(files_root(h, windows))
+    }
+
+    /// The executor of the `cluster` actions.
+    pub(super) fn cluster_executor(&self) -> HostExecutor<'_, 'static> {
+        self.exec.on(crate::phases::changeset::CLUSTER)
     }
 
     pub(super) fn host(&self, address: &str) -> &Arc<Host> {

@@ -440,10 +440,16 @@ fn actions_are_listed_in_the_order_the_run_applies_them() {
         name: name.into(),
         image: "img".into(),
         start: true,
+        spec: Box::default(),
     };
     let upload = |path: &str| Action::UploadFile {
         path: path.into(),
         reason: "new".into(),
+        file: Box::new(crate::phases::files::DesiredFile {
+            relative_path: path.into(),
+            contents: Vec::new(),
+            mode: 0o644,
+        }),
     };
     let listed = vec![
         Action::AddEtcdMember {
@@ -457,6 +463,7 @@ fn actions_are_listed_in_the_order_the_run_applies_them() {
         upload("/etc/kubernetes/ssl/b.pem"),
         Action::FixEtcdPermissions {
             path: "/var/lib/etcd".into(),
+            empty_first: false,
         },
         create("etcd"),
         create("service-sidekick"),
@@ -516,6 +523,7 @@ fn a_learner_is_promoted_right_after_its_etcd_starts() {
         name: name.into(),
         image: "img".into(),
         start: true,
+        spec: Box::default(),
     };
     // As the plan step lists them: membership first, the promotion pushed last.
     let mut list = vec![
@@ -526,12 +534,14 @@ fn a_learner_is_promoted_right_after_its_etcd_starts() {
         },
         Action::FixEtcdPermissions {
             path: "/var/lib/etcd".into(),
+            empty_first: false,
         },
         create("etcd"),
         create("etcd-rolling-snapshots"),
         create("kubelet"),
         Action::PromoteEtcdMember {
             member: "etcd-h2".into(),
+            peer_url: "https://10.0.0.2:2380".into(),
         },
         Action::LinkLogs {
             containers: vec!["etcd".into()],
@@ -552,4 +562,64 @@ fn a_learner_is_promoted_right_after_its_etcd_starts() {
             "link the logs of etcd",
         ]
     );
+}
+
+/// A joining member's etcd is the join's own container (the members up to it), whatever the
+/// diff had for it, on a data directory emptied first: both are actions the dry run lists.
+#[test]
+fn a_joining_member_creates_the_joins_etcd_on_an_emptied_directory() {
+    let mut joining = plan::ContainerSpec {
+        image: "etcd:v3.5".into(),
+        ..Default::default()
+    };
+    joining.entrypoint.push(
+        "--initial-cluster=etcd-h1=https://10.0.0.1:2380,etcd-h2=https://10.0.0.2:2380".into(),
+    );
+    let mut list = vec![
+        Action::PullImage {
+            image: "etcd:v3.5".into(),
+        },
+        Action::StartContainer {
+            name: plan::ETCD.into(),
+        },
+        Action::FixEtcdPermissions {
+            path: "/var/lib/etcd".into(),
+            empty_first: false,
+        },
+        Action::CreateContainer {
+            name: "kubelet".into(),
+            image: "img".into(),
+            start: true,
+            spec: Box::default(),
+        },
+    ];
+    super::etcd_members::join_with(&mut list, "/", &joining);
+    let etcd: Vec<&Action> = list
+        .iter()
+        .filter(|a| {
+            matches!(a, Action::FixEtcdPermissions { .. })
+                || a.to_string().contains("container etcd")
+        })
+        .collect();
+    assert_eq!(etcd.len(), 2, "{list:#?}");
+    assert!(
+        matches!(etcd[0], Action::FixEtcdPermissions { empty_first: true, path } if path == "/var/lib/etcd"),
+        "{:?}",
+        etcd[0]
+    );
+    match etcd[1] {
+        Action::CreateContainer { name, spec, .. } => {
+            assert_eq!(name, plan::ETCD);
+            assert_eq!(**spec, joining);
+        }
+        other => panic!("not the join's create: {other:?}"),
+    }
+    assert!(
+        etcd[0]
+            .to_string()
+            .starts_with("remove the etcd container an earlier run left"),
+        "{}",
+        etcd[0]
+    );
+    assert_eq!(list.len(), 4, "the pull and the kubelet stay: {list:#?}");
 }
