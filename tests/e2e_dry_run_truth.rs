@@ -5,7 +5,8 @@
 //! the dry run changed nothing on the hosts.
 //!
 //! One cluster serves the commands that leave it running (`etcd snapshot-save`, `cert rotate
-//! --service kubelet`, `encrypt rotate-key`); `remove` comes last, in the same test function,
+//! --service kubelet`, `encrypt rotate-key`, then `up` turning encryption off); `remove` comes
+//! last, in the same test function,
 //! so the steps run in this order. nextest runs this binary in the `sandbox` group, in CI's
 //! lane A (it is no `e2e_day2_*` test).
 
@@ -184,6 +185,53 @@ async fn other_commands_apply_exactly_their_dry_run() {
         show(&plan)
     );
     assert!(!plan.contains_key(&h2), "{}", show(&plan));
+
+    // Encryption turned off through `up`: host1 (the one controlplane host) first writes the
+    // identity-first provider file and restarts kube-apiserver with it, the cluster rewrites
+    // every Secret in plain text, and only then does host1 drop the provider file and
+    // recreate kube-apiserver without it.
+    cluster.reset_config(3);
+    let plan = dry_run_is_the_truth(&cluster, &["up"], &[]);
+    let actions = texts(&plan, &h1);
+    assert!(
+        actions.len() > 3
+            && actions[0].starts_with(
+                "write under /etc/kubernetes:\n      ssl/encryption.yaml mode 0600 (identity \
+                 first, key "
+            )
+            && actions[1]
+                == "restart container kube-apiserver and wait until \
+                    https://localhost:6443/healthz is healthy",
+        "{}",
+        show(&plan)
+    );
+    let removed = actions
+        .iter()
+        .position(|a| *a == "remove /etc/kubernetes/ssl/encryption.yaml (no longer configured)");
+    let recreated = actions
+        .iter()
+        .position(|a| a.starts_with("recreate container kube-apiserver"));
+    assert!(
+        matches!((removed, recreated), (Some(r), Some(c)) if 1 < r && r < c),
+        "{}",
+        show(&plan)
+    );
+    assert_eq!(
+        texts(&plan, "cluster").first().copied(),
+        Some(
+            "rewrite every Secret in plain text (secrets_encryption_config is off in cluster.yml)"
+        ),
+        "{}",
+        show(&plan)
+    );
+    for h in [&h2, &h3] {
+        assert!(
+            !texts(&plan, h).iter().any(|a| a.contains("encryption")),
+            "{h}: {}",
+            show(&plan)
+        );
+    }
+    sb.on_host("host1", "test ! -e /etc/kubernetes/ssl/encryption.yaml");
 
     // remove, last: every host loses its containers, the local files go.
     let plan = dry_run_is_the_truth(&cluster, &["remove"], &["--force"]);

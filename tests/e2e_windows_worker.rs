@@ -234,6 +234,19 @@ async fn register_windows_node(e2e: &E2e, windows: &WindowsHost) {
         .expect("the Windows worker's kube-node credentials register its node");
 }
 
+/// The orphan sweep's action, as the dry run lists it and the run reports it applied.
+const SWEEP_ACTION: &str =
+    "through wins: stop the rancher-wins-* processes that outlived their wins server";
+
+/// How many orphan sweeps the run reports applied, successfully (text output: one `OK` line per
+/// applied action).
+fn sweeps_applied(out: &Output) -> usize {
+    text(out)
+        .lines()
+        .filter(|l| l.contains("OK    [") && l.contains(&format!("] {SWEEP_ACTION} (")))
+        .count()
+}
+
 /// The one failure an `up` of the mixed cluster may have: flannel's pods, whose image does not
 /// exist here.
 fn assert_only_the_network_plugin_failed(out: &Output) {
@@ -287,10 +300,18 @@ async fn a_windows_worker_joins_stays_and_leaves() {
         "upload c:/etc/rancher/wins/config (new)",
         "install wins at c:/etc/rancher/wins/wins.exe",
         "register and start the rancher-wins service",
+        SWEEP_ACTION,
         "create and start container kubelet",
     ] {
         assert!(plan_text.contains(step), "{step} missing:\n{plan_text}");
     }
+    // The orphan sweep is planned after wins starts and before wins starts any container.
+    let at = |text: &str| plan_text.find(text).unwrap();
+    assert!(
+        at("register and start the rancher-wins service") < at(SWEEP_ACTION)
+            && at(SWEEP_ACTION) < at("create and start container"),
+        "{plan_text}"
+    );
     for host in HOSTS {
         let ip = e2e.env.ip(host[4..].parse().unwrap());
         let section: Vec<&str> = plan_text
@@ -321,6 +342,12 @@ async fn a_windows_worker_joins_stays_and_leaves() {
     );
     assert_only_the_network_plugin_failed(&out);
     assert_eq!(e2e.env.container_ids(&HOSTS), linux_before);
+    assert_eq!(
+        sweeps_applied(&out),
+        1,
+        "the planned sweep applied once:\n{}",
+        text(&out)
+    );
 
     // Files: the cluster's CA and the node's kubeconfig, byte for byte what the state holds.
     let state = e2e.state();
@@ -420,6 +447,7 @@ async fn a_windows_worker_joins_stays_and_leaves() {
     let docker_calls = windows.docker.calls().len();
     let (out, _) = up_with_windows_kubelet(&e2e, &known_hosts, &windows, false).await;
     assert_only_the_network_plugin_failed(&out);
+    assert_eq!(sweeps_applied(&out), 0, "{}", text(&out));
     let changes = windows.docker.writes_since(docker_calls);
     assert!(
         changes.is_empty(),
@@ -443,9 +471,26 @@ async fn a_windows_worker_joins_stays_and_leaves() {
             1,
         )
     });
+    let plan_text = dry_run(&e2e, &known_hosts, "with a Windows-only kubelet flag");
+    let windows_section: Vec<&str> = plan_text
+        .lines()
+        .skip_while(|l| *l != "127.0.0.1:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter(|l| l.starts_with("  - "))
+        .collect();
+    assert_eq!(
+        windows_section,
+        [
+            format!("  - {SWEEP_ACTION} ({sidekick})").as_str(),
+            "  - recreate container kubelet"
+        ],
+        "{plan_text}"
+    );
     let docker_calls = windows.docker.calls().len();
     let (out, _) = up_with_windows_kubelet(&e2e, &known_hosts, &windows, false).await;
     assert_only_the_network_plugin_failed(&out);
+    assert_eq!(sweeps_applied(&out), 1, "{}", text(&out));
     // RKE1's rolling replace (§22.1), the sweep's one-shot left out.
     let changes: Vec<String> = windows
         .docker

@@ -8,7 +8,12 @@ mod support;
 mod windows_docker;
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use rkers::diff::Action;
+use rkers::output::{Event, Reporter};
+use rkers::phases::executor::Executor;
 
 use rkers::hosts::{DockerTransport, HostPool, SshAuth, SshOptions, SshTarget, TransportReason};
 use rkers::phases::windows::{
@@ -207,6 +212,78 @@ async fn sweep_fails_with_the_host_and_a_hint_when_wins_refuses() {
         },
     );
     assert!(sweep_orphans(host, IMAGE).await.is_err());
+}
+
+/// `up`'s planned sweep (`Action::SweepWindowsOrphans`) goes through the host executor: the
+/// same one-shot step, one `applied` event for it, and a failure reported as that action's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_planned_sweep_is_applied_and_reported_by_the_executor() {
+    let Some(env) = env().await else { return };
+    let host = env.pool.get("win1").unwrap();
+    let events = Arc::new(Mutex::new(Vec::<Event>::new()));
+    let seen = events.clone();
+    let reporter = Reporter::with_sink(Arc::new(move |e: Event| seen.lock().unwrap().push(e)));
+    let exec = Executor::new(&reporter, IMAGE, Vec::new()).with_hosts([host]);
+    let exec = exec.on("win1");
+    let sweep = Action::SweepWindowsOrphans {
+        image: IMAGE.into(),
+    };
+    let applied = || -> Vec<(String, String, Option<String>)> {
+        events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.event == Some("applied"))
+            .map(|e| {
+                (
+                    e.host.clone().unwrap_or_default(),
+                    e.action.clone().unwrap_or_default(),
+                    e.error.clone(),
+                )
+            })
+            .collect()
+    };
+
+    env.docker.on_step(
+        SWEEP_CONTAINER,
+        StepOutcome::Runs {
+            output: r#"{"stopped":["rancher-wins-kubelet"]}"#.into(),
+        },
+    );
+    exec.apply(&[&sweep]).await.expect("the sweep succeeds");
+    assert!(
+        env.docker
+            .container_calls()
+            .contains(&format!("POST /containers/{SWEEP_CONTAINER}/start")),
+        "{:?}",
+        env.docker.container_calls()
+    );
+    assert_eq!(
+        applied(),
+        [(
+            "win1".to_string(),
+            format!(
+                "through wins: stop the rancher-wins-* processes that outlived their wins \
+                 server ({IMAGE})"
+            ),
+            None
+        )]
+    );
+
+    env.docker.on_step(
+        SWEEP_CONTAINER,
+        StepOutcome::WinsFails {
+            error: "rpc error: code = InvalidArgument desc = invalid path".into(),
+        },
+    );
+    let err = exec.apply(&[&sweep]).await.unwrap_err().to_string();
+    assert!(err.contains("processPaths"), "{err}");
+    let events = applied();
+    let (_, _, error) = events.last().unwrap();
+    assert!(
+        error.as_deref().is_some_and(|e| e.contains("invalid path")),
+        "{events:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -429,6 +506,23 @@ async fn mixed_cluster_dry_run_lists_windows_and_linux_actions() {
     ] {
         assert!(win.contains(step), "{step} missing:\n{win}");
     }
+    // The orphan sweep: after wins started, before wins starts the first container.
+    let at = |text: &str| {
+        win.find(text)
+            .unwrap_or_else(|| panic!("{text} missing:\n{win}"))
+    };
+    let sweep =
+        at("through wins: stop the rancher-wins-* processes that outlived their wins server");
+    assert!(
+        at("register and start the rancher-wins service") < sweep,
+        "{win}"
+    );
+    assert!(sweep < at("create and start container"), "{win}");
+    assert_eq!(
+        win.matches("outlived their wins server").count(),
+        1,
+        "{win}"
+    );
     let linux = section("127.0.0.1");
     for container in ["etcd", "kube-apiserver", plan::KUBELET] {
         assert!(linux.contains(container), "{container} missing:\n{linux}");

@@ -97,7 +97,11 @@ pub enum Action {
         image: String,
         path: String,
     },
-    /// Windows: register the rancher-wins service (when missing) and start or restart it.
+    /// Windows: register the rancher-wins service (when missing) and start or restart it. A
+    /// restart is one step with what makes it safe (windows-wins.md §5.1): the running
+    /// wins-managed containers stop, wins restarts, the processes that outlived it are swept
+    /// (the same sweep as [`Action::SweepWindowsOrphans`], part of this action) and the
+    /// containers the worker plane does not replace start again.
     StartWins {
         register: bool,
         restart: bool,
@@ -112,6 +116,13 @@ pub enum Action {
         replaced: Vec<String>,
         #[serde(skip)]
         sweep_image: String,
+    },
+    /// Windows: before the worker plane has wins start a container's process, stop the
+    /// `rancher-wins-*` processes that outlived their wins server (windows-wins.md §5.3), in a
+    /// privileged one-shot container of `image` (the sidekick's); planned only when the worker
+    /// plane creates, recreates, starts, restarts or removes one of the host's containers.
+    SweepWindowsOrphans {
+        image: String,
     },
     /// Windows: tear the host down through wins (windows-wins.md §5.3): stop the wins-managed
     /// processes, remove their firewall rules and the flannel HNS network, delete `directories`,
@@ -228,9 +239,10 @@ pub enum Action {
         /// The host's Docker root directory, where the logs are.
         docker_root: String,
     },
-    /// Pseudo-host `cluster`: encryption was on and is turned off: the controlplane hosts get
-    /// an identity-first provider file, kube-apiserver restarts there and every Secret is
-    /// rewritten in plain text, before the provider file goes (§23).
+    /// Pseudo-host `cluster`: encryption was on and is turned off (§23): every Secret is
+    /// rewritten in plain text, once the controlplane hosts that run kube-apiserver got an
+    /// identity-first provider file and restarted it (their `WriteFileSet` and
+    /// `RestartAndCheck`), and before the files step removes the provider file.
     DisableEncryption {
         reason: String,
     },
@@ -377,6 +389,11 @@ impl std::fmt::Display for Action {
                 };
                 write!(f, "{verb} the rancher-wins service ({reason})")
             }
+            Action::SweepWindowsOrphans { image } => write!(
+                f,
+                "through wins: stop the rancher-wins-* processes that outlived their wins \
+                 server ({image})"
+            ),
             Action::CleanWindowsHost {
                 directories,
                 unregister_wins,
@@ -465,11 +482,9 @@ impl std::fmt::Display for Action {
             Action::LinkLogs { containers, .. } => {
                 write!(f, "link the logs of {}", containers.join(", "))
             }
-            Action::DisableEncryption { reason } => write!(
-                f,
-                "turn encryption off: identity-first provider file on the controlplane hosts, \
-                 restart kube-apiserver, rewrite every Secret in plain text ({reason})"
-            ),
+            Action::DisableEncryption { reason } => {
+                write!(f, "rewrite every Secret in plain text ({reason})")
+            }
             Action::ApplyRbac { objects, reason } => {
                 write!(f, "apply {} ({reason})", objects.join(", "))
             }

@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 
 /// What the run wants of the cluster.
 pub struct ClusterDesired {
-    /// Encryption is on in the state the cluster runs and off in cluster.yml.
+    /// Encryption is on in the state the cluster runs and off in cluster.yml, and the
+    /// controlplane hosts' part of turning it off is planned (a kube-apiserver runs).
     pub disable_encryption: bool,
     /// Why every Secret is rewritten with the provider now first, when it is.
     pub rewrite_secrets: Option<String>,
@@ -376,9 +377,8 @@ mod tests {
         assert_eq!(
             texts(&actions),
             [
-                "turn encryption off: identity-first provider file on the controlplane hosts, \
-                 restart kube-apiserver, rewrite every Secret in plain text \
-                 (secrets_encryption_config is off in cluster.yml)",
+                "rewrite every Secret in plain text (secrets_encryption_config is off in \
+                 cluster.yml)",
                 "apply ClusterRole proxy-clusterrole-kubeapiserver (missing or changed)",
                 "save the state in Secret kube-system/full-cluster-state (the state changed)",
                 "sync node host1: +label node-role.kubernetes.io/worker=true",

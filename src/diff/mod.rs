@@ -14,6 +14,7 @@
 mod action;
 pub mod cluster;
 mod content;
+pub mod encryption;
 mod reasons;
 
 pub use action::{Action, HealthProbe, HostActions, Sealed, render_dry_run};

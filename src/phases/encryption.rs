@@ -1,7 +1,8 @@
-//! Secrets encryption at rest on a running cluster (§23): deploying the provider file to the
-//! controlplane hosts, restarting their kube-apiservers one at a time with a health check,
-//! rewriting every Secret through the API so it is stored with the first provider, and the
-//! two flows built from those steps: `rkers encrypt rotate-key` and turning encryption off.
+//! Secrets encryption at rest on a running cluster (§23): rewriting every Secret through the
+//! API so it is stored with the first provider, `rkers encrypt rotate-key` (the provider file
+//! deployed to the controlplane hosts and their kube-apiservers restarted one at a time with a
+//! health check, as actions), and the provider file that turns encryption off, which `up`
+//! deploys the same way.
 //!
 //! Rotation saves the state after every step that changes the hosts, so an interrupted run is
 //! resumed by running it again: a provider file with two keys in `currentState` means a
@@ -14,8 +15,7 @@ use crate::kubeapi::KubeApi;
 use crate::output::Reporter;
 use crate::phases::changeset::{self, Changeset, FileWrite, Pace};
 use crate::phases::executor::Executor;
-use crate::phases::files::{self, DesiredFile};
-use crate::phases::health::{self, TlsMaterial};
+use crate::phases::health::TlsMaterial;
 use crate::plan::encryption::{self, EncryptionKey};
 use crate::state::StateFile;
 use futures::StreamExt;
@@ -99,78 +99,14 @@ async fn rewrite_one(api: &Api<Secret>, ns: &str, name: &str) -> Result<(), Stri
     Err(format!("{ns}/{name}: kept changing while being rewritten"))
 }
 
-/// Writes the provider file on every controlplane host (mode 0600, beside the certificates).
-pub async fn deploy_provider_file(
-    hosts: &[Arc<Host>],
-    cluster: &Cluster,
-    text: &str,
-) -> Result<(), String> {
-    let file = DesiredFile {
-        relative_path: PROVIDER_FILE.into(),
-        contents: text.as_bytes().to_vec(),
-        mode: 0o600,
-    };
-    let image = &cluster.config.system_images.cert_downloader;
-    let registries = cluster.registry_credentials();
-    for host in hosts {
-        host.docker()
-            .ensure_image(image, &registries, &mut |_| {})
-            .await
-            .map_err(|e| e.to_string())?;
-        let dir = etc_kubernetes(cluster, host);
-        files::write_files(host.docker(), &dir, image, std::slice::from_ref(&file))
-            .await
-            .map_err(|e| format!("host {}: {e}", host.name()))?;
-    }
-    Ok(())
-}
-
 fn etc_kubernetes(cluster: &Cluster, host: &Host) -> String {
     let prefix =
         crate::plan::host_prefix_path(&cluster.config.prefix_path, &host.facts().operating_system);
     crate::plan::join_path(&[&prefix, "/etc/kubernetes"])
 }
 
-/// Restarts kube-apiserver on each controlplane host in turn and waits until it is healthy
-/// before the next, so the API stays available with more than one controlplane host.
-pub async fn restart_apiservers(
-    hosts: &[Arc<Host>],
-    tls: &TlsMaterial,
-    reporter: &Reporter,
-) -> Result<(), String> {
-    for host in hosts {
-        let progress = reporter.host_action("encryption", host.name(), "restart kube-apiserver");
-        match restart_apiserver(host, tls).await {
-            Ok(()) => progress.ok(),
-            Err(e) => {
-                progress.fail(&e);
-                return Err(format!("host {}: kube-apiserver: {e}", host.name()));
-            }
-        }
-    }
-    Ok(())
-}
-
-const APISERVER_HEALTH: &str = "https://localhost:6443/healthz";
-
-async fn restart_apiserver(host: &Host, tls: &TlsMaterial) -> Result<(), String> {
-    host.docker()
-        .stop_container(crate::plan::KUBE_APISERVER)
-        .await
-        .map_err(|e| e.to_string())?;
-    host.docker()
-        .start_container(crate::plan::KUBE_APISERVER)
-        .await
-        .map_err(|e| e.to_string())?;
-    health::wait_healthy(
-        host.link().as_ref(),
-        APISERVER_HEALTH,
-        Some(tls),
-        24,
-        |_| true,
-    )
-    .await
-}
+/// kube-apiserver's health check after a restart with a new provider file.
+pub const APISERVER_HEALTH: &str = "https://localhost:6443/healthz";
 
 /// The health check's TLS material: the cluster CA and the kube-apiserver client certificate.
 pub fn apiserver_tls(state: &StateFile) -> TlsMaterial {
@@ -185,12 +121,6 @@ pub fn apiserver_tls(state: &StateFile) -> TlsMaterial {
         client_cert_pem: get("kube-apiserver").map(|c| c.certificate_pem.clone()),
         client_key_pem: get("kube-apiserver").map(|c| c.key_pem.clone()),
     }
-}
-
-struct Context {
-    hosts: Vec<Arc<Host>>,
-    tls: TlsMaterial,
-    api: KubeApi,
 }
 
 pub struct RotateOptions {
@@ -448,41 +378,33 @@ async fn close(hosts: &[Arc<Host>]) {
     }
 }
 
-/// Turning encryption off on a cluster that has it (§23): `identity` first with the old key
-/// kept, apiservers restarted, every Secret rewritten in plaintext. The caller then deploys
-/// the cluster without the provider file and flag.
-pub async fn disable(
-    cluster: &Cluster,
+/// The provider file that turns encryption off (§23), from the one the cluster runs with
+/// (`applied`): `identity` first, its first aescbc key kept to read what it encrypted. `up`
+/// writes it on the controlplane hosts and restarts their kube-apiservers
+/// ([`crate::diff::encryption`]) before every Secret is rewritten in plain text; the
+/// restarts' health checks reach them with `state`'s certificates, which they run with.
+pub fn identity_first(
+    applied: &str,
     state: &StateFile,
-    pool: &HostPool,
-    reporter: &Reporter,
-) -> Result<(), String> {
-    let applied = &state.current_state.encryption_config;
+) -> Result<crate::diff::encryption::IdentityFirst, String> {
     let keys = encryption::aescbc_keys(applied).map_err(|e| e.to_string())?;
-    let text = encryption::render_disabled(&keys[0]);
-    let ctx = context_from_pool(cluster, state, pool).await?;
-    let mut running = 0;
-    for h in &ctx.hosts {
-        if let Ok(Some(c)) = h
-            .docker()
-            .inspect_container(crate::plan::KUBE_APISERVER)
-            .await
-            && c.running
-        {
-            running += 1;
-        }
-    }
-    if running == 0 {
-        // Nothing serves the Secrets (a removed or half-built cluster): nothing to rewrite.
-        reporter.warn(
-            "no kube-apiserver runs: Secrets are not rewritten before encryption is turned off",
+    let Some(key) = keys.first() else {
+        return Err(
+            "can't turn encryption off: the provider file the cluster runs with has no aescbc \
+             key to keep reading its Secrets with; turn it off in the custom_config instead \
+             (identity first), run `rkers up`, then remove it"
+                .into(),
         );
-        return Ok(());
-    }
-    deploy_provider_file(&ctx.hosts, cluster, &text).await?;
-    restart_apiservers(&ctx.hosts, &ctx.tls, reporter).await?;
-    rewrite_secrets(&ctx.api, reporter).await?;
-    Ok(())
+    };
+    Ok(crate::diff::encryption::IdentityFirst {
+        path: PROVIDER_FILE.into(),
+        contents: encryption::render_disabled(key).into_bytes(),
+        key: key.name.clone(),
+        check: HealthProbe {
+            url: APISERVER_HEALTH.into(),
+            tls: Some(apiserver_tls(state)),
+        },
+    })
 }
 
 /// The Kubernetes API through the admin kubeconfig.
@@ -524,21 +446,4 @@ async fn connect_controlplane(
         .await
         .map_err(|e| format!("cannot reach every controlplane host:\n{e}"))?;
     Ok(cp.iter().filter_map(|a| pool.get(a).cloned()).collect())
-}
-
-async fn context_from_pool(
-    cluster: &Cluster,
-    state: &StateFile,
-    pool: &HostPool,
-) -> Result<Context, String> {
-    let hosts: Vec<Arc<Host>> = controlplane_addresses(cluster)
-        .iter()
-        .filter_map(|a| pool.get(a).cloned())
-        .collect();
-    let api = admin_api(cluster).await?;
-    Ok(Context {
-        hosts,
-        tls: apiserver_tls(state),
-        api,
-    })
 }

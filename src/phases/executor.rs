@@ -67,9 +67,6 @@ pub enum ExecFailure {
     /// host that could not be reached, never the input.
     #[error("{0}")]
     Missing(String),
-    /// Applied by a step of its own (turning encryption off, until that is host actions).
-    #[error("applied by the {0} step, not per action")]
-    OwnStep(&'static str),
 }
 
 impl From<HostError> for ExecFailure {
@@ -532,6 +529,16 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                 );
                 Ok(())
             }
+            Action::SweepWindowsOrphans { image } => {
+                let host = self.host()?;
+                let swept = crate::phases::windows::sweep_orphans(host, image)
+                    .await
+                    .map_err(|e| ExecFailure::Helper(e.to_string()))?;
+                if !swept.stopped.is_empty() {
+                    tracing::warn!(host = host.name(), stopped = ?swept.stopped, "stopped wins-managed processes that outlived their wins server");
+                }
+                Ok(())
+            }
             Action::CleanWindowsHost {
                 unregister_wins,
                 image,
@@ -571,7 +578,9 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                     .await
                     .map_err(|e| api_failed(&e))
             }
-            Action::RewriteSecrets { .. } => {
+            // Turning encryption off rewrites them once the controlplane hosts applied their
+            // part (an identity-first provider file, kube-apiserver restarted).
+            Action::RewriteSecrets { .. } | Action::DisableEncryption { .. } => {
                 crate::phases::encryption::rewrite_secrets(exec.api().await?, &exec.reporter)
                     .await
                     .map(drop)
@@ -651,7 +660,6 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
             )
             .await
             .map_err(ExecFailure::Helper),
-            Action::DisableEncryption { .. } => Err(ExecFailure::OwnStep("disable encryption")),
             Action::ApplyRbac { .. } => exec
                 .api()
                 .await?

@@ -9,33 +9,37 @@ use crate::diff::Action;
 use crate::kubeapi::KubeApi;
 use crate::output::Reporter;
 use crate::phases::PhaseError;
-use crate::phases::changeset::CLUSTER;
 use crate::state::StateFile;
 use std::time::Duration;
 
-/// Encryption on before and off now (the planned `DisableEncryption`): Secrets are written
-/// back in plain text first (§23).
-pub(super) async fn disable_encryption(
-    cluster: &Cluster,
-    old: Option<&StateFile>,
-    run: &Run,
-    reporter: &Reporter,
-) -> Result<(), UpError> {
-    let planned = run.cluster_actions_where(|a| matches!(a, Action::DisableEncryption { .. }));
-    let (Some(action), Some(old)) = (planned.first(), old) else {
+/// Encryption on before and off now (§23), while the cluster still runs as it was: the
+/// controlplane hosts' planned identity-first provider file, written on each of them first,
+/// then their kube-apiservers restarted one at a time (the API stays up with more than one),
+/// then every Secret rewritten in plain text (the planned `DisableEncryption`).
+pub(super) async fn disable_encryption(run: &Run, reporter: &Reporter) -> Result<(), UpError> {
+    let pick: fn(&Action) -> bool = |a| matches!(a, Action::DisableEncryption { .. });
+    if run.cluster_actions_where(pick).is_empty() {
         return Ok(());
-    };
+    }
     let phase = reporter.phase("disable encryption");
-    let r = crate::phases::encryption::disable(cluster, old, &run.pool, reporter).await;
-    let failure = r.as_ref().err().map(String::as_str);
-    reporter.applied(CLUSTER, action, failure);
-    finish(
-        phase,
-        r.map_err(|e| PhaseError::Phase {
-            phase: "disable encryption".into(),
-            message: e,
-        }),
-    )
+    let r = async {
+        let steps: [fn(&Action) -> bool; 2] = [
+            |a| matches!(a, Action::WriteFileSet { .. }),
+            |a| matches!(a, Action::RestartAndCheck { .. }),
+        ];
+        for step in steps {
+            for (address, actions) in &run.actions {
+                let picked: Vec<&Action> = actions.iter().filter(|a| step(a)).collect();
+                run.executor(address)
+                    .apply(&picked)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        apply_picked(run, pick).await
+    }
+    .await;
+    finish(phase, r.map_err(phase_error("disable encryption")))
 }
 
 /// The API server of an existing cluster, for the rolling upgrade's cordons and drains; `None`

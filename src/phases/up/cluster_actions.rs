@@ -21,10 +21,26 @@ pub(super) struct PlannedCluster {
     pub(super) actions: Vec<Action>,
 }
 
+/// The provider file the cluster runs with when encryption is on there and turned off in
+/// cluster.yml.
+pub(super) fn encryption_turned_off(loaded: &Loaded) -> Option<&str> {
+    let applied = loaded
+        .old
+        .as_ref()?
+        .current_state
+        .encryption_config
+        .as_str();
+    (!applied.is_empty() && loaded.state.desired_state.encryption_config.is_empty())
+        .then_some(applied)
+}
+
+/// `disable_encryption`: the controlplane hosts' part of turning encryption off is planned
+/// ([`super::plan`]), so the Secrets are rewritten in plain text after it.
 pub(super) async fn plan_cluster(
     cluster: &Cluster,
     loaded: &Loaded,
     plan: &ClusterPlan,
+    disable_encryption: bool,
     reporter: &Reporter,
 ) -> Result<PlannedCluster, UpError> {
     let addons = crate::phases::addons::addon_plans(cluster).await?;
@@ -56,7 +72,7 @@ pub(super) async fn plan_cluster(
     );
     let rbac = rbac(cluster);
     let desired = ClusterDesired {
-        disable_encryption: !old_encryption.is_empty() && new_encryption.is_empty(),
+        disable_encryption,
         rewrite_secrets,
         rbac_objects: crate::kubeapi::authz_objects(rbac),
         state,

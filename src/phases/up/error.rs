@@ -98,6 +98,9 @@ pub enum UpError {
     /// Deleting a data directory on a host through the helper container.
     #[error("{detail}")]
     CleanDirectories { host: String, detail: String },
+    /// Encryption turned off with a provider file rkers cannot keep reading Secrets with.
+    #[error("{0}")]
+    EncryptionOff(String),
     #[error("{0}")]
     AddonsDeploy(#[from] crate::phases::addons::DeployError),
     /// A background step (the early worker plane) panicked or was cancelled.

@@ -2,7 +2,8 @@
 //! (files, least privilege on keys, images, wins, containers, restarts for changed
 //! certificates, containers its roles no longer ask for).
 
-use super::run::{EARLY_WORKER_PLANE, KNOWN_CONTAINERS, Observed};
+use super::rolling::changes_container;
+use super::run::{EARLY_WORKER_PLANE, KNOWN_CONTAINERS, Observed, WORKER_PLANE};
 use super::{files_root, kubernetes_view, kubernetes_view_map};
 use crate::diff::{self, Action, ContainerView};
 use crate::hosts;
@@ -42,8 +43,9 @@ pub(super) fn observed_view(c: &hosts::ObservedContainer) -> diff::ObservedConta
 /// files first (every host at once), calico's directories, images; on a new cluster's Linux
 /// host (`early_workers`) its [`EARLY_WORKER_PLANE`]; wins; etcd members leaving (their etcd
 /// containers with them), then joining; then the containers plane by plane, in the order of
-/// `planes` (the host's etcd, control and worker planes) and of each plane's list. The sort is
-/// stable: actions of one rank keep their order.
+/// `planes` (the host's etcd, control and worker planes) and of each plane's list, a Windows
+/// worker's orphan sweep ahead of its worker plane. The sort is stable: actions of one rank
+/// keep their order.
 pub(crate) fn in_run_order(actions: &mut [Action], early_workers: bool, planes: &[&[&str]]) {
     let container_of = |a: &Action| match a {
         Action::CreateContainer { name, .. }
@@ -54,10 +56,13 @@ pub(crate) fn in_run_order(actions: &mut [Action], early_workers: bool, planes: 
         _ => None,
     };
     let in_planes = |name: &str| {
-        planes
-            .iter()
-            .enumerate()
-            .find_map(|(i, plane)| plane.iter().position(|n| *n == name).map(|at| (10 + i, at)))
+        planes.iter().enumerate().find_map(|(i, plane)| {
+            // 0 is the place before the plane's first container.
+            plane
+                .iter()
+                .position(|n| *n == name)
+                .map(|at| (10 + i, at + 1))
+        })
     };
     let rank = |a: &Action| -> (usize, usize) {
         match a {
@@ -76,6 +81,10 @@ pub(crate) fn in_run_order(actions: &mut [Action], early_workers: bool, planes: 
             Action::LinkLogs { .. } => (30, 0),
             // Right before the etcd container it prepares (listed just before it).
             Action::FixEtcdPermissions { .. } => in_planes(plan::ETCD).unwrap_or((20, 0)),
+            // Before the worker plane has wins start anything.
+            Action::SweepWindowsOrphans { .. } => in_planes(plan::KUBELET)
+                .map(|(p, _)| (p, 0))
+                .unwrap_or((20, 0)),
             _ => match container_of(a) {
                 Some(n) if early_workers && EARLY_WORKER_PLANE.contains(&n.as_str()) => (3, 0),
                 // A host leaving etcd loses its etcd containers with its membership.
@@ -237,6 +246,17 @@ pub(super) fn host_actions(
         }
     }
     replaced_by_worker_plane(&mut actions);
+    // A Windows worker whose worker plane changes: wins is about to start processes, and one
+    // that outlived its wins server makes every start fail at wins' rename (windows-wins.md
+    // §5.3). A run that changes none of its containers runs no sweep either.
+    if windows.is_some()
+        && let Some(sidekick) = h.containers.get(plan::SERVICE_SIDEKICK)
+        && actions.iter().any(|a| changes_container(a, WORKER_PLANE))
+    {
+        actions.push(Action::SweepWindowsOrphans {
+            image: sidekick.image.clone(),
+        });
+    }
     actions
 }
 

@@ -94,13 +94,13 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         reporter,
     ));
     runner.probe_failed_hosts(run.pool.hosts());
-    let (old, old_current) = (loaded.old.as_ref(), loaded.old_current.as_ref());
+    let old_current = loaded.old_current.as_ref();
 
     // 4. apply
     // Encryption turned off: Secrets go back to plain text while the cluster still runs as it
     // was, before the files step removes the provider file; done after it, the step wrote the
     // file back and the next `up` had to remove it again (§23).
-    cluster::disable_encryption(cluster, old, &run, reporter).await?;
+    cluster::disable_encryption(&run, reporter).await?;
     files::apply_files(&run, &runner).await?;
     cluster.write_admin_kubeconfig(&run.bundle, reporter)?;
     // A new cluster's kubelets start while etcd and the control plane come up

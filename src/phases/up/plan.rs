@@ -9,8 +9,9 @@ use super::observe::{guard_existing_cluster, observe};
 use super::removed_hosts::observe_removed;
 use super::run::{CONTROL_PLANE, ETCD_PLANE, RemovedHost, WORKER_PLANE};
 use super::state::Loaded;
-use super::{UpError, UpOptions, host_files, kubernetes_view_map};
+use super::{UpError, UpOptions, etc_kubernetes, host_files, kubernetes_view_map};
 use crate::cluster::Cluster;
+use crate::diff::encryption::ApiserverHost;
 use crate::diff::{Action, HostActions};
 use crate::hosts::{self, HostPool};
 use crate::output::Reporter;
@@ -248,6 +249,14 @@ pub(super) async fn plan(
             shown.actions = list.clone();
         }
     }
+    let disabling = plan_disable_encryption(
+        loaded,
+        &cluster_plan,
+        &observed,
+        &mut actions,
+        &mut all_actions,
+        reporter,
+    )?;
     let removed = observe_removed(
         cluster,
         old_current.as_ref(),
@@ -285,7 +294,7 @@ pub(super) async fn plan(
             shown.actions.push(links);
         }
     }
-    let cluster_planned = plan_cluster(cluster, loaded, &cluster_plan, reporter).await?;
+    let cluster_planned = plan_cluster(cluster, loaded, &cluster_plan, disabling, reporter).await?;
     if !cluster_planned.actions.is_empty() {
         all_actions.push(HostActions {
             host: crate::phases::changeset::CLUSTER.to_string(),
@@ -307,6 +316,58 @@ pub(super) async fn plan(
         removed,
         adoption,
     })
+}
+
+/// Encryption on in the state the cluster runs and off in cluster.yml (§23): each
+/// controlplane host that runs kube-apiserver first gets the identity-first provider file and
+/// restarts kube-apiserver with it, before anything else the host does (the files step then
+/// removes the provider file). Returns whether that is planned, and with it the rewrite of
+/// every Secret; when no kube-apiserver runs, nothing serves the Secrets and the dry run says
+/// so as the run does.
+fn plan_disable_encryption(
+    loaded: &Loaded,
+    cluster_plan: &ClusterPlan,
+    observed: &BTreeMap<String, super::run::Observed>,
+    actions: &mut BTreeMap<String, Vec<Action>>,
+    all_actions: &mut [HostActions],
+    reporter: &Reporter,
+) -> Result<bool, UpError> {
+    let (Some(applied), Some(old)) = (
+        super::cluster_actions::encryption_turned_off(loaded),
+        loaded.old.as_ref(),
+    ) else {
+        return Ok(false);
+    };
+    let file =
+        crate::phases::encryption::identity_first(applied, old).map_err(UpError::EncryptionOff)?;
+    let hosts: Vec<ApiserverHost> = cluster_plan
+        .hosts
+        .iter()
+        .filter(|h| h.roles.controlplane)
+        .map(|h| ApiserverHost {
+            address: h.address.clone(),
+            dir: etc_kubernetes(h),
+            runs_apiserver: observed[&h.address]
+                .containers
+                .get(plan::KUBE_APISERVER)
+                .is_some_and(|c| c.running),
+        })
+        .collect();
+    let Some(per_host) = crate::diff::encryption::disable_encryption(&hosts, &file) else {
+        reporter.warn(
+            "no kube-apiserver runs: Secrets are not rewritten before encryption is turned off",
+        );
+        return Ok(false);
+    };
+    for (address, first) in per_host {
+        if let Some(list) = actions.get_mut(&address) {
+            list.splice(0..0, first);
+            if let Some(shown) = all_actions.iter_mut().find(|x| x.host == address) {
+                shown.actions = list.clone();
+            }
+        }
+    }
+    Ok(true)
 }
 
 /// The checks that may still refuse the run before anything changes: a webhook that would

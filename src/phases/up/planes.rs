@@ -3,7 +3,6 @@
 
 use super::containers::{apply_container, remove_unplanned, start_container};
 use super::files::pull_host_images;
-use super::rolling::plane_changes;
 use super::run::{EARLY_WORKER_PLANE, Run, WORKER_PLANE};
 use super::windows::sweep_windows_orphans;
 use super::{UpError, finish};
@@ -145,13 +144,8 @@ pub(super) async fn apply_plane_on(run: &Run, address: &str, names: &[&str]) -> 
     let h = run.host_plan(address);
     let host = run.host(address);
     remove_unplanned(run, h, names).await?;
-    // Only when wins is about to start something: a run that changes nothing on the host
-    // touches none of its containers, the sweep's one-shot included.
-    if names == WORKER_PLANE
-        && run.plan.windows.contains_key(address)
-        && plane_changes(run, address, WORKER_PLANE)
-    {
-        sweep_windows_orphans(host, h).await?;
+    if names == WORKER_PLANE {
+        sweep_windows_orphans(run, address).await?;
     }
     for name in names {
         if h.containers.contains_key(*name) {

@@ -284,6 +284,40 @@ pub(super) fn a_windows_worker_in_its_planned_state_needs_no_host_step() {
     );
 }
 
+/// The orphan sweep comes after wins and before the first container wins starts, and only
+/// when the worker plane changes.
+#[test]
+pub(super) fn a_windows_worker_sweeps_orphans_before_its_worker_plane_changes() {
+    let h = windows_worker();
+    let obs = observed(&desired(), &[], running_wins());
+    let mut actions = host_actions(&h, &obs, &desired(), &desired());
+    in_run_order(&mut actions, false, &[WORKER_PLANE]);
+    let shown: Vec<String> = actions.iter().map(|a| a.to_string()).collect();
+    assert_eq!(
+        shown[shown.len() - 2..],
+        [
+            "through wins: stop the rancher-wins-* processes that outlived their wins server \
+             (rancher/rke-tools:v0.1.89-windows)",
+            "create and start container service-sidekick (rancher/rke-tools:v0.1.89-windows)",
+        ],
+        "{shown:#?}"
+    );
+    // Its sidekick runs as planned: nothing for wins to start, nothing to sweep.
+    let mut obs = observed(&desired(), &[], running_wins());
+    let sidekick = &h.containers[plan::SERVICE_SIDEKICK];
+    obs.containers.insert(
+        plan::SERVICE_SIDEKICK.into(),
+        crate::hosts::ObservedContainer {
+            running: true,
+            image: sidekick.image.clone(),
+            ..Default::default()
+        },
+    );
+    obs.images.insert(sidekick.image.clone(), Some(Vec::new()));
+    let actions = host_actions(&h, &obs, &desired(), &desired());
+    assert_eq!(actions, [], "{actions:?}");
+}
+
 #[test]
 pub(super) fn wins_restarts_only_for_a_config_change_and_starts_when_stopped() {
     let h = windows_worker();

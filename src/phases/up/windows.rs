@@ -4,9 +4,7 @@
 use super::run::Run;
 use super::{UpError, finish};
 use crate::diff::Action;
-use crate::hosts::Host;
 use crate::phases::Runner;
-use crate::plan::{self, HostPlan};
 use std::sync::Arc;
 
 /// Installs, registers and (re)starts wins on the Windows workers that need it, after their
@@ -54,17 +52,15 @@ pub(super) async fn prepare_windows_host(run: &Run, address: &str) -> Result<(),
         .map_err(|e| e.to_string())
 }
 
-/// Before wins starts anything on a Windows worker, processes that outlived their wins server
-/// must go, or every start fails at wins' rename (windows-wins.md §5.3).
-pub(super) async fn sweep_windows_orphans(host: &Host, h: &HostPlan) -> Result<(), String> {
-    let Some(sidekick) = h.containers.get(plan::SERVICE_SIDEKICK) else {
-        return Ok(());
-    };
-    let swept = crate::phases::windows::sweep_orphans(host, &sidekick.image)
+/// A Windows worker's planned orphan sweep, before its worker plane has wins start anything
+/// (planned only when that plane changes).
+pub(super) async fn sweep_windows_orphans(run: &Run, address: &str) -> Result<(), String> {
+    let sweep: Vec<&Action> = run.actions[address]
+        .iter()
+        .filter(|a| matches!(a, Action::SweepWindowsOrphans { .. }))
+        .collect();
+    run.executor(address)
+        .apply(&sweep)
         .await
-        .map_err(|e| e.to_string())?;
-    if !swept.stopped.is_empty() {
-        tracing::warn!(host = host.name(), stopped = ?swept.stopped, "stopped wins-managed processes that outlived their wins server");
-    }
-    Ok(())
+        .map_err(|e| e.to_string())
 }
