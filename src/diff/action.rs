@@ -309,6 +309,18 @@ pub struct HealthProbe {
     pub tls: Option<crate::phases::health::TlsMaterial>,
 }
 
+impl Action {
+    /// The container a create or recreate brings up new.
+    pub fn new_container(&self) -> Option<&str> {
+        match self {
+            Action::CreateContainer { name, .. } | Action::RecreateContainer { name, .. } => {
+                Some(name)
+            }
+            _ => None,
+        }
+    }
+}
+
 fn octal<S: serde::Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format!("{mode:04o}"))
 }

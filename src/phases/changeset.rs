@@ -1,9 +1,10 @@
 //! The changeset of a command other than `up` (`remove`, `cert rotate`, `encrypt rotate-key`,
 //! `etcd snapshot-save`/`snapshot-restore`): every change it makes, as [`Action`]s grouped in
 //! ordered stages, built once from what was observed. `--dry-run` prints it through
-//! [`Reporter::planned`]; the real run applies exactly it, action by action, through the
-//! command's own `apply` function, and reports each one through [`Reporter::applied`]. So the
-//! dry run and the run cannot disagree about what happens, only about whether it worked.
+//! [`crate::output::Reporter::planned`]; the real run applies exactly it, action by action,
+//! through the one executor ([`crate::phases::executor::Executor::apply_stage`]), which reports
+//! each one through [`crate::output::Reporter::applied`]. So the dry run and the run cannot
+//! disagree about what happens, only about whether it worked.
 //!
 //! A stage is what the command's ordering needs: its hosts run in parallel (under the run's
 //! concurrency limit) or one at a time, each host's actions in order, and a stage starts only

@@ -227,12 +227,8 @@ pub(super) fn log_links(
     }
     let containers: Vec<String> = actions
         .iter()
-        .filter_map(|a| match a {
-            Action::CreateContainer { name, .. } | Action::RecreateContainer { name, .. } => {
-                Some(name.clone())
-            }
-            _ => None,
-        })
+        .filter_map(Action::new_container)
+        .map(str::to_string)
         .collect();
     (!containers.is_empty()).then(|| Action::LinkLogs {
         containers,

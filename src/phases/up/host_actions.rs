@@ -395,12 +395,8 @@ pub(super) fn wins_actions(
 fn replaced_by_worker_plane(actions: &mut [Action]) {
     let replaced: Vec<String> = actions
         .iter()
-        .filter_map(|a| match a {
-            Action::CreateContainer { name, .. } | Action::RecreateContainer { name, .. } => {
-                Some(name.clone())
-            }
-            _ => None,
-        })
+        .filter_map(Action::new_container)
+        .map(str::to_string)
         .collect();
     for a in actions.iter_mut() {
         if let Action::StartWins { replaced: r, .. } = a {
