@@ -24,75 +24,44 @@ use rkers::api::{
     RemoveRequest, SshTransport, StateStore, StateVersion, Status, UpRequest,
 };
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// One sandbox instance with one host, and the cluster.yml it wrote.
 struct Instance {
-    label: &'static str,
-    envs: Vec<(String, String)>,
-    script: PathBuf,
-    dir: PathBuf,
+    host: support::docker_host::Instance,
     cluster_yml: String,
     address: String,
 }
 
 impl Instance {
-    fn from_var(var: &str, label: &'static str) -> Result<Instance, String> {
+    fn from_var(var: &str) -> Result<Instance, String> {
         let words = std::env::var(var).map_err(|_| format!("{var} is not set"))?;
-        let envs: Vec<(String, String)> = words
-            .split_whitespace()
-            .filter_map(|w| w.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let get = |k: &str| envs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-        let dir = PathBuf::from(
-            get("RKERS_SANDBOX_DIR").ok_or(format!("{var} has no RKERS_SANDBOX_DIR"))?,
-        );
-        let script = get("RKERS_SANDBOX_SCRIPT")
-            .map(PathBuf::from)
-            .unwrap_or_else(support::Sandbox::script);
-        let mut instance = Instance {
-            label,
-            envs,
-            script,
-            dir,
-            cluster_yml: String::new(),
-            address: String::new(),
-        };
+        let host = support::docker_host::Instance::from_words(&words)
+            .map_err(|e| format!("{var}: {e}"))?;
         // Fresh hosts: a cluster an earlier run left there would be refused as foreign.
-        instance.sandbox(&["down", "--purge"]);
-        let out = instance.sandbox(&["up", "--hosts", "1", "--roles", "default"]);
+        host.sandbox(&["down", "--purge"]);
+        let out = host.sandbox(&["up", "--hosts", "1", "--roles", "default"]);
         let path = PathBuf::from(out.lines().last().unwrap_or_default().trim());
-        instance.cluster_yml = std::fs::read_to_string(&path)
+        let cluster_yml = std::fs::read_to_string(&path)
             .map_err(|e| format!("{}: {e} (sandbox output: {out})", path.display()))?;
-        instance.address = support::Sandbox {
-            dir: instance.dir.clone(),
-            cluster_yml: instance.cluster_yml.clone(),
+        let address = support::Sandbox {
+            dir: host.dir.clone(),
+            cluster_yml: cluster_yml.clone(),
         }
         .node_addresses()
         .first()
         .cloned()
         .ok_or("the sandbox's cluster.yml has no node")?;
-        Ok(instance)
+        Ok(Instance {
+            host,
+            cluster_yml,
+            address,
+        })
     }
 
     fn sandbox(&self, args: &[&str]) -> String {
-        let out = Command::new("bash")
-            .arg(&self.script)
-            .args(args)
-            .envs(self.envs.iter().map(|(k, v)| (k, v)))
-            .output()
-            .expect("run scripts/sandbox");
-        assert!(
-            out.status.success(),
-            "{}: scripts/sandbox {args:?} failed: {}{}",
-            self.label,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        self.host.sandbox(args)
     }
 
     /// An operation on this instance's cluster, its events collected.
@@ -102,7 +71,7 @@ impl Instance {
         let sink: EventSink = Arc::new(move |e| into.lock().unwrap().push(e));
         // The sandbox records its hosts' keys there on every `up`.
         let transport = SshTransport {
-            known_hosts: Some(self.dir.join("ssh/known_hosts")),
+            known_hosts: Some(self.host.dir.join("ssh/known_hosts")),
             strict_host_keys: false,
         };
         let op = Operation::new(ClusterInput::Yaml(self.cluster_yml.clone()), store)
@@ -153,8 +122,8 @@ async fn two_clusters_in_one_process_and_a_cancelled_up() {
         return;
     }
     let (a, b) = match (
-        Instance::from_var("RKERS_API_E2E_A", "A"),
-        Instance::from_var("RKERS_API_E2E_B", "B"),
+        Instance::from_var("RKERS_API_E2E_A"),
+        Instance::from_var("RKERS_API_E2E_B"),
     ) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => {

@@ -209,22 +209,6 @@ impl<'a> Executor<'a> {
         }
     }
 
-    /// Applies a changeset's stages in order through this executor and stops after the first
-    /// stage in which a host failed; returns the hosts that failed there, with why.
-    pub async fn apply_changeset(
-        &self,
-        changes: &changeset::Changeset,
-        runner: &crate::phases::Runner,
-    ) -> Result<(), Vec<(String, String)>> {
-        for stage in &changes.stages {
-            let failures = self.apply_stage(stage, runner).await;
-            if !failures.is_empty() {
-                return Err(failures);
-            }
-        }
-        Ok(())
-    }
-
     /// Applies one stage: each host's actions in order, at the stage's pace; a host stops at
     /// its first failed action. Returns the hosts that failed, with why.
     pub async fn apply_stage(
@@ -323,41 +307,16 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
         let mut files: FileBatch<'x> = FileBatch::default();
         let mut calico: Vec<&'x Action> = Vec::new();
         for &action in actions {
-            match action {
-                Action::UploadFile { file, .. } => {
-                    files.add(action, |b| b.upload.push((**file).clone()));
-                    continue;
-                }
-                Action::RemoveFile { path, .. } => {
-                    files.add(action, |b| b.remove.push(path.clone()));
-                    continue;
-                }
-                Action::SetFileMode {
-                    path,
-                    mode,
-                    uid,
-                    gid,
-                    ..
-                } => {
-                    let change = files::ModeChange {
-                        relative_path: path.clone(),
-                        mode: *mode,
-                        uid: *uid,
-                        gid: *gid,
-                    };
-                    files.add(action, |b| b.modes.push(change));
-                    continue;
-                }
-                Action::CreateDirectories { paths } => {
-                    files.add(action, |b| b.directories.extend(paths.iter().cloned()));
-                    continue;
-                }
+            if files.take(action) {
+                continue;
+            }
+            if matches!(
+                action,
+                Action::EnsureCniDirectory { .. } | Action::WriteTmpfilesEntry { .. }
+            ) {
                 // One helper writes every directory and the entry.
-                Action::EnsureCniDirectory { .. } | Action::WriteTmpfilesEntry { .. } => {
-                    calico.push(action);
-                    continue;
-                }
-                _ => {}
+                calico.push(action);
+                continue;
             }
             // Files written so far go first: what follows may read them.
             self.flush(&mut files).await?;
@@ -377,35 +336,13 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
         let api_failed = |e: &dyn std::fmt::Display| ExecFailure::Api(e.to_string());
         match action {
             // `apply` gathers these and writes them together; one alone is written the same way.
-            Action::UploadFile { file, .. } => {
-                let root = self.files_root.as_str();
-                self.write_files(root, &[(**file).clone()], &[], &[], &[])
-                    .await
-            }
-            Action::RemoveFile { path, .. } => {
-                let root = self.files_root.as_str();
-                let rel = self.relative(path)?;
-                self.write_files(root, &[], &[], &[rel], &[]).await
-            }
-            Action::SetFileMode {
-                path,
-                mode,
-                uid,
-                gid,
-                ..
-            } => {
-                let root = self.files_root.as_str();
-                let change = files::ModeChange {
-                    relative_path: self.relative(path)?,
-                    mode: *mode,
-                    uid: *uid,
-                    gid: *gid,
-                };
-                self.write_files(root, &[], &[], &[], &[change]).await
-            }
-            Action::CreateDirectories { paths } => {
-                let root = self.files_root.as_str();
-                self.write_files(root, &[], paths, &[], &[]).await
+            Action::UploadFile { .. }
+            | Action::RemoveFile { .. }
+            | Action::SetFileMode { .. }
+            | Action::CreateDirectories { .. } => {
+                let mut batch = FileBatch::default();
+                batch.take(action);
+                self.write_batch(&batch).await
             }
             Action::EnsureCniDirectory { image, .. } | Action::WriteTmpfilesEntry { image, .. } => {
                 crate::doctor::probe::apply_calico_fix(
@@ -705,33 +642,37 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
         let Some(first) = batch.actions.first().copied() else {
             return Ok(());
         };
-        let base = self.files_root.clone();
-        let rel = |path: &str| {
-            path.strip_prefix(base.as_str())
-                .map(|r| r.trim_start_matches('/').to_string())
-        };
-        let stale: Vec<String> = batch.remove.iter().filter_map(|p| rel(p)).collect();
-        let modes: Vec<files::ModeChange> = batch
-            .modes
-            .iter()
-            .filter_map(|m| {
-                Some(files::ModeChange {
-                    relative_path: rel(&m.relative_path)?,
-                    ..m.clone()
-                })
-            })
-            .collect();
         let result = self
-            .write_files(&base, &batch.upload, &batch.directories, &stale, &modes)
-            .await;
-        let error = result.as_ref().err().map(|e| {
-            self.fail(first, ExecFailure::Helper(e.to_string()))
-                .to_string()
-        });
+            .write_batch(&batch)
+            .await
+            .map_err(|e| self.fail(first, e));
+        let error = result.as_ref().err().map(|e| e.to_string());
         for a in &batch.actions {
             self.exec.reporter.applied(self.name, a, error.as_deref());
         }
-        result.map_err(|e| self.fail(first, e))
+        result
+    }
+
+    /// A batch of file actions in one write, their paths made relative to the files root.
+    async fn write_batch(&self, batch: &FileBatch<'_>) -> Result<(), ExecFailure> {
+        let stale = batch
+            .remove
+            .iter()
+            .map(|p| self.relative(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        let modes = batch
+            .modes
+            .iter()
+            .map(|m| {
+                Ok(files::ModeChange {
+                    relative_path: self.relative(&m.relative_path)?,
+                    ..m.clone()
+                })
+            })
+            .collect::<Result<Vec<_>, ExecFailure>>()?;
+        let root = self.files_root.as_str();
+        self.write_files(root, &batch.upload, &batch.directories, &stale, &modes)
+            .await
     }
 
     /// calico's runtime directories and their tmpfiles.d entry, in one helper container
@@ -756,14 +697,9 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
         spec: &plan::ContainerSpec,
         start: bool,
     ) -> Result<(), ExecFailure> {
-        let spec = docker_spec(spec);
         let docker = self.host()?.docker();
         docker.remove_container(name).await?;
-        docker.create_container(name, &spec).await?;
-        if start {
-            docker.start_container(name).await?;
-        }
-        Ok(())
+        create_and_start(docker, name, spec, start).await
     }
 
     /// RKE1's rolling replace (§22.1): the old container is kept aside until the new one
@@ -774,16 +710,12 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
         spec: &plan::ContainerSpec,
         start: bool,
     ) -> Result<(), ExecFailure> {
-        let spec = docker_spec(spec);
         let docker = self.host()?.docker();
         let old = format!("old-{name}");
         docker.remove_container(&old).await?;
         docker.stop_container(name).await?;
         docker.rename_container(name, &old).await?;
-        docker.create_container(name, &spec).await?;
-        if start {
-            docker.start_container(name).await?;
-        }
+        create_and_start(docker, name, spec, start).await?;
         docker.remove_container(&old).await?;
         Ok(())
     }
@@ -838,21 +770,54 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
     }
 }
 
+/// Creates the planned container `name`, and starts it when it is one that runs.
+async fn create_and_start(
+    docker: &hosts::DockerClient,
+    name: &str,
+    spec: &plan::ContainerSpec,
+    start: bool,
+) -> Result<(), ExecFailure> {
+    docker.create_container(name, &docker_spec(spec)).await?;
+    if start {
+        docker.start_container(name).await?;
+    }
+    Ok(())
+}
+
 /// A host's file actions, written together (one helper container or one host-agent call).
 #[derive(Default)]
 struct FileBatch<'a> {
     actions: Vec<&'a Action>,
     upload: Vec<DesiredFile>,
-    /// Absolute paths, as the actions carry them.
+    /// Absolute paths, as the actions carry them (the modes' too).
     remove: Vec<String>,
     modes: Vec<files::ModeChange>,
     directories: Vec<String>,
 }
 
 impl<'a> FileBatch<'a> {
-    fn add(&mut self, action: &'a Action, f: impl FnOnce(&mut Self)) {
+    /// Takes `action` into the batch when it is a file action.
+    fn take(&mut self, action: &'a Action) -> bool {
+        match action {
+            Action::UploadFile { file, .. } => self.upload.push((**file).clone()),
+            Action::RemoveFile { path, .. } => self.remove.push(path.clone()),
+            Action::SetFileMode {
+                path,
+                mode,
+                uid,
+                gid,
+                ..
+            } => self.modes.push(files::ModeChange {
+                relative_path: path.clone(),
+                mode: *mode,
+                uid: *uid,
+                gid: *gid,
+            }),
+            Action::CreateDirectories { paths } => self.directories.extend(paths.iter().cloned()),
+            _ => return false,
+        }
         self.actions.push(action);
-        f(self);
+        true
     }
 }
 

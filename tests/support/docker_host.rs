@@ -27,26 +27,30 @@ impl Instance {
             ));
             return None;
         };
+        let sb = Instance::from_words(&words).expect("a sandbox instance's environment");
+        sb.sandbox(&["down", "--purge"]);
+        sb.sandbox(&["up", "--hosts", "1", "--roles", "default"]);
+        Some(sb)
+    }
+
+    /// The instance a sandbox environment names, as `KEY=VALUE` words; nothing is started.
+    pub fn from_words(words: &str) -> Result<Instance, String> {
         let envs: Vec<(String, String)> = words
             .split_whitespace()
             .filter_map(|w| w.split_once('='))
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let get = |k: &str| envs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-        let sb = Instance {
-            dir: PathBuf::from(
-                get("RKERS_SANDBOX_DIR").expect("RKERS_SANDBOX_DIR in the instance"),
-            ),
+        Ok(Instance {
+            dir: PathBuf::from(get("RKERS_SANDBOX_DIR").ok_or("no RKERS_SANDBOX_DIR")?),
             script: get("RKERS_SANDBOX_SCRIPT")
                 .map(PathBuf::from)
                 .unwrap_or_else(super::Sandbox::script),
             envs,
-        };
-        sb.sandbox(&["down", "--purge"]);
-        sb.sandbox(&["up", "--hosts", "1", "--roles", "default"]);
-        Some(sb)
+        })
     }
 
+    /// Runs scripts/sandbox for this instance; panics with its output on failure.
     pub fn sandbox(&self, args: &[&str]) -> String {
         let out = Command::new("bash")
             .arg(&self.script)
@@ -56,7 +60,8 @@ impl Instance {
             .expect("run scripts/sandbox");
         assert!(
             out.status.success(),
-            "scripts/sandbox {args:?} failed: {}{}",
+            "scripts/sandbox {args:?} ({}) failed: {}{}",
+            self.dir.display(),
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
