@@ -15,6 +15,30 @@ static TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/calico-v3.17.1.yaml.j2"),
     ),
     (
+        "calico-v3.19.0",
+        include_str!("../../templates/calico-v3.19.0.yaml.j2"),
+    ),
+    (
+        "calico-v3.21.1",
+        include_str!("../../templates/calico-v3.21.1.yaml.j2"),
+    ),
+    (
+        "calico-v3.22.5-rancher2",
+        include_str!("../../templates/calico-v3.22.5-rancher2.yaml.j2"),
+    ),
+    (
+        "calico-v3.22.5",
+        include_str!("../../templates/calico-v3.22.5.yaml.j2"),
+    ),
+    (
+        "calico-v3.24.1",
+        include_str!("../../templates/calico-v3.24.1.yaml.j2"),
+    ),
+    (
+        "calico-v3.25.0",
+        include_str!("../../templates/calico-v3.25.0.yaml.j2"),
+    ),
+    (
         "calico-v3.26.1-rancher2",
         include_str!("../../templates/calico-v3.26.1-rancher2.yaml.j2"),
     ),
@@ -45,6 +69,30 @@ static TEMPLATES: &[(&str, &str)] = &[
     (
         "canal-v3.17.1",
         include_str!("../../templates/canal-v3.17.1.yaml.j2"),
+    ),
+    (
+        "canal-v3.19.0",
+        include_str!("../../templates/canal-v3.19.0.yaml.j2"),
+    ),
+    (
+        "canal-v3.21.1",
+        include_str!("../../templates/canal-v3.21.1.yaml.j2"),
+    ),
+    (
+        "canal-v3.22.5-rancher2",
+        include_str!("../../templates/canal-v3.22.5-rancher2.yaml.j2"),
+    ),
+    (
+        "canal-v3.22.5",
+        include_str!("../../templates/canal-v3.22.5.yaml.j2"),
+    ),
+    (
+        "canal-v3.24.1",
+        include_str!("../../templates/canal-v3.24.1.yaml.j2"),
+    ),
+    (
+        "canal-v3.25.0",
+        include_str!("../../templates/canal-v3.25.0.yaml.j2"),
     ),
     (
         "canal-v3.26.1-rancher2",
