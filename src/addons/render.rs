@@ -135,6 +135,18 @@ static TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/coredns-v1.8.3-rancher3.yaml.j2"),
     ),
     (
+        "flannel-v0.14.0-rancher2",
+        include_str!("../../templates/flannel-v0.14.0-rancher2.yaml.j2"),
+    ),
+    (
+        "flannel-v0.14.0",
+        include_str!("../../templates/flannel-v0.14.0.yaml.j2"),
+    ),
+    (
+        "flannel-v0.19.2",
+        include_str!("../../templates/flannel-v0.19.2.yaml.j2"),
+    ),
+    (
         "flannel-v0.21.4",
         include_str!("../../templates/flannel-v0.21.4.yaml.j2"),
     ),
@@ -145,6 +157,18 @@ static TEMPLATES: &[(&str, &str)] = &[
     (
         "flannel-v0.25.1",
         include_str!("../../templates/flannel-v0.25.1.yaml.j2"),
+    ),
+    (
+        "flannel-v0.26.4",
+        include_str!("../../templates/flannel-v0.26.4.yaml.j2"),
+    ),
+    (
+        "flannel-v0.27.3",
+        include_str!("../../templates/flannel-v0.27.3.yaml.j2"),
+    ),
+    (
+        "flannel-v0.28.1",
+        include_str!("../../templates/flannel-v0.28.1.yaml.j2"),
     ),
     (
         "flannel-v1.16",
