@@ -135,6 +135,10 @@ static TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/coredns-v1.8.3-rancher3.yaml.j2"),
     ),
     (
+        "coredns-v1.8.3",
+        include_str!("../../templates/coredns-v1.8.3.yaml.j2"),
+    ),
+    (
         "flannel-v0.14.0-rancher2",
         include_str!("../../templates/flannel-v0.14.0-rancher2.yaml.j2"),
     ),
@@ -181,6 +185,10 @@ static TEMPLATES: &[(&str, &str)] = &[
     (
         "metricsserver-v0.5.0",
         include_str!("../../templates/metricsserver-v0.5.0.yaml.j2"),
+    ),
+    (
+        "metricsserver-v0.5.2",
+        include_str!("../../templates/metricsserver-v0.5.2.yaml.j2"),
     ),
     (
         "metricsserver-v0.6.1",
