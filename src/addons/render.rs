@@ -203,6 +203,10 @@ static TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/metricsserver-v1.20.yaml.j2"),
     ),
     (
+        "nginxingress-v0.48.1",
+        include_str!("../../templates/nginxingress-v0.48.1.yaml.j2"),
+    ),
+    (
         "nginxingress-v0.49.3",
         include_str!("../../templates/nginxingress-v0.49.3.yaml.j2"),
     ),
@@ -211,8 +215,16 @@ static TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/nginxingress-v1.1.0-rancher2.yaml.j2"),
     ),
     (
+        "nginxingress-v1.1.0-rancher3",
+        include_str!("../../templates/nginxingress-v1.1.0-rancher3.yaml.j2"),
+    ),
+    (
         "nginxingress-v1.1.0-rancher4",
         include_str!("../../templates/nginxingress-v1.1.0-rancher4.yaml.j2"),
+    ),
+    (
+        "nginxingress-v1.1.0",
+        include_str!("../../templates/nginxingress-v1.1.0.yaml.j2"),
     ),
     (
         "nginxingress-v1.10.1-rancher1",
@@ -227,12 +239,32 @@ static TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/nginxingress-v1.11.2-rancher2.yaml.j2"),
     ),
     (
+        "nginxingress-v1.11.3-rancher1",
+        include_str!("../../templates/nginxingress-v1.11.3-rancher1.yaml.j2"),
+    ),
+    (
+        "nginxingress-v1.12.0-rancher1",
+        include_str!("../../templates/nginxingress-v1.12.0-rancher1.yaml.j2"),
+    ),
+    (
         "nginxingress-v1.15.12",
         include_str!("../../templates/nginxingress-v1.15.12.yaml.j2"),
     ),
     (
         "nginxingress-v1.2.0-rancher1",
         include_str!("../../templates/nginxingress-v1.2.0-rancher1.yaml.j2"),
+    ),
+    (
+        "nginxingress-v1.2.0-rancher2",
+        include_str!("../../templates/nginxingress-v1.2.0-rancher2.yaml.j2"),
+    ),
+    (
+        "nginxingress-v1.5.1-rancher2",
+        include_str!("../../templates/nginxingress-v1.5.1-rancher2.yaml.j2"),
+    ),
+    (
+        "nginxingress-v1.7.0-rancher1",
+        include_str!("../../templates/nginxingress-v1.7.0-rancher1.yaml.j2"),
     ),
     (
         "nginxingress-v1.8.1-rancher1",
