@@ -551,14 +551,24 @@ fn system_images_of_versions_rke1_offered() {
             .stdout(predicate::str::contains("rancher/rke-tools:"));
     }
     rkers()
-        .args(["config", "--system-images", "--version", "v1.32.13-rancher1-2"])
+        .args([
+            "config",
+            "--system-images",
+            "--version",
+            "v1.32.13-rancher1-2",
+        ])
         .assert()
         .failure()
         .stderr(predicate::str::contains(
             "v1.32.13-rancher1-2 has no published metadata (RKE Extended Life)",
         ));
     rkers()
-        .args(["config", "--system-images", "--version", "v1.32.14-rancher1-1"])
+        .args([
+            "config",
+            "--system-images",
+            "--version",
+            "v1.32.14-rancher1-1",
+        ])
         .assert()
         .failure()
         .stderr(predicate::str::contains(

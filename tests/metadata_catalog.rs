@@ -323,7 +323,10 @@ fn current_versions_pick_the_newest_patch_of_each_offered_minor() {
     assert!(catalog().is_supported("v1.27.16-rancher1-1"));
     assert!(catalog().is_supported("v1.20.4-rancher1-1"));
 
-    let rke17 = catalog_with(|d| d.rke_version = "v1.7.3".to_string());
+    let rke17 = catalog_with(|d| {
+        d.rke_version = "v1.7.3".to_string();
+        d.default_version = "v1.31.10-rancher1-1".to_string();
+    });
     assert_eq!(
         rke17.current_versions(),
         [
@@ -335,20 +338,27 @@ fn current_versions_pick_the_newest_patch_of_each_offered_minor() {
         "v1.32 needs RKE 1.8"
     );
     assert!(!rke17.is_supported("v1.32.2-rancher1-1"));
-    let rke13 = catalog_with(|d| d.rke_version = "v1.3.20".to_string());
+    let rke13 = catalog_with(|d| {
+        d.rke_version = "v1.3.20".to_string();
+        d.default_version = "v1.20.15-rancher2-2".to_string();
+    });
     assert_eq!(rke13.current_versions()[0], "v1.20.15-rancher2-2");
 
     // Versions needing a newer RKE are dropped; deprecated ones stay accepted (adoption) but
     // are no longer offered.
     let old = catalog_with(|d| {
         d.rke_version = "v1.2.10".to_string();
+        d.default_version = "v1.20.11-rancher1-2".to_string();
         d.version_info
             .get_mut("v1.20.9-rancher1-1")
             .unwrap()
             .deprecate_rke_version = Some("1.2.5".to_string());
     });
     assert!(!old.is_supported("v1.20.12-rancher1-1"), "needs RKE 1.2.14");
-    assert!(old.is_supported("v1.20.9-rancher1-1"), "deprecated, still adoptable");
+    assert!(
+        old.is_supported("v1.20.9-rancher1-1"),
+        "deprecated, still adoptable"
+    );
     assert!(old.is_supported("v1.20.11-rancher1-2"));
     let newest_v120 = |c: &Catalog| {
         c.current_versions()
@@ -357,6 +367,7 @@ fn current_versions_pick_the_newest_patch_of_each_offered_minor() {
     };
     let deprecated_newest = catalog_with(|d| {
         d.rke_version = "v1.3.20".to_string();
+        d.default_version = "v1.20.15-rancher2-1".to_string();
         d.version_info.insert(
             "v1.20.15-rancher2-2".to_string(),
             rkers::metadata::VersionInfo {
@@ -405,7 +416,10 @@ fn service_options_by_minor() {
 
     // The kubernetes image's minor wins over kubernetes_version's (image or bare tag).
     let by_image = c
-        .service_options("v1.31.1-rancher1-1", Some("rancher/hyperkube:v1.20.15-rancher2"))
+        .service_options(
+            "v1.31.1-rancher1-1",
+            Some("rancher/hyperkube:v1.20.15-rancher2"),
+        )
         .unwrap();
     assert_eq!(by_image, v120);
     assert_eq!(
@@ -635,7 +649,13 @@ fn addon_templates_follow_kdm_ranges() {
         t(addon::NGINX_INGRESS, "v1.32.2-rancher1-1").as_deref(),
         Some("nginxingress-v1.12.0-rancher1")
     );
-    assert_eq!(catalog().data().source.details["repairs"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        catalog().data().source.details["repairs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
     assert_eq!(t("nosuchaddon", DEFAULT), None);
     assert_eq!(t(addon::CALICO, "not-a-version"), None);
 

@@ -417,7 +417,11 @@ impl Catalog {
         same_minor.sort();
         let older = same_minor.iter().rev().find(|v| ***v < wanted);
         let newer = same_minor.iter().find(|v| ***v > wanted);
-        older.into_iter().chain(newer).map(|v| v.to_string()).collect()
+        older
+            .into_iter()
+            .chain(newer)
+            .map(|v| v.to_string())
+            .collect()
     }
 
     /// The newest patch of every minor this RKE release offers for a new cluster
