@@ -517,3 +517,103 @@ fn run_json(args: &[&str], config: &Path, dir: &Path) -> (Option<i32>, serde_jso
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+#[test]
+fn list_version_shows_the_default_and_all_offered_minors() {
+    rkers()
+        .args(["config", "--list-version"])
+        .assert()
+        .success()
+        .stdout("v1.32.6-rancher1-1\n");
+    rkers()
+        .args(["config", "--list-version", "--all"])
+        .assert()
+        .success()
+        .stdout("v1.30.14-rancher1-1\nv1.31.14-rancher1-1\nv1.32.11-rancher1-1\n");
+}
+
+#[test]
+fn system_images_of_versions_rke1_offered() {
+    for (version, kubernetes) in [
+        ("v1.21.14-rancher1-1", "rancher/hyperkube:v1.21.14-rancher1"),
+        ("v1.28.15-rancher1-1", "rancher/hyperkube:v1.28.15-rancher1"),
+        ("v1.31.2-rancher2-1", "rancher/hyperkube:v1.31.2-rancher2"),
+        (
+            "v1.32.11-rancher1-1",
+            "rke-extended-life/hyperkube:v1.32.11-rancher1",
+        ),
+    ] {
+        rkers()
+            .args(["config", "--system-images", "--version", version])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(format!("{kubernetes}\n")))
+            .stdout(predicate::str::contains("rancher/rke-tools:"));
+    }
+    rkers()
+        .args([
+            "config",
+            "--system-images",
+            "--version",
+            "v1.32.13-rancher1-2",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "v1.32.13-rancher1-2 has no published metadata (RKE Extended Life)",
+        ));
+    rkers()
+        .args([
+            "config",
+            "--system-images",
+            "--version",
+            "v1.32.14-rancher1-1",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "v1.32.14-rancher1-1 is not a Kubernetes version rkers knows (nearest: \
+             v1.32.13-rancher1-3); set RKERS_METADATA_FILE",
+        ));
+}
+
+#[test]
+fn dry_run_of_an_unpublished_version_says_its_images_come_from_the_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let version = "v1.32.13-rancher1-3";
+    let path = write_cluster(
+        dir.path(),
+        "cluster.yml",
+        &format!("{UNREACHABLE}kubernetes_version: {version}\n"),
+    );
+    // Without a state nor system_images: exit 2 saying what to add.
+    rkers()
+        .args(["up", "--dry-run", "--config"])
+        .arg(&path)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("add to system_images: etcd"));
+
+    // A state RKE1 wrote for this version: its images are used, and the dry run says so.
+    let mut recorded = rkers::config::load_str(
+        &format!("{UNREACHABLE}kubernetes_version: v1.32.11-rancher1-1\n"),
+        "state",
+    )
+    .unwrap()
+    .config;
+    rkers::config::apply_defaults(&mut recorded, rkers::metadata::Catalog::embedded());
+    recorded.kubernetes_version = version.to_string();
+    let state = serde_json::json!({
+        "desiredState": { "rkeConfig": recorded.to_state_json() },
+        "currentState": { "rkeConfig": recorded.to_state_json() },
+    });
+    std::fs::write(dir.path().join("cluster.rkestate"), state.to_string()).unwrap();
+    rkers()
+        .args(["up", "--dry-run", "--config"])
+        .arg(&path)
+        .assert()
+        .stderr(predicate::str::contains(
+            "kubernetes_version v1.32.13-rancher1-3: images from the cluster's state; this \
+             version's metadata is not published",
+        ));
+}

@@ -9,12 +9,55 @@ use rkers::metadata::{
     system_images_listing,
 };
 
-const DEFAULT: &str = "v1.31.1-rancher1-1";
-const CURRENT: [&str; 4] = [
-    "v1.28.14-rancher1-1",
-    "v1.29.9-rancher1-1",
-    "v1.30.5-rancher1-1",
-    "v1.31.1-rancher1-1",
+/// The newest version whose Kubernetes image is public (see data/README.md).
+const DEFAULT: &str = "v1.32.6-rancher1-1";
+/// What RKE v1.8.14 offers: the newest patch of v1.30, v1.31 and v1.32.
+const CURRENT: [&str; 3] = [
+    "v1.30.14-rancher1-1",
+    "v1.31.14-rancher1-1",
+    "v1.32.11-rancher1-1",
+];
+/// Every Kubernetes version RKE v1.7.0 to v1.8.14 shipped (their release notes).
+const SHIPPED_BY_RKE_1_7_AND_1_8: [&str; 32] = [
+    "v1.28.15-rancher1-1",
+    "v1.29.10-rancher1-1",
+    "v1.29.11-rancher1-1",
+    "v1.29.12-rancher1-1",
+    "v1.29.13-rancher1-1",
+    "v1.30.6-rancher1-1",
+    "v1.30.7-rancher1-1",
+    "v1.30.8-rancher1-1",
+    "v1.30.9-rancher1-1",
+    "v1.30.10-rancher1-1",
+    "v1.30.11-rancher1-1",
+    "v1.30.12-rancher1-1",
+    "v1.30.13-rancher1-1",
+    "v1.30.14-rancher1-1",
+    "v1.31.2-rancher2-1",
+    "v1.31.3-rancher1-1",
+    "v1.31.4-rancher1-1",
+    "v1.31.5-rancher1-1",
+    "v1.31.6-rancher1-1",
+    "v1.31.7-rancher1-1",
+    "v1.31.8-rancher1-1",
+    "v1.31.9-rancher1-1",
+    "v1.31.14-rancher1-1",
+    "v1.32.2-rancher1-1",
+    "v1.32.3-rancher1-1",
+    "v1.32.4-rancher1-1",
+    "v1.32.5-rancher1-1",
+    "v1.32.11-rancher1-1",
+    "v1.32.12-rancher1-1",
+    "v1.32.13-rancher1-1",
+    "v1.32.13-rancher1-2",
+    "v1.32.13-rancher1-3",
+];
+/// RKE Extended Life releases whose metadata was never published.
+const UNPUBLISHED: [&str; 4] = [
+    "v1.32.12-rancher1-1",
+    "v1.32.13-rancher1-1",
+    "v1.32.13-rancher1-2",
+    "v1.32.13-rancher1-3",
 ];
 
 fn catalog() -> &'static Catalog {
@@ -58,7 +101,7 @@ fn catalog_works_through_the_config_trait() {
     assert!(!c.is_supported("v1.32.0-rancher1-1"));
     assert_eq!(
         c.system_images(DEFAULT).unwrap()["kubernetes"],
-        "rancher/hyperkube:v1.31.1-rancher1"
+        "rancher/hyperkube:v1.32.6-rancher1"
     );
     assert!(
         c.supported_versions()
@@ -67,12 +110,13 @@ fn catalog_works_through_the_config_trait() {
 }
 
 #[test]
-fn covers_v1_20_and_v1_27_to_v1_31_and_says_v1_32_is_missing() {
+fn covers_every_minor_from_v1_20_to_v1_32() {
     let versions = catalog().supported_versions();
-    for minor in ["v1.20.", "v1.27.", "v1.28.", "v1.29.", "v1.30.", "v1.31."] {
+    for minor in 20..=32 {
+        let prefix = format!("v1.{minor}.");
         assert!(
-            versions.iter().any(|v| v.starts_with(minor)),
-            "no {minor}x version in {versions:?}"
+            versions.iter().any(|v| v.starts_with(&prefix)),
+            "no {prefix}x version in {versions:?}"
         );
     }
     // Every v1.20 release KDM knows, from v1.20.4 to the last v1.20.15 rebuild.
@@ -83,9 +127,43 @@ fn covers_v1_20_and_v1_27_to_v1_31_and_says_v1_32_is_missing() {
     assert_eq!(v120.len(), 20, "{v120:?}");
     assert_eq!(v120.first().unwrap().as_str(), "v1.20.4-rancher1-1");
     assert_eq!(v120.last().unwrap().as_str(), "v1.20.15-rancher2-2");
-    // v1.32 is not in any KDM branch of the mirror; the data says so instead of inventing it.
-    assert!(!versions.iter().any(|v| v.starts_with("v1.32.")));
-    assert_eq!(catalog().data().source.minors_not_found, ["1.32"]);
+    let v132: Vec<_> = versions
+        .iter()
+        .filter(|v| v.starts_with("v1.32."))
+        .collect();
+    assert_eq!(v132.first().unwrap().as_str(), "v1.32.2-rancher1-1");
+    assert_eq!(v132.last().unwrap().as_str(), "v1.32.11-rancher1-1");
+    assert!(catalog().data().source.minors_not_found.is_empty());
+}
+
+#[test]
+fn every_version_rke_1_7_and_1_8_shipped_is_known() {
+    let c = catalog();
+    for v in SHIPPED_BY_RKE_1_7_AND_1_8 {
+        let unpublished = UNPUBLISHED.contains(&v);
+        assert_eq!(c.is_supported(v), !unpublished, "{v}");
+        assert_eq!(c.is_unpublished(v), unpublished, "{v}");
+    }
+    assert!(!c.is_unpublished("v1.32.11-rancher1-1"));
+}
+
+#[test]
+fn nearest_versions_are_the_neighbours_in_the_minor() {
+    let c = catalog();
+    assert_eq!(
+        c.nearest_versions("v1.32.12-rancher1-2"),
+        ["v1.32.12-rancher1-1", "v1.32.13-rancher1-1"]
+    );
+    assert_eq!(
+        c.nearest_versions("v1.32.99-rancher1-1"),
+        ["v1.32.13-rancher1-3"]
+    );
+    assert_eq!(
+        c.nearest_versions("v1.20.1-rancher1-1"),
+        ["v1.20.4-rancher1-1"]
+    );
+    assert!(c.nearest_versions("v1.33.0-rancher1-1").is_empty());
+    assert!(c.nearest_versions("banana").is_empty());
 }
 
 #[test]
@@ -166,10 +244,13 @@ fn every_version_has_complete_images_for_its_keys() {
                 "{version}.{key}: untagged image {image}"
             );
         }
-        // The hyperkube tag is the version without its last "-M" (KDM's own consistency rule).
-        let tag = images["kubernetes"]
+        // The hyperkube tag is the version without its last "-M" (KDM's own consistency rule);
+        // RKE Extended Life builds (v1.31.11+, v1.32.7+) come from another repository.
+        let kube = &images["kubernetes"];
+        let tag = kube
             .strip_prefix("rancher/hyperkube:")
-            .unwrap_or_else(|| panic!("{version}: kubernetes image {}", images["kubernetes"]));
+            .or_else(|| kube.strip_prefix("rke-extended-life/hyperkube:"))
+            .unwrap_or_else(|| panic!("{version}: kubernetes image {kube}"));
         assert!(version.starts_with(tag), "{version}: hyperkube tag {tag}");
         // The four rke-tools roles share one image.
         let tools = &images["alpine"];
@@ -200,6 +281,18 @@ fn images_match_the_spec_table_for_the_newest_versions() {
         "rancher/rke-tools:v0.1.100"
     );
     assert_eq!(
+        img("v1.32.11-rancher1-1", "kubernetes"),
+        "rke-extended-life/hyperkube:v1.32.11-rancher1"
+    );
+    assert_eq!(
+        img("v1.32.6-rancher1-1", "alpine"),
+        "rancher/rke-tools:v0.1.114"
+    );
+    assert_eq!(
+        img("v1.28.15-rancher1-1", "ingress"),
+        "rancher/nginx-ingress-controller:nginx-1.11.3-rancher1"
+    );
+    assert_eq!(
         img("v1.30.5-rancher1-1", "alpine"),
         "rancher/rke-tools:v0.1.103"
     );
@@ -223,37 +316,72 @@ fn images_match_the_spec_table_for_the_newest_versions() {
 
 #[test]
 fn current_versions_pick_the_newest_patch_of_each_offered_minor() {
-    // Emulating RKE v1.7.0: v1.20 (max RKE 1.3.99) and v1.27 (max 1.6.99) are no longer listed,
+    // Emulating RKE v1.8.14: v1.20 to v1.29 (max RKE 1.3.99 … 1.7.99) are no longer offered,
     // although they stay deployable.
-    assert_eq!(catalog().rke_version(), "v1.7.0");
+    assert_eq!(catalog().rke_version(), "v1.8.14");
     assert_eq!(catalog().current_versions(), CURRENT);
     assert!(catalog().is_supported("v1.27.16-rancher1-1"));
+    assert!(catalog().is_supported("v1.20.4-rancher1-1"));
 
-    let rke16 = catalog_with(|d| d.rke_version = "v1.6.3".to_string());
+    let rke17 = catalog_with(|d| {
+        d.rke_version = "v1.7.3".to_string();
+        d.default_version = "v1.31.10-rancher1-1".to_string();
+    });
     assert_eq!(
-        rke16.current_versions(),
+        rke17.current_versions(),
         [
-            "v1.27.16-rancher1-1",
-            "v1.28.14-rancher1-1",
-            "v1.29.9-rancher1-1",
-            "v1.30.5-rancher1-1",
-            "v1.31.1-rancher1-1"
-        ]
+            "v1.28.15-rancher1-1",
+            "v1.29.15-rancher1-1",
+            "v1.30.14-rancher1-1",
+            "v1.31.14-rancher1-1"
+        ],
+        "v1.32 needs RKE 1.8"
     );
-    let rke13 = catalog_with(|d| d.rke_version = "v1.3.20".to_string());
+    assert!(!rke17.is_supported("v1.32.2-rancher1-1"));
+    let rke13 = catalog_with(|d| {
+        d.rke_version = "v1.3.20".to_string();
+        d.default_version = "v1.20.15-rancher2-2".to_string();
+    });
     assert_eq!(rke13.current_versions()[0], "v1.20.15-rancher2-2");
 
-    // Versions needing a newer RKE are dropped; deprecated ones too.
+    // Versions needing a newer RKE are dropped; deprecated ones stay accepted (adoption) but
+    // are no longer offered.
     let old = catalog_with(|d| {
         d.rke_version = "v1.2.10".to_string();
+        d.default_version = "v1.20.11-rancher1-2".to_string();
         d.version_info
             .get_mut("v1.20.9-rancher1-1")
             .unwrap()
             .deprecate_rke_version = Some("1.2.5".to_string());
     });
     assert!(!old.is_supported("v1.20.12-rancher1-1"), "needs RKE 1.2.14");
-    assert!(!old.is_supported("v1.20.9-rancher1-1"), "deprecated");
+    assert!(
+        old.is_supported("v1.20.9-rancher1-1"),
+        "deprecated, still adoptable"
+    );
     assert!(old.is_supported("v1.20.11-rancher1-2"));
+    let newest_v120 = |c: &Catalog| {
+        c.current_versions()
+            .into_iter()
+            .find(|v| v.starts_with("v1.20."))
+    };
+    let deprecated_newest = catalog_with(|d| {
+        d.rke_version = "v1.3.20".to_string();
+        d.default_version = "v1.20.15-rancher2-1".to_string();
+        d.version_info.insert(
+            "v1.20.15-rancher2-2".to_string(),
+            rkers::metadata::VersionInfo {
+                deprecate_rke_version: Some("1.3.0".to_string()),
+                ..Default::default()
+            },
+        );
+    });
+    assert_eq!(
+        newest_v120(&deprecated_newest).as_deref(),
+        Some("v1.20.15-rancher2-1"),
+        "a deprecated version is not offered"
+    );
+    assert!(deprecated_newest.is_supported("v1.20.15-rancher2-2"));
 }
 
 #[test]
@@ -265,7 +393,7 @@ fn list_versions_prints_default_or_current() {
 #[test]
 fn service_options_by_minor() {
     let c = catalog();
-    let v131 = c.service_options(DEFAULT, None).unwrap();
+    let v131 = c.service_options("v1.31.1-rancher1-1", None).unwrap();
     assert_eq!(v131.etcd["client-cert-auth"], "true");
     assert!(!v131.etcd.contains_key("enable-v2"));
     assert!(!v131.kubeapi.contains_key("insecure-port"));
@@ -288,19 +416,32 @@ fn service_options_by_minor() {
 
     // The kubernetes image's minor wins over kubernetes_version's (image or bare tag).
     let by_image = c
-        .service_options(DEFAULT, Some("rancher/hyperkube:v1.20.15-rancher2"))
+        .service_options(
+            "v1.31.1-rancher1-1",
+            Some("rancher/hyperkube:v1.20.15-rancher2"),
+        )
         .unwrap();
     assert_eq!(by_image, v120);
     assert_eq!(
-        c.service_options(DEFAULT, Some("v1.20.15-rancher2"))
+        c.service_options("v1.31.1-rancher1-1", Some("v1.20.15-rancher2"))
             .unwrap(),
         v120
     );
     // An image of the same minor changes nothing.
     assert_eq!(
         c.service_options(
-            DEFAULT,
+            "v1.31.1-rancher1-1",
             Some("registry.local:5000/rancher/hyperkube:v1.31.1-rancher1")
+        )
+        .unwrap(),
+        v131
+    );
+    // v1.31 and v1.32 share their flags in KDM; an unpublished version takes its minor's.
+    assert_eq!(c.service_options("v1.32.6-rancher1-1", None).unwrap(), v131);
+    assert_eq!(
+        c.service_options(
+            "v1.32.13-rancher1-3",
+            Some("rke-extended-life/hyperkube:v1.32.13-rancher1")
         )
         .unwrap(),
         v131
@@ -372,6 +513,18 @@ fn windows_service_options() {
     assert_eq!(w127.kubeproxy["enable-dsr"], "false");
     assert!(!w127.kubeproxy.contains_key("feature-gates"));
     assert!(w127.etcd.is_empty() && w127.kubeapi.is_empty());
+    // Windows worker flags are published for every minor up to v1.32.
+    for minor in 20..=32 {
+        let key = format!("v1.{minor}");
+        assert!(
+            c.data().windows_service_options.contains_key(&key),
+            "no Windows options for {key}"
+        );
+    }
+    let w132 = c
+        .windows_service_options("v1.32.13-rancher1-3", None)
+        .unwrap();
+    assert_eq!(w132, w127);
 }
 
 #[test]
@@ -385,7 +538,8 @@ fn docker_versions_and_verdicts() {
         ]
     );
     assert_eq!(c.docker_versions("v1.20"), v120);
-    assert_eq!(c.docker_versions("1.31").last().unwrap(), "27.2.x");
+    assert_eq!(c.docker_versions("1.31").last().unwrap(), "28.3.x");
+    assert_eq!(c.docker_versions("1.32").last().unwrap(), "28.3.x");
     assert!(c.docker_versions("1.19").is_empty());
 
     let verdict = |k: &str, d: &str| c.docker_version_supported(k, d).unwrap();
@@ -404,6 +558,10 @@ fn docker_versions_and_verdicts() {
     );
     assert_eq!(
         verdict("v1.31.1-rancher1-1", "28.0.4"),
+        DockerVerdict::Supported
+    );
+    assert_eq!(
+        verdict("v1.31.1-rancher1-1", "29.0.1"),
         DockerVerdict::NewerThanKnown
     );
     assert_eq!(
@@ -470,6 +628,34 @@ fn addon_templates_follow_kdm_ranges() {
         Some("aci-v6.0.4.1"),
         "range written with a space after '<'"
     );
+    // Ranges of the newer KDM commit, and the two strings repaired from the older branches.
+    assert_eq!(
+        t(addon::CALICO, "v1.32.13-rancher1-3").as_deref(),
+        Some("calico-v3.30.2")
+    );
+    assert_eq!(
+        t(addon::CALICO, "v1.29.2-rancher1-1").as_deref(),
+        Some("calico-v3.27.0-rancher2")
+    );
+    assert_eq!(
+        t(addon::FLANNEL, "v1.23.16-rancher2-1").as_deref(),
+        Some("flannel-v0.14.0-rancher2")
+    );
+    assert_eq!(
+        t(addon::FLANNEL, "v1.32.11-rancher1-1").as_deref(),
+        Some("flannel-v0.28.1")
+    );
+    assert_eq!(
+        t(addon::NGINX_INGRESS, "v1.32.2-rancher1-1").as_deref(),
+        Some("nginxingress-v1.12.0-rancher1")
+    );
+    assert_eq!(
+        catalog().data().source.details["repairs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
     assert_eq!(t("nosuchaddon", DEFAULT), None);
     assert_eq!(t(addon::CALICO, "not-a-version"), None);
 
@@ -504,7 +690,7 @@ fn system_images_listing_default_version_and_all() {
         .map(|(_, v)| v.clone())
         .collect();
     assert_eq!(list, expected.into_iter().collect::<Vec<_>>());
-    assert!(list.contains(&"rancher/hyperkube:v1.31.1-rancher1".to_string()));
+    assert!(list.contains(&"rancher/hyperkube:v1.32.6-rancher1".to_string()));
     assert_eq!(system_images_listing(c, Some(""), false).unwrap(), list);
 
     let v120 = system_images_listing(c, Some("v1.20.15-rancher2-2"), false).unwrap();
@@ -531,16 +717,30 @@ fn windows_pause_image_is_left_out_of_listing() {
 }
 
 #[test]
-fn unknown_or_bad_version_gives_rke_error() {
-    let expected = format!(
-        "k8s version is not supported, supported versions are: [{}]",
-        CURRENT.join(" ")
+fn unknown_or_unpublished_version_gives_one_short_error() {
+    let err = |v: &str| {
+        system_images_listing(catalog(), Some(v), false)
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        err("v1.32.99-rancher1-1"),
+        "v1.32.99-rancher1-1 is not a Kubernetes version rkers knows (nearest: \
+         v1.32.13-rancher1-3); set RKERS_METADATA_FILE to a versions.json that lists it"
     );
-    for bad in ["v1.32.0-rancher1-1", "banana", "1.31.1-rancher1-1"] {
-        let err = system_images_listing(catalog(), Some(bad), false).unwrap_err();
-        assert_eq!(err.to_string(), expected);
-    }
+    assert_eq!(
+        err("v1.33.0-rancher1-1"),
+        "v1.33.0-rancher1-1 is not a Kubernetes version rkers knows; set RKERS_METADATA_FILE \
+         to a versions.json that lists it"
+    );
+    assert!(err("banana").starts_with("banana is not a Kubernetes version rkers knows"));
+    let unpublished = err("v1.32.13-rancher1-2");
+    assert!(
+        unpublished.starts_with("v1.32.13-rancher1-2 has no published metadata"),
+        "{unpublished}"
+    );
     assert_eq!(catalog().system_images("v1.19.16-rancher1-1"), None);
+    assert_eq!(catalog().system_images("v1.32.13-rancher1-3"), None);
     assert!(K8sVersion::parse("v1.31").is_err());
 }
 

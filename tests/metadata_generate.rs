@@ -87,9 +87,9 @@ fn default_config_uses_rke_keys_and_parses() {
     assert_eq!(yaml["authentication"]["strategy"], "x509");
     assert_eq!(yaml["authorization"]["mode"], "rbac");
     assert_eq!(yaml["ssh_key_path"], "~/.ssh/id_rsa");
-    assert_eq!(yaml["kubernetes_version"], "v1.31.1-rancher1-1");
+    assert_eq!(yaml["kubernetes_version"], "v1.32.6-rancher1-1");
     let images = yaml["system_images"].as_object().unwrap();
-    let expected = catalog().system_images("v1.31.1-rancher1-1").unwrap();
+    let expected = catalog().system_images("v1.32.6-rancher1-1").unwrap();
     assert_eq!(images.len(), expected.len());
     for (key, image) in &expected {
         assert_eq!(images[key], image.as_str(), "{key}");
@@ -120,7 +120,7 @@ fn pressing_enter_everywhere_gives_the_defaults() {
     assert!(
         prompts.contains("[+] Network Plugin Type (flannel, calico, weave, canal, aci) [canal]: ")
     );
-    assert!(prompts.contains("[+] Kubernetes Docker image [rancher/hyperkube:v1.31.1-rancher1]: "));
+    assert!(prompts.contains("[+] Kubernetes Docker image [rancher/hyperkube:v1.32.6-rancher1]: "));
     assert!(prompts.contains("[+] Add addon manifest URLs or YAML files [no]: "));
 }
 
@@ -304,7 +304,7 @@ fn inline_key_and_custom_image() {
     );
     assert_eq!(
         answers.system_images["etcd"],
-        catalog().system_images("v1.31.1-rancher1-1").unwrap()["etcd"]
+        catalog().system_images("v1.32.6-rancher1-1").unwrap()["etcd"]
     );
     let yaml = parse_yaml(&generate_cluster_yml(&answers));
     assert_eq!(yaml["nodes"][0]["ssh_key"], "ssh-ed25519-private-material");

@@ -628,12 +628,19 @@ impl Run {
                 locations: config::Locations::empty(CONFIG_NAME),
             },
         };
-        let mut cluster = Cluster::from_loaded(loaded_config, op.metadata.clone(), files, reporter)
-            .map_err(cluster_error)?;
+        // Read first: a version without published metadata takes its images from the state.
+        let loaded = op.store.load()?;
+        let mut cluster = Cluster::from_loaded_with_state(
+            loaded_config,
+            op.metadata.clone(),
+            files,
+            loaded.state.as_ref(),
+            reporter,
+        )
+        .map_err(cluster_error)?;
         // What RKE1 records for a cluster.yml in the current directory: the same every run.
         cluster.recorded_kubeconfig_path = Some(format!("./kube_config_{CONFIG_NAME}"));
 
-        let loaded = op.store.load()?;
         let seeded = match &loaded.state {
             Some(state) => {
                 // As stored, without rkers' mark added: a state RKE1 wrote must still be

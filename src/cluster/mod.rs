@@ -54,6 +54,12 @@ impl VersionCatalog for Catalog {
     fn supported_versions(&self) -> Vec<String> {
         Catalog::supported_versions(self)
     }
+    fn is_unpublished(&self, version: &str) -> bool {
+        Catalog::is_unpublished(self, version)
+    }
+    fn nearest_versions(&self, version: &str) -> Vec<String> {
+        Catalog::nearest_versions(self, version)
+    }
 }
 
 pub struct Cluster {
@@ -116,16 +122,19 @@ impl Cluster {
         Ok(())
     }
 
-    /// Reads, defaults and validates the config; every problem is reported at once.
+    /// Reads, defaults and validates the config; every problem is reported at once. For a
+    /// version without published metadata the state file is read too: its images are the
+    /// cluster's.
     pub fn load(path: &Path, reporter: &Reporter) -> Result<Cluster, ClusterError> {
         let catalog = Catalog::load()?;
         let loaded = config::load_file(path)?;
-        Self::from_loaded(
-            loaded,
-            catalog,
-            ClusterFiles::from_config_path(path),
-            reporter,
-        )
+        let files = ClusterFiles::from_config_path(path);
+        let state = if catalog.is_unpublished(&loaded.config.kubernetes_version) {
+            StateFile::load(&files.state_path)?
+        } else {
+            None
+        };
+        Self::from_loaded_with_state(loaded, catalog, files, state.as_ref(), reporter)
     }
 
     /// [`Cluster::load`] for a config already parsed, with the metadata and the file names
@@ -136,15 +145,36 @@ impl Cluster {
         files: ClusterFiles,
         reporter: &Reporter,
     ) -> Result<Cluster, ClusterError> {
+        Self::from_loaded_with_state(loaded, catalog, files, None, reporter)
+    }
+
+    /// [`Cluster::from_loaded`] with the cluster's state, where a version without published
+    /// metadata takes its images from.
+    pub fn from_loaded_with_state(
+        loaded: config::Loaded,
+        catalog: Catalog,
+        files: ClusterFiles,
+        state: Option<&StateFile>,
+        reporter: &Reporter,
+    ) -> Result<Cluster, ClusterError> {
         let mut config = loaded.config;
         for warning in &loaded.warnings {
             reporter.warn(warning.to_string());
         }
         register_secrets(&config, reporter.redactor());
         config::apply_defaults(&mut config, &catalog);
+        // A state whose config does not parse has no images to give; `up` reports it later.
+        let state_config = state
+            .and_then(|s| s.current_state.rke_config.as_ref())
+            .and_then(|c| RkeConfig::from_state_json(c).ok());
+        let unpublished =
+            config::images_for_unpublished_version(&mut config, &catalog, state_config.as_ref());
         let problems = config::validate(&config, &catalog, &loaded.locations);
         if !problems.is_empty() {
             return Err(ConfigError::Invalid(problems).into());
+        }
+        if let Some(source) = unpublished {
+            reporter.warn(source.note(&config.kubernetes_version));
         }
         Ok(Cluster {
             config,

@@ -166,6 +166,61 @@ fn set_system_image_defaults(cfg: &mut RkeConfig, catalog: &dyn VersionCatalog) 
     }
 }
 
+/// Where the images of a version without published metadata come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnpublishedImages {
+    /// The cluster's state recorded them for this very version (RKE1 always records every
+    /// image in `currentState.rkeConfig.systemImages`).
+    State,
+    /// Only cluster.yml `system_images` can give them (validation says which are missing).
+    SystemImages,
+}
+
+impl UnpublishedImages {
+    /// What the run (and its dry run) says about the images.
+    pub fn note(self, version: &str) -> String {
+        let from = match self {
+            UnpublishedImages::State => "the cluster's state",
+            UnpublishedImages::SystemImages => "cluster.yml system_images",
+        };
+        format!(
+            "kubernetes_version {version}: images from {from}; this version's metadata is not published"
+        )
+    }
+}
+
+/// For a version RKE1 shipped without published metadata: fills every empty `system_images`
+/// slot from `state_config` (the config the state last applied) when it is at the same
+/// version; images of another version are never borrowed. `None` for any other version.
+pub fn images_for_unpublished_version(
+    cfg: &mut RkeConfig,
+    catalog: &dyn VersionCatalog,
+    state_config: Option<&RkeConfig>,
+) -> Option<UnpublishedImages> {
+    if !catalog.is_unpublished(&cfg.kubernetes_version) {
+        return None;
+    }
+    let Some(recorded) = state_config.filter(|s| s.kubernetes_version == cfg.kubernetes_version)
+    else {
+        return Some(UnpublishedImages::SystemImages);
+    };
+    let recorded: BTreeMap<&str, &String> = recorded.system_images.slots().into_iter().collect();
+    let mut filled = false;
+    for (key, slot) in cfg.system_images.slots_mut() {
+        if let Some(image) = recorded.get(key).filter(|i| !i.is_empty())
+            && slot.is_empty()
+        {
+            *slot = (*image).clone();
+            filled = true;
+        }
+    }
+    Some(if filled {
+        UnpublishedImages::State
+    } else {
+        UnpublishedImages::SystemImages
+    })
+}
+
 impl SystemImages {
     /// Every image slot with its `system_images` YAML key.
     pub fn slots(&self) -> Vec<(&'static str, &String)> {

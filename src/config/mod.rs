@@ -18,10 +18,12 @@ mod validate;
 use std::collections::BTreeMap;
 use std::fmt;
 
-pub use defaults::apply_defaults;
+pub use defaults::{UnpublishedImages, apply_defaults, images_for_unpublished_version};
 pub use load::{Loaded, Locations, Position, load_file, load_str};
 pub use types::*;
-pub use validate::{is_dns1123_subdomain, parse_k8s_version, validate, warnings};
+pub use validate::{
+    is_dns1123_subdomain, parse_k8s_version, unknown_version_message, validate, warnings,
+};
 
 /// Kubernetes version metadata as the config module needs it (implemented by `metadata`).
 pub trait VersionCatalog {
@@ -34,6 +36,15 @@ pub trait VersionCatalog {
     fn is_supported(&self, version: &str) -> bool;
     /// Every supported version, for error messages.
     fn supported_versions(&self) -> Vec<String>;
+    /// A version RKE1 shipped whose metadata was never published: its images must come from
+    /// the cluster's state or from `system_images`.
+    fn is_unpublished(&self, _version: &str) -> bool {
+        false
+    }
+    /// The known versions of `version`'s minor closest to it, for an unknown version's error.
+    fn nearest_versions(&self, _version: &str) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Applies RKE1's defaults to a loaded config and validates it: the config `rke up` would

@@ -108,18 +108,39 @@ fn check_version(
         return Some(version);
     }
     let missing = required_images(cfg, &version);
-    if !missing.is_empty() {
-        report.at(
-            "kubernetes_version",
-            format!(
-                "{} is not a Kubernetes version this release knows (supported: {}); to use it anyway set these system_images: {}",
-                cfg.kubernetes_version,
-                catalog.supported_versions().join(", "),
-                missing.join(", ")
-            ),
-        );
+    if missing.is_empty() {
+        return Some(version);
     }
+    let v = &cfg.kubernetes_version;
+    let message = if catalog.is_unpublished(v) {
+        format!(
+            "{v} has no published metadata (RKE Extended Life): its images come from the \
+             cluster's state when RKE1 built the cluster at {v}, else from system_images; \
+             add to system_images: {}",
+            missing.join(", ")
+        )
+    } else {
+        format!(
+            "{}, or give every image in system_images",
+            unknown_version_message(v, &catalog.nearest_versions(v))
+        )
+    };
+    report.at("kubernetes_version", message);
     Some(version)
+}
+
+/// The error for a version the metadata does not know: the nearest versions of its minor and
+/// how to supply metadata, never the whole list.
+pub fn unknown_version_message(version: &str, nearest: &[String]) -> String {
+    let near = if nearest.is_empty() {
+        String::new()
+    } else {
+        format!(" (nearest: {})", nearest.join(", "))
+    };
+    format!(
+        "{version} is not a Kubernetes version rkers knows{near}; set RKERS_METADATA_FILE to a \
+         versions.json that lists it"
+    )
 }
 
 /// `system_images` keys that must be given when the version has no catalog entry.

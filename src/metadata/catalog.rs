@@ -110,23 +110,31 @@ pub struct VersionInfo {
     pub deprecate_rke_version: Option<String>,
 }
 
-/// Where the data came from (informational).
+/// Where the data came from (informational; `data/README.md` describes the full record, which
+/// names every KDM branch, commit and saved page the file was extracted from).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SourceInfo {
     #[serde(default)]
     pub repository: String,
-    #[serde(default, rename = "ref")]
-    pub git_ref: String,
-    #[serde(default)]
-    pub commit: String,
-    #[serde(default)]
-    pub rke_types_commit: String,
     #[serde(default)]
     pub generator: String,
     #[serde(default)]
     pub minors_requested: Vec<String>,
     #[serde(default)]
     pub minors_not_found: Vec<String>,
+    /// Everything else the extractor records (branches, pages, hashes), kept as written.
+    #[serde(flatten)]
+    pub details: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A version RKE1 released whose metadata KDM never published (RKE Extended Life): accepted,
+/// with its minor's options and templates and images taken from the cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnpublishedVersion {
+    /// The RKE release that shipped it.
+    #[serde(default)]
+    pub rke: String,
 }
 
 /// The on-disk format of `data/versions.json`.
@@ -153,6 +161,9 @@ pub struct CatalogData {
     pub addon_templates: BTreeMap<String, IndexMap<String, String>>,
     /// Version → cluster.yml `system_images` key → image.
     pub system_images: BTreeMap<String, BTreeMap<String, String>>,
+    /// Versions RKE1 shipped without published metadata.
+    #[serde(default)]
+    pub unpublished_versions: BTreeMap<String, UnpublishedVersion>,
 }
 
 /// Verdict of the Docker version check (§8.3).
@@ -172,8 +183,11 @@ pub struct Catalog {
     data: CatalogData,
     origin: String,
     rke_version: semver::Version,
-    /// Versions RKE would accept (not deprecated, not requiring a newer RKE), ascending.
+    /// Versions with published data that need no newer RKE than `rke_version`, ascending:
+    /// every version RKE1 listed, deprecated or not, so that any cluster it built is adopted.
     supported: Vec<K8sVersion>,
+    /// Versions RKE1 shipped without published metadata, ascending.
+    unpublished: Vec<K8sVersion>,
     templates: BTreeMap<String, Vec<(VersionRange, String)>>,
 }
 
@@ -286,11 +300,23 @@ impl Catalog {
                     "system_images[{version}] has no kubernetes image"
                 )));
             }
-            if version_accepted(&data, version, &rke_version) {
+            if !needs_newer_rke(&data, version, &rke_version) {
                 supported.push(parsed);
             }
         }
         supported.sort();
+        let mut unpublished = Vec::new();
+        for version in data.unpublished_versions.keys() {
+            let parsed = K8sVersion::parse(version)
+                .map_err(|e| invalid(format!("unpublished_versions: {e}")))?;
+            if data.system_images.contains_key(version) {
+                return Err(invalid(format!(
+                    "unpublished_versions: {version} has system_images, so it is published"
+                )));
+            }
+            unpublished.push(parsed);
+        }
+        unpublished.sort();
 
         for key in data
             .service_options
@@ -327,6 +353,7 @@ impl Catalog {
             origin: origin.to_string(),
             rke_version,
             supported,
+            unpublished,
             templates,
             data,
         };
@@ -369,8 +396,38 @@ impl Catalog {
         self.supported.iter().map(|v| v.to_string()).collect()
     }
 
-    /// The newest patch of every minor still offered by this RKE release (`rke config -l -a`):
-    /// minors whose `max_rke_version` is older than [`Catalog::rke_version`] are left out.
+    /// Whether `version` is one RKE1 shipped whose metadata was never published: accepted, with
+    /// its images taken from the cluster (state or cluster.yml `system_images`).
+    pub fn is_unpublished(&self, version: &str) -> bool {
+        self.unpublished.iter().any(|v| v.as_str() == version)
+    }
+
+    /// The known versions (published or not) of `version`'s minor closest to it: the nearest
+    /// older and the nearest newer one, for an error message about an unknown version.
+    pub fn nearest_versions(&self, version: &str) -> Vec<String> {
+        let Ok(wanted) = K8sVersion::parse(version) else {
+            return Vec::new();
+        };
+        let mut same_minor: Vec<&K8sVersion> = self
+            .supported
+            .iter()
+            .chain(&self.unpublished)
+            .filter(|v| v.major() == wanted.major() && v.minor() == wanted.minor())
+            .collect();
+        same_minor.sort();
+        let older = same_minor.iter().rev().find(|v| ***v < wanted);
+        let newer = same_minor.iter().find(|v| ***v > wanted);
+        older
+            .into_iter()
+            .chain(newer)
+            .map(|v| v.to_string())
+            .collect()
+    }
+
+    /// The newest patch of every minor this RKE release offers for a new cluster
+    /// (`rke config -l -a`): minors whose `max_rke_version` is older than
+    /// [`Catalog::rke_version`] and deprecated versions are left out, and so are versions
+    /// without published images.
     pub fn current_versions(&self) -> Vec<String> {
         let mut newest: BTreeMap<(u64, u64), &K8sVersion> = BTreeMap::new();
         for v in &self.supported {
@@ -381,6 +438,9 @@ impl Catalog {
                 .and_then(|info| info.max_rke_version.as_deref())
                 && parse_rke_version(max).is_some_and(|max| self.rke_version > max)
             {
+                continue;
+            }
+            if self.is_deprecated(v.as_str()) {
                 continue;
             }
             let slot = newest.entry((v.major(), v.minor())).or_insert(v);
@@ -470,12 +530,22 @@ impl Catalog {
             .map(|(_, template)| template.clone())
     }
 
-    /// The error RKE gives for a version it cannot list images for.
+    /// The error for a version whose images this catalog cannot list.
     pub(crate) fn unsupported_version_error(&self, version: &str) -> MetadataError {
         MetadataError::UnsupportedVersion {
             version: version.to_string(),
-            supported: self.current_versions(),
+            unpublished: self.is_unpublished(version),
+            nearest: self.nearest_versions(version),
         }
+    }
+
+    fn is_deprecated(&self, version: &str) -> bool {
+        self.data
+            .version_info
+            .get(version)
+            .and_then(|info| info.deprecate_rke_version.as_deref())
+            .and_then(parse_rke_version)
+            .is_some_and(|deprecated| self.rke_version >= deprecated)
     }
 }
 
@@ -541,25 +611,17 @@ fn parse_rke_version(text: &str) -> Option<semver::Version> {
     })
 }
 
-/// RKE's filter: drop versions deprecated for (or requiring a newer) RKE release.
-fn version_accepted(data: &CatalogData, version: &str, rke: &semver::Version) -> bool {
-    let Some(info) = data.version_info.get(version) else {
-        return true;
-    };
-    if let Some(deprecated) = info
-        .deprecate_rke_version
-        .as_deref()
-        .and_then(parse_rke_version)
-        && *rke >= deprecated
-    {
-        return false;
-    }
-    if let Some(min) = info.min_rke_version.as_deref().and_then(parse_rke_version)
-        && *rke < min
-    {
-        return false;
-    }
-    true
+/// Versions that need a newer RKE release than `rke` (by exact version or by minor). A
+/// deprecated version is still accepted: a cluster built with it must be adoptable.
+fn needs_newer_rke(data: &CatalogData, version: &str, rke: &semver::Version) -> bool {
+    let minor = minor_key_of(version).unwrap_or_default();
+    [version, minor.as_str()].iter().any(|key| {
+        data.version_info
+            .get(*key)
+            .and_then(|info| info.min_rke_version.as_deref())
+            .and_then(parse_rke_version)
+            .is_some_and(|min| *rke < min)
+    })
 }
 
 /// `major.minor` of a Docker version string: `20.10.24+dfsg1`, `27.2.x`, `1.13.1`.

@@ -193,5 +193,6 @@ pub(crate) fn convert(value: &Value, rke_version: &str) -> Result<CatalogData, S
             .collect(),
         addon_templates,
         system_images,
+        unpublished_versions: BTreeMap::new(),
     })
 }

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 
 pub use catalog::{
     Catalog, CatalogData, DockerVerdict, RANCHER_METADATA_URL_ENV, RKERS_METADATA_FILE_ENV,
-    SYSTEM_IMAGE_KEYS, ServiceOptions, SourceInfo, VersionInfo, addon, image_tag,
-    metadata_url_to_path,
+    SYSTEM_IMAGE_KEYS, ServiceOptions, SourceInfo, UnpublishedVersion, VersionInfo, addon,
+    image_tag, metadata_url_to_path,
 };
 pub use generate::{
     ClusterAnswers, NodeAnswers, generate_cluster_yml, list_versions, prompt_answers,
@@ -49,11 +49,13 @@ pub enum MetadataError {
     },
     #[error(transparent)]
     Version(#[from] VersionError),
-    /// RKE's wording; the list is printed like Go's `%v` of a string slice.
-    #[error("k8s version is not supported, supported versions are: [{}]", supported.join(" "))]
+    #[error("{}", unsupported_version_message(version, *unpublished, nearest))]
     UnsupportedVersion {
         version: String,
-        supported: Vec<String>,
+        /// RKE1 shipped it, but its metadata was never published.
+        unpublished: bool,
+        /// The closest known versions of its minor.
+        nearest: Vec<String>,
     },
     #[error(
         "No serviceOptions found for cluster version [{version}] or cluster major version [{minor}]"
@@ -61,4 +63,16 @@ pub enum MetadataError {
     NoServiceOptions { version: String, minor: String },
     #[error("cannot read Docker version {version:?}: expected MAJOR.MINOR[.PATCH]")]
     BadDockerVersion { version: String },
+}
+
+/// The error for a version whose images are not in the metadata.
+fn unsupported_version_message(version: &str, unpublished: bool, nearest: &[String]) -> String {
+    if unpublished {
+        format!(
+            "{version} has no published metadata (RKE Extended Life), so its images are not known \
+             here; a cluster RKE1 built at {version} keeps the images its state records"
+        )
+    } else {
+        crate::config::unknown_version_message(version, nearest)
+    }
 }
