@@ -85,7 +85,7 @@ impl Cluster {
             .nodes
             .iter()
             .find(|n| n.role.iter().any(|r| r == "controlplane"))
-            .map(|n| format!("https://{}:6443", n.address))
+            .map(|n| format!("https://{}:6443", config::url_host(&n.address)))
             .ok_or(ClusterError::NoControlPlane)?;
         Ok(pki::admin_kubeconfig(
             bundle,

@@ -173,7 +173,13 @@ pub fn etcd_members(config: &RkeConfig) -> Vec<EtcdMember> {
 pub fn initial_cluster(members: &[EtcdMember]) -> String {
     members
         .iter()
-        .map(|m| format!("{}=https://{}:2380", m.member_name(), m.internal_address))
+        .map(|m| {
+            format!(
+                "{}=https://{}:2380",
+                m.member_name(),
+                crate::config::url_host(&m.internal_address)
+            )
+        })
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -312,7 +318,10 @@ pub fn snapshot_once_spec(
         ssl("kube-node-key.pem"),
         "--name".into(),
         name.to_string(),
-        format!("--endpoints={}:2379", member.internal_address),
+        format!(
+            "--endpoints={}:2379",
+            crate::config::url_host(&member.internal_address)
+        ),
         "--once".into(),
     ];
     let mut env = etcd.extra_env.clone();
