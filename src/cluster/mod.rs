@@ -146,9 +146,14 @@ impl Cluster {
         if !problems.is_empty() {
             return Err(ConfigError::Invalid(problems).into());
         }
+        let mut warnings = loaded.warnings;
+        for warning in config::warnings(&config, &loaded.locations) {
+            reporter.warn(warning.to_string());
+            warnings.push(warning);
+        }
         Ok(Cluster {
             config,
-            warnings: loaded.warnings,
+            warnings,
             catalog,
             files,
             redactor: reporter.redactor().clone(),
