@@ -939,12 +939,16 @@ async fn a_crash_looping_snapshot_helper_is_a_failure() {
     let host1 = env.ip(1);
     let (code, report, out) = doctor_json(&cluster, &["--host", &host1]);
     assert_eq!(code, 1, "a crash-looping helper fails doctor:\n{out}");
-    let f = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["check"] == "container" && f["summary"].as_str().unwrap().contains(helper))
-        .unwrap_or_else(|| panic!("no finding for {helper}: {report:#}"));
+    let helper_finding = |report: &Value| {
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["check"] == "container" && f["summary"].as_str().unwrap().contains(helper))
+            .cloned()
+            .unwrap_or_else(|| panic!("no finding for {helper}: {report:#}"))
+    };
+    let f = &helper_finding(&report);
     assert_eq!(f["status"], "fail", "{f:#}");
     assert!(evidence(f).contains("non-positive interval"), "{f:#}");
 
@@ -952,11 +956,6 @@ async fn a_crash_looping_snapshot_helper_is_a_failure() {
     cluster.up();
     let (code, report, out) = doctor_json(&cluster, &["--host", &host1]);
     assert_eq!(code, 0, "{out}");
-    let f = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["check"] == "container" && f["summary"].as_str().unwrap().contains(helper))
-        .unwrap();
+    let f = helper_finding(&report);
     assert_eq!(f["status"], "ok", "{f:#}");
 }

@@ -1003,9 +1003,9 @@ fn check_services(cfg: &RkeConfig, report: &mut Report) {
             ("win_extra_env", base.win_extra_env),
         ] {
             for (i, entry) in envs.iter().enumerate() {
-                if !entry
+                if entry
                     .split_once('=')
-                    .is_some_and(|(name, _)| !name.is_empty())
+                    .is_none_or(|(name, _)| name.is_empty())
                 {
                     report.at(
                         &format!("services.{service}.{key}[{i}]"),

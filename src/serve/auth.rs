@@ -90,8 +90,7 @@ impl Tokens {
     /// without regard to case (`Bearer`, `bearer`; RFC 9110 §11.1). Every stored hash is
     /// compared, whatever matched, so the time taken does not tell which one did.
     pub fn allows(&self, authorization: Option<&str>) -> bool {
-        let Some((scheme, token)) =
-            authorization.and_then(|v| v.trim().split_once(|c: char| c == ' ' || c == '\t'))
+        let Some((scheme, token)) = authorization.and_then(|v| v.trim().split_once([' ', '\t']))
         else {
             return false;
         };
