@@ -234,6 +234,26 @@ fn unknown_keys_warn_but_do_not_fail() {
 }
 
 #[test]
+fn the_configs_warnings_are_printed_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cluster(
+        dir.path(),
+        "cluster.yml",
+        &format!(
+            "{CLUSTER}services:\n  kube-controller:\n    service_cluster_ip_range: 10.43.0.0/17\n"
+        ),
+    );
+    rkers()
+        .args(["up", "--init", "--config"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "kube-api and kube-controller have different service_cluster_ip_range values",
+        ));
+}
+
+#[test]
 fn config_generation_round_trips_through_the_loader() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("generated.yml");

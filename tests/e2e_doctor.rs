@@ -905,3 +905,57 @@ async fn incident3_webhook_blocks_the_cni() {
     remove_standins(&cluster);
     eprintln!("incident 3 took {:.1}s", started.elapsed().as_secs_f64());
 }
+
+/// Issue 32: `etcd-rolling-snapshots` crash-looping (as it did with a non-positive interval,
+/// which the config now refuses) is a failure, with its log, and `up` repairs it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_looping_snapshot_helper_is_a_failure() {
+    let Some(cluster) = E2e::new() else { return };
+    let _api = cluster.standard().await;
+    let env = &cluster.env;
+    let helper = "etcd-rolling-snapshots";
+    let image = env
+        .on_host(
+            "host1",
+            &format!("docker inspect -f '{{{{.Config.Image}}}}' {helper}"),
+        )
+        .trim()
+        .to_string();
+    // The same helper, exiting at once as rke-etcd-backup did on `--creation=-1h`.
+    env.on_host(
+        "host1",
+        &format!(
+            "docker rm -f {helper} >/dev/null && docker run -d --name {helper} --restart always \
+             --entrypoint /bin/sh {image} -c 'echo panic: non-positive interval for NewTicker >&2; exit 2'"
+        ),
+    );
+    wait_for("3 restarts of the helper", Duration::from_secs(60), || {
+        let count = env.on_host(
+            "host1",
+            &format!("docker inspect -f '{{{{.RestartCount}}}}' {helper}"),
+        );
+        (count.trim().parse::<i64>().unwrap_or(0) >= 3).then_some(())
+    });
+    let host1 = env.ip(1);
+    let (code, report, out) = doctor_json(&cluster, &["--host", &host1]);
+    assert_eq!(code, 1, "a crash-looping helper fails doctor:\n{out}");
+    let helper_finding = |report: &Value| {
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["check"] == "container" && f["summary"].as_str().unwrap().contains(helper))
+            .cloned()
+            .unwrap_or_else(|| panic!("no finding for {helper}: {report:#}"))
+    };
+    let f = &helper_finding(&report);
+    assert_eq!(f["status"], "fail", "{f:#}");
+    assert!(evidence(f).contains("non-positive interval"), "{f:#}");
+
+    // `up` recreates it as the plan wants it; doctor is content again.
+    cluster.up();
+    let (code, report, out) = doctor_json(&cluster, &["--host", &host1]);
+    assert_eq!(code, 0, "{out}");
+    let f = helper_finding(&report);
+    assert_eq!(f["status"], "ok", "{f:#}");
+}

@@ -356,6 +356,11 @@ fn serve_drives_two_clusters_from_two_replicas() {
     std::fs::write(dir.path().join("tokens"), format!("# e2e\n{TOKEN}\n")).unwrap();
     let key: [u8; 32] = rand::random();
     std::fs::write(dir.path().join("key"), key).unwrap();
+    for file in ["tokens", "key"] {
+        use std::os::unix::fs::PermissionsExt;
+        let private = std::fs::Permissions::from_mode(0o600);
+        std::fs::set_permissions(dir.path().join(file), private).unwrap();
+    }
     let a = Replica::start("replica-a", &database, dir.path());
     let b = Replica::start("replica-b", &database, dir.path());
 
@@ -645,7 +650,13 @@ fn serve_refuses_bad_key_and_tokens_files() {
     let dir = tempfile::tempdir().unwrap();
     let (tokens, key) = (dir.path().join("tokens"), dir.path().join("key"));
     std::fs::write(&tokens, format!("{TOKEN}\n")).unwrap();
-    std::fs::write(&key, [7u8; 16]).unwrap();
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    let mode = |path: &Path, mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    mode(&tokens, 0o644);
+    mode(&key, 0o600);
     let run = || {
         Command::new(env!("CARGO_BIN_EXE_rkers"))
             .args(["serve", "--listen", "127.0.0.1:0", "--database"])
@@ -657,6 +668,24 @@ fn serve_refuses_bad_key_and_tokens_files() {
             .output()
             .unwrap()
     };
+    // Files other users may read are refused, whatever they hold.
+    for (file, what) in [(&tokens, "tokens file"), (&key, "secret key file")] {
+        mode(&tokens, 0o600);
+        mode(&key, 0o600);
+        mode(file, 0o640);
+        let out = run();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!(
+                "{}: the {what} is open to other users (mode 0640). Remedy: chmod 600",
+                file.display()
+            )),
+            "{err}"
+        );
+    }
+    mode(&tokens, 0o600);
+    std::fs::write(&key, [7u8; 16]).unwrap();
     let out = run();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");

@@ -91,7 +91,7 @@ impl Cluster {
             .nodes
             .iter()
             .find(|n| n.role.iter().any(|r| r == "controlplane"))
-            .map(|n| format!("https://{}:6443", n.address))
+            .map(|n| format!("https://{}:6443", config::url_host(&n.address)))
             .ok_or(ClusterError::NoControlPlane)?;
         Ok(pki::admin_kubeconfig(
             bundle,
@@ -176,9 +176,14 @@ impl Cluster {
         if let Some(source) = unpublished {
             reporter.warn(source.note(&config.kubernetes_version));
         }
+        let mut warnings = loaded.warnings;
+        for warning in config::warnings(&config, &loaded.locations) {
+            reporter.warn(warning.to_string());
+            warnings.push(warning);
+        }
         Ok(Cluster {
             config,
-            warnings: loaded.warnings,
+            warnings,
             catalog,
             files,
             redactor: reporter.redactor().clone(),
@@ -358,6 +363,22 @@ fn register_secrets(c: &RkeConfig, r: &Redactor) {
         r.register(&n.ssh_key);
     }
     r.register(&c.bastion_host.ssh_key);
+    if !c.private_registries.is_empty() {
+        // What kubelet's RKE_KUBELET_DOCKER_CONFIG carries: each registry's `user:password` and
+        // the whole config, both base64, would show a password to anyone who decodes them.
+        use base64::Engine;
+        let base64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+        r.register(&base64(&crate::plan::kubelet_docker_config(
+            &c.private_registries,
+        )));
+        for reg in c
+            .private_registries
+            .iter()
+            .filter(|r| !r.password.is_empty())
+        {
+            r.register(&base64(&format!("{}:{}", reg.user, reg.password)));
+        }
+    }
     for reg in &c.private_registries {
         r.register(&reg.password);
         if let Some(ecr) = &reg.ecr_credential_plugin {
@@ -448,5 +469,24 @@ mod tests {
         assert_eq!(merged["futureField"], json!({"x": 1}));
         assert_eq!(merged["services"]["etcd"]["futureEtcdKnob"], json!(true));
         assert!(merged["nodes"][0].get("labels").is_none(), "{merged}");
+    }
+
+    #[test]
+    fn the_registry_credentials_kubelet_gets_are_masked() {
+        let yaml = "nodes:\n  - address: 10.0.0.1\n    user: root\n    role: [etcd, controlplane, worker]\n\
+                    private_registries:\n  - url: registry.example:5000\n    user: rkers\n    password: s3cr3t-pass\n";
+        let loaded = config::load_str(yaml, "cluster.yml").unwrap();
+        let redactor = Redactor::default();
+        register_secrets(&loaded.config, &redactor);
+        use base64::Engine;
+        let config = crate::plan::kubelet_docker_config(&loaded.config.private_registries);
+        let env = format!(
+            "RKE_KUBELET_DOCKER_CONFIG={}",
+            base64::engine::general_purpose::STANDARD.encode(config)
+        );
+        assert_eq!(
+            redactor.redact(&env),
+            "RKE_KUBELET_DOCKER_CONFIG=[REDACTED]"
+        );
     }
 }

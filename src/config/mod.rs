@@ -25,6 +25,15 @@ pub use validate::{
     is_dns1123_subdomain, parse_k8s_version, unknown_version_message, validate, warnings,
 };
 
+/// A node address as the host part of a URL or `host:port`: an IPv6 literal in brackets
+/// (`https://[fd00::1]:6443`), anything else as it is.
+pub fn url_host(address: &str) -> std::borrow::Cow<'_, str> {
+    match address.parse::<std::net::Ipv6Addr>() {
+        Ok(_) => format!("[{address}]").into(),
+        Err(_) => address.into(),
+    }
+}
+
 /// Kubernetes version metadata as the config module needs it (implemented by `metadata`).
 pub trait VersionCatalog {
     /// The version used when `kubernetes_version` is empty (e.g. `v1.31.1-rancher1-1`).

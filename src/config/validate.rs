@@ -84,6 +84,8 @@ pub fn validate(
     check_etcd(cfg, &mut report);
     check_upgrade_strategy(cfg, &mut report);
     check_misc(cfg, &mut report);
+    check_services(cfg, &mut report);
+    check_registries(cfg, &mut report);
     let mut diagnostics = report.diagnostics;
     diagnostics.sort_by_key(|d| (d.line == 0, d.line, d.column));
     diagnostics
@@ -292,10 +294,55 @@ fn check_nodes(cfg: &RkeConfig, report: &mut Report) {
                 );
             }
         }
+        // The default is the address, which may be a DNS name; one the user gives is what
+        // kubelet's --node-ip and etcd's URLs get, and both need an IP address.
+        if node.internal_address != node.address && node.internal_address.parse::<IpAddr>().is_err()
+        {
+            report.at_any(
+                &[&format!("{base}.internal_address"), &base],
+                format!(
+                    "internal_address \"{}\" is not an IP address (kubelet's --node-ip and etcd's URLs need one)",
+                    node.internal_address
+                ),
+            );
+        }
+        for (key, value) in &node.labels {
+            let path = format!("{base}.labels.{key}");
+            let at = [path.as_str(), &format!("{base}.labels")];
+            if let Err(why) = check_qualified_name(key) {
+                report.at_any(
+                    &at,
+                    format!("label key \"{key}\" is not valid in Kubernetes: {why}"),
+                );
+            }
+            if let Err(why) = check_label_value(value) {
+                report.at_any(
+                    &at,
+                    format!("label value \"{value}\" of {key} is not valid in Kubernetes: {why}"),
+                );
+            }
+        }
         for (j, taint) in node.taints.iter().enumerate() {
             let path = format!("{base}.taints[{j}]");
             if taint.key.is_empty() {
                 report.at(&path, "taint has no `key`");
+            } else if let Err(why) = check_qualified_name(&taint.key) {
+                report.at_any(
+                    &[&format!("{path}.key"), &path],
+                    format!(
+                        "taint key \"{}\" is not valid in Kubernetes: {why}",
+                        taint.key
+                    ),
+                );
+            }
+            if let Err(why) = check_label_value(&taint.value) {
+                report.at_any(
+                    &[&format!("{path}.value"), &path],
+                    format!(
+                        "taint value \"{}\" is not valid in Kubernetes: {why}",
+                        taint.value
+                    ),
+                );
             }
             if !TAINT_EFFECTS.contains(&taint.effect.as_str()) {
                 report.at_any(
@@ -329,6 +376,53 @@ fn check_nodes(cfg: &RkeConfig, report: &mut Report) {
             "cluster must have at least one controlplane host: give a node the `controlplane` role",
         );
     }
+}
+
+/// Kubernetes' rule for a label name, a label value and the part of a key after its prefix:
+/// at most 63 letters, digits, `-`, `_` and `.`, beginning and ending with a letter or digit.
+fn check_name_part(name: &str) -> Result<(), String> {
+    if name.len() > 63 {
+        return Err(format!("longer than 63 characters ({})", name.len()));
+    }
+    let alphanumeric = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        || !alphanumeric(name.chars().next())
+        || !alphanumeric(name.chars().next_back())
+    {
+        return Err(
+            "use letters, digits, '-', '_' and '.', beginning and ending with a letter or digit"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// A label or taint key: `[prefix/]name`, the prefix a DNS-1123 subdomain.
+fn check_qualified_name(key: &str) -> Result<(), String> {
+    let name = match key.split_once('/') {
+        Some((prefix, name)) => {
+            if !is_dns1123_subdomain(prefix) {
+                return Err(format!(
+                    "its prefix \"{prefix}\" must be a lowercase DNS subdomain such as example.com"
+                ));
+            }
+            name
+        }
+        None => key,
+    };
+    if name.is_empty() {
+        return Err("the name after the prefix is empty".into());
+    }
+    check_name_part(name)
+}
+
+fn check_label_value(value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        return Ok(());
+    }
+    check_name_part(value)
 }
 
 /// An SSH port that is not a number from 1 to 65535 is an error: RKE1 and earlier rkers fell
@@ -516,8 +610,44 @@ fn check_network(cfg: &RkeConfig, version: Option<&semver::Version>, report: &mu
             ),
         );
     }
+    let dns_server = &cfg.services.kubelet.cluster_dns_server;
+    if let (Ok(ip), Some(service)) = (dns_server.parse::<IpAddr>(), &parsed[0])
+        && !service.iter().any(|net| net.contains(&ip))
+    {
+        report.at_any(
+            &[
+                "services.kubelet.cluster_dns_server",
+                "services.kube-api.service_cluster_ip_range",
+            ],
+            format!(
+                "cluster_dns_server {ip} is outside the service range {}: the DNS service could not get that address",
+                services.kube_api.service_cluster_ip_range
+            ),
+        );
+    }
+    check_node_port_range(&services.kube_api.service_node_port_range, report);
     if plugin == "aci" {
         check_aci(cfg, report);
+    }
+}
+
+/// `lo-hi`, two ports with lo below hi, as kube-apiserver's --service-node-port-range.
+fn check_node_port_range(range: &str, report: &mut Report) {
+    if range.is_empty() {
+        return;
+    }
+    let port = |s: &str| s.trim().parse::<u16>().ok().filter(|p| *p > 0);
+    let valid = range
+        .split_once('-')
+        .and_then(|(lo, hi)| Some((port(lo)?, port(hi)?)))
+        .is_some_and(|(lo, hi)| lo < hi);
+    if !valid {
+        report.at(
+            "services.kube-api.service_node_port_range",
+            format!(
+                "\"{range}\" is not a port range: give two ports from 1 to 65535 as lo-hi, lo below hi (e.g. 30000-32767)"
+            ),
+        );
     }
 }
 
@@ -729,6 +859,20 @@ fn check_etcd(cfg: &RkeConfig, report: &mut Report) {
             }
         }
     }
+    if let Some(backup) = &etcd.backup_config {
+        // etcd-rolling-snapshots exits on a non-positive interval and restarts for ever.
+        for (key, value) in [
+            ("interval_hours", backup.interval_hours),
+            ("retention", backup.retention),
+        ] {
+            if value < 1 {
+                report.at(
+                    &format!("services.etcd.backup_config.{key}"),
+                    format!("{key} must be 1 or more, not {value}"),
+                );
+            }
+        }
+    }
     if let Some(s3) = etcd
         .backup_config
         .as_ref()
@@ -817,6 +961,24 @@ fn check_misc(cfg: &RkeConfig, report: &mut Report) {
             }
         }
     }
+    if cfg.addon_job_timeout < 0 {
+        report.at(
+            "addon_job_timeout",
+            format!(
+                "addon_job_timeout must be a positive number of seconds, not {}",
+                cfg.addon_job_timeout
+            ),
+        );
+    }
+    if !cfg.prefix_path.is_empty() && !cfg.prefix_path.starts_with('/') {
+        report.at(
+            "prefix_path",
+            format!(
+                "prefix_path \"{}\" must be an absolute path (starting with /)",
+                cfg.prefix_path
+            ),
+        );
+    }
     if !cfg.cloud_provider.custom_cloud_provider.is_empty() && cfg.cloud_provider.name.is_empty() {
         report.at("cloud_provider", "a custom cloud provider needs a `name`");
     }
@@ -834,6 +996,138 @@ fn check_misc(cfg: &RkeConfig, report: &mut Report) {
             "audit policy must be an audit.k8s.io/v1 object with `kind: Policy`",
         );
     }
+}
+
+/// Every service's `extra_binds` (Linux: `/host/path:/container/path[:options]`, as Docker
+/// reads them relative to nothing) and `extra_env`/`win_extra_env` (`NAME=value`).
+fn check_services(cfg: &RkeConfig, report: &mut Report) {
+    let s = &cfg.services;
+    let services = [
+        ("etcd", s.etcd.base()),
+        ("kube-api", s.kube_api.base()),
+        ("kube-controller", s.kube_controller.base()),
+        ("scheduler", s.scheduler.base()),
+        ("kubelet", s.kubelet.base()),
+        ("kubeproxy", s.kubeproxy.base()),
+    ];
+    for (service, base) in services {
+        for (i, bind) in base.extra_binds.iter().enumerate() {
+            if let Err(why) = check_bind(bind) {
+                report.at(
+                    &format!("services.{service}.extra_binds[{i}]"),
+                    format!("bind \"{bind}\" {why}"),
+                );
+            }
+        }
+        for (key, envs) in [
+            ("extra_env", base.extra_env),
+            ("win_extra_env", base.win_extra_env),
+        ] {
+            for (i, entry) in envs.iter().enumerate() {
+                if entry
+                    .split_once('=')
+                    .is_none_or(|(name, _)| name.is_empty())
+                {
+                    report.at(
+                        &format!("services.{service}.{key}[{i}]"),
+                        format!(
+                            "\"{}\" is not NAME=value",
+                            crate::output::mask_secret_assignment(entry)
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn check_bind(bind: &str) -> Result<(), &'static str> {
+    let mut parts = bind.splitn(3, ':');
+    let host = parts.next().unwrap_or_default();
+    let Some(container) = parts.next().filter(|c| !c.is_empty()) else {
+        return Err("has no container path: write /host/path:/container/path");
+    };
+    if !host.starts_with('/') {
+        return Err("needs an absolute host path (starting with /)");
+    }
+    if !container.starts_with('/') {
+        return Err("needs an absolute container path (starting with /)");
+    }
+    Ok(())
+}
+
+/// `private_registries[].url`: what kubelet's docker config is keyed by and image names are
+/// prefixed with, so `host[:port][/path]` without a scheme.
+fn check_registries(cfg: &RkeConfig, report: &mut Report) {
+    for (i, registry) in cfg.private_registries.iter().enumerate() {
+        if let Err(why) = check_registry_url(&registry.url) {
+            report.at_any(
+                &[
+                    &format!("private_registries[{i}].url"),
+                    &format!("private_registries[{i}]"),
+                ],
+                format!("registry url \"{}\" {why}", registry.url),
+            );
+        }
+    }
+}
+
+fn check_registry_url(url: &str) -> Result<(), &'static str> {
+    if url.is_empty() {
+        return Err("is empty: give the registry as host[:port]");
+    }
+    if url.contains("://") {
+        return Err("has a scheme: give host[:port] (images are pulled as host[:port]/image)");
+    }
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("contains spaces or control characters");
+    }
+    let (authority, path) = url.split_once('/').unwrap_or((url, ""));
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(rest) => {
+            let (v6, after) = rest.split_once(']').ok_or("has an unclosed [")?;
+            if v6.parse::<std::net::Ipv6Addr>().is_err() {
+                return Err("has an invalid IPv6 address");
+            }
+            if !after.is_empty() && !after.starts_with(':') {
+                return Err("has text between the IPv6 address and the port");
+            }
+            (None, after.strip_prefix(':'))
+        }
+        None => match authority.split_once(':') {
+            Some((host, port)) => (Some(host), Some(port)),
+            None => (Some(authority), None),
+        },
+    };
+    if let Some(host) = host {
+        let valid_host = !host.is_empty()
+            && host.split('.').all(|label| {
+                !label.is_empty()
+                    && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+            });
+        if !valid_host {
+            return Err("has no valid host name or IP address before the port or path");
+        }
+    }
+    if let Some(port) = port
+        && !port.parse::<u16>().is_ok_and(|p| p > 0)
+    {
+        return Err("has an invalid port: give a number from 1 to 65535");
+    }
+    let path_ok = path.is_empty()
+        || path.split('/').all(|c| {
+            !c.is_empty()
+                && c.chars()
+                    .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || "._-".contains(ch))
+        });
+    if !path_ok {
+        return Err(
+            "has an invalid path: lowercase letters, digits, '.', '_' and '-' between slashes",
+        );
+    }
+    Ok(())
 }
 
 /// Things that work but are probably not what the user wants (printed, never fatal).

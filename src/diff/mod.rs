@@ -107,10 +107,13 @@ pub fn compare(
         let want: BTreeSet<&String> = want.iter().chain(want_extra).filter(|v| keep(v)).collect();
         let have: BTreeSet<&String> = have.iter().filter(|v| keep(v)).collect();
         if want != have {
+            // A credential's value (a registry's docker config, an S3 key) is never shown, old
+            // or new: the change says only that it changed.
+            let shown = |v: &&String| crate::output::mask_secret_assignment(v);
             changes.push(FieldChange {
                 field,
-                added: want.difference(&have).map(|s| s.to_string()).collect(),
-                removed: have.difference(&want).map(|s| s.to_string()).collect(),
+                added: want.difference(&have).map(shown).collect(),
+                removed: have.difference(&want).map(shown).collect(),
                 why: None,
             });
         }
@@ -210,6 +213,41 @@ mod tests {
             ]),
             security_opt: vec![],
         }
+    }
+
+    #[test]
+    fn a_changed_registry_password_is_shown_only_as_changed() {
+        let mut desired = kubelet();
+        desired
+            .env
+            .push("RKE_KUBELET_DOCKER_CONFIG=bmV3OnBhc3N3b3Jk".into());
+        desired.cmd.push("--registry-password=new-secret".into());
+        let mut observed = kubelet();
+        observed
+            .env
+            .push("RKE_KUBELET_DOCKER_CONFIG=b2xkOnBhc3N3b3Jk".into());
+        observed.cmd.push("--registry-password=old-secret".into());
+        let changes = compare(&desired, &observed, Some(&[]), nothing);
+        let shown: Vec<String> = changes.iter().map(ToString::to_string).collect();
+        let text = shown.join("\n");
+        for secret in [
+            "bmV3OnBhc3N3b3Jk",
+            "b2xkOnBhc3N3b3Jk",
+            "new-secret",
+            "old-secret",
+        ] {
+            assert!(!text.contains(secret), "{secret} shown in {text}");
+        }
+        assert!(
+            text.contains(
+                "env: +RKE_KUBELET_DOCKER_CONFIG=[REDACTED] -RKE_KUBELET_DOCKER_CONFIG=[REDACTED]"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("cmd: +--registry-password=[REDACTED]"),
+            "{text}"
+        );
     }
 
     #[test]

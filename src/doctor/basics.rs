@@ -85,12 +85,80 @@ pub fn expected_containers(roles: &[String]) -> Vec<&'static str> {
     v
 }
 
-/// Each RKE container of one host: running, restarting or exited, with its last log lines when
-/// it is not running.
+/// A container that was restarted at least this often and last started within
+/// [`CRASH_LOOP_WINDOW`] is crash-looping: Docker's restart backoff (100 ms doubling to a minute)
+/// brings a container that exits at once there within seconds, while one that restarted while
+/// the cluster came up (kube-apiserver waiting for etcd) stays below it.
+pub const CRASH_LOOP_RESTARTS: i64 = 3;
+pub const CRASH_LOOP_WINDOW: time::Duration = time::Duration::minutes(10);
+
+/// What one RKE container's state says: `Ok` with a summary, or a status and the problem.
+/// `service-sidekick` only lends its volumes: it never runs.
+pub fn container_state(
+    name: &str,
+    o: &crate::hosts::ObservedContainer,
+    now: OffsetDateTime,
+) -> (Status, String) {
+    let restarts = o.restart_count;
+    if name == plan::SERVICE_SIDEKICK {
+        return (Status::Ok, format!("{name} present ({})", o.status));
+    }
+    if o.restarting {
+        return (
+            Status::Fail,
+            format!(
+                "{name} is restarting (last exit {}, {restarts} restarts)",
+                o.exit_code.unwrap_or(-1)
+            ),
+        );
+    }
+    if !o.running {
+        return (
+            Status::Fail,
+            format!(
+                "{name} is {} (exit {})",
+                o.status,
+                o.exit_code.unwrap_or(-1)
+            ),
+        );
+    }
+    let up_for = o
+        .started_at
+        .as_deref()
+        .and_then(|t| OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok())
+        .map(|started| now - started);
+    match up_for {
+        Some(up) if restarts >= CRASH_LOOP_RESTARTS && up < CRASH_LOOP_WINDOW => (
+            Status::Fail,
+            format!(
+                "{name} is crash-looping: restarted {restarts} times, last start {}s ago",
+                up.whole_seconds()
+            ),
+        ),
+        _ if restarts >= CRASH_LOOP_RESTARTS => (
+            Status::Warn,
+            format!("{name} running, but restarted {restarts} times"),
+        ),
+        _ if restarts > 0 => (Status::Ok, format!("{name} running ({restarts} restarts)")),
+        _ => (Status::Ok, format!("{name} running")),
+    }
+}
+
+/// Each RKE container of one host: running, restarting, crash-looping or exited, with its last
+/// log lines when it is not healthy.
 pub async fn containers(c: &RkeConfig, host: &Arc<Host>) -> Vec<Finding> {
     let node = node_name(c, host.name());
+    let roles = roles(c, host.name());
+    let mut names = expected_containers(&roles);
+    if roles.iter().any(|r| r == "etcd") && c.services.etcd.snapshot == Some(true) {
+        names.insert(1, plan::ETCD_ROLLING_SNAPSHOTS);
+    }
+    if !roles.is_empty() {
+        names.push(plan::SERVICE_SIDEKICK);
+    }
+    let now = OffsetDateTime::now_utc();
     let mut out = Vec::new();
-    for name in expected_containers(&roles(c, host.name())) {
+    for name in names {
         let docker = host.docker();
         match docker.inspect_container(name).await {
             Err(e) => out.push(Finding::new(
@@ -108,43 +176,172 @@ pub async fn containers(c: &RkeConfig, host: &Arc<Host>) -> Vec<Finding> {
                 )
                 .fix(["rkers up --config <cluster.yml>   (creates it again)"]),
             ),
-            Ok(Some(o)) if o.running && !o.restarting => out.push(Finding::ok(
-                "container",
-                Some(&node),
-                format!("{name} running"),
-            )),
             Ok(Some(o)) => {
-                let state = if o.restarting {
-                    format!("restarting (last exit {})", o.exit_code.unwrap_or(-1))
-                } else {
-                    format!("{} (exit {})", o.status, o.exit_code.unwrap_or(-1))
-                };
+                let (status, summary) = container_state(name, &o, now);
+                if status == Status::Ok {
+                    out.push(Finding::ok("container", Some(&node), summary));
+                    continue;
+                }
                 let logs = docker.logs(name, 10).await.unwrap_or_default();
-                let mut evidence =
-                    vec![format!("docker inspect {name}: {state}, image {}", o.image)];
+                let mut evidence = vec![format!(
+                    "docker inspect {name}: {} (exit {}), {} restarts, started {}, image {}",
+                    o.status,
+                    o.exit_code.unwrap_or(-1),
+                    o.restart_count,
+                    o.started_at.as_deref().unwrap_or("never"),
+                    o.image
+                )];
                 evidence.extend(
                     last_lines(&logs, 5)
                         .into_iter()
                         .map(|l| format!("log: {l}")),
                 );
                 out.push(
-                    Finding::new(
-                        "container",
-                        Status::Fail,
-                        Some(&node),
-                        format!("{name} is {state}"),
-                    )
-                    .evidence(evidence)
-                    .fix([
-                        format!("docker logs --tail 50 {name}   (on {})", host.name()),
-                        "rkers up --config <cluster.yml>   (recreates it when its config drifted)"
-                            .to_string(),
-                    ]),
+                    Finding::new("container", status, Some(&node), summary)
+                        .evidence(evidence)
+                        .fix([
+                            format!("docker logs --tail 50 {name}   (on {})", host.name()),
+                            "rkers up --config <cluster.yml>   (recreates it when its config drifted)"
+                                .to_string(),
+                        ]),
                 );
             }
         }
     }
     out
+}
+
+/// How often `etcd-rolling-snapshots` takes a snapshot: `backup_config.interval_hours`, else
+/// RKE1's older `services.etcd.creation` (a Go duration such as `12h`).
+pub fn snapshot_interval(c: &RkeConfig) -> Option<time::Duration> {
+    let etcd = &c.services.etcd;
+    match &etcd.backup_config {
+        Some(b) if b.interval_hours > 0 => Some(time::Duration::hours(b.interval_hours)),
+        Some(_) => None,
+        None => humantime::parse_duration(&etcd.creation)
+            .ok()
+            .and_then(|d| time::Duration::try_from(d).ok())
+            .filter(|d| d.is_positive()),
+    }
+}
+
+/// The newest rolling snapshot's age against the interval: a warning past one interval and a
+/// half, a failure past two (snapshots stopped). Without any snapshot, a failure once the
+/// helper has run for two intervals. `newest` and `started` are times on the host's clock,
+/// like `now`.
+pub fn snapshot_finding(
+    node: &str,
+    interval: time::Duration,
+    now: OffsetDateTime,
+    newest: Option<(OffsetDateTime, &str)>,
+    started: Option<OffsetDateTime>,
+) -> Finding {
+    let hours = |d: time::Duration| format!("{:.1}h", d.as_seconds_f64() / 3600.0);
+    let fix = [
+        format!(
+            "docker logs --tail 50 {}   (on the node)",
+            plan::ETCD_ROLLING_SNAPSHOTS
+        ),
+        "rkers etcd snapshot-save --config <cluster.yml>   (one now)".to_string(),
+    ];
+    let Some((taken, file)) = newest else {
+        let running_for = started.map(|s| now - s).unwrap_or_default();
+        if running_for > interval * 2 {
+            return Finding::new(
+                "etcd-snapshot",
+                Status::Fail,
+                Some(node),
+                format!(
+                    "no rolling snapshot in {}, although {} runs for {} with an interval of {}",
+                    crate::phases::etcd_snapshot::SNAPSHOT_DIR,
+                    plan::ETCD_ROLLING_SNAPSHOTS,
+                    hours(running_for),
+                    hours(interval)
+                ),
+            )
+            .fix(fix);
+        }
+        return Finding::ok(
+            "etcd-snapshot",
+            Some(node),
+            format!("no rolling snapshot yet (interval {})", hours(interval)),
+        );
+    };
+    let age = now - taken;
+    let status = if age > interval * 2 {
+        Status::Fail
+    } else if age > interval * 3 / 2 {
+        Status::Warn
+    } else {
+        Status::Ok
+    };
+    let summary = format!(
+        "newest rolling snapshot {file} is {} old (interval {})",
+        hours(age),
+        hours(interval)
+    );
+    match status {
+        Status::Ok => Finding::ok("etcd-snapshot", Some(node), summary),
+        _ => Finding::new("etcd-snapshot", status, Some(node), summary).fix(fix),
+    }
+}
+
+/// The rolling snapshots' times on an etcd host, read over SSH with the host's clock: the
+/// host's `now`, then `<mtime> <file>` per rolling snapshot (`*_etcd.zip`).
+pub async fn etcd_snapshots(c: &RkeConfig, host: &Arc<Host>) -> Option<Finding> {
+    let interval = snapshot_interval(c)?;
+    let node = node_name(c, host.name());
+    let script = format!(
+        "date +%s; for f in {}/*_etcd.zip; do [ -f \"$f\" ] && echo \"$(date -r \"$f\" +%s) ${{f##*/}}\"; done; true",
+        crate::phases::etcd_snapshot::SNAPSHOT_DIR
+    );
+    let read = host.link().exec(&script).await;
+    let output = match read {
+        Ok(o) if o.success() => o.stdout_str(),
+        Ok(o) => {
+            return Some(Finding::new(
+                "etcd-snapshot",
+                Status::Warn,
+                Some(&node),
+                format!(
+                    "cannot list the snapshots: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ),
+            ));
+        }
+        Err(e) => {
+            return Some(Finding::new(
+                "etcd-snapshot",
+                Status::Warn,
+                Some(&node),
+                format!("cannot list the snapshots: {e}"),
+            ));
+        }
+    };
+    let at = |epoch: &str| {
+        epoch
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .and_then(|e| OffsetDateTime::from_unix_timestamp(e).ok())
+    };
+    let mut lines = output.lines();
+    let now = lines.next().and_then(at)?;
+    let newest = lines
+        .filter_map(|l| l.split_once(' '))
+        .filter_map(|(t, f)| Some((at(t)?, f)))
+        .max_by_key(|(t, _)| *t);
+    let started = match host
+        .docker()
+        .inspect_container(plan::ETCD_ROLLING_SNAPSHOTS)
+        .await
+    {
+        Ok(Some(o)) => o.started_at.as_deref().and_then(|t| {
+            OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok()
+        }),
+        _ => None,
+    };
+    Some(snapshot_finding(&node, interval, now, newest, started))
 }
 
 /// Certificate expiry: warn under [`CERT_WARN_DAYS`], fail when expired. One finding per host
@@ -511,5 +708,87 @@ mod tests {
                 "kube-proxy"
             ]
         );
+    }
+
+    fn observed(
+        running: bool,
+        restarting: bool,
+        restarts: i64,
+        started: &str,
+    ) -> crate::hosts::ObservedContainer {
+        crate::hosts::ObservedContainer {
+            running,
+            restarting,
+            status: if running { "running" } else { "exited" }.into(),
+            exit_code: Some(1),
+            restart_count: restarts,
+            started_at: Some(started.into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_crash_looping_container_fails_one_that_restarted_at_bootstrap_does_not() {
+        let now = time::macros::datetime!(2026-11-27 12:00 UTC);
+        let state = |o| container_state("etcd-rolling-snapshots", &o, now).0;
+        assert_eq!(
+            state(observed(true, true, 7, "2026-11-27T11:59:50Z")),
+            Status::Fail
+        );
+        // Running at this instant, but started 20 s ago after 5 restarts.
+        assert_eq!(
+            state(observed(true, false, 5, "2026-11-27T11:59:40.123456789Z")),
+            Status::Fail
+        );
+        assert_eq!(
+            state(observed(true, false, 5, "2026-11-27T10:00:00Z")),
+            Status::Warn
+        );
+        assert_eq!(
+            state(observed(true, false, 1, "2026-11-27T11:59:40Z")),
+            Status::Ok
+        );
+        assert_eq!(
+            state(observed(true, false, 0, "2026-11-27T11:59:40Z")),
+            Status::Ok
+        );
+        assert_eq!(
+            state(observed(false, false, 0, "2026-11-27T11:59:40Z")),
+            Status::Fail
+        );
+        let sidekick = container_state(plan::SERVICE_SIDEKICK, &observed(false, false, 0, ""), now);
+        assert_eq!(sidekick.0, Status::Ok);
+    }
+
+    #[test]
+    fn the_newest_snapshot_is_judged_against_the_interval() {
+        let now = time::macros::datetime!(2026-11-27 12:00 UTC);
+        let interval = time::Duration::hours(12);
+        let at = |h: i64| Some((now - time::Duration::hours(h), "x_etcd.zip"));
+        let status = |newest, started| snapshot_finding("n", interval, now, newest, started).status;
+        assert_eq!(status(at(1), None), Status::Ok);
+        assert_eq!(status(at(20), None), Status::Warn);
+        assert_eq!(status(at(30), None), Status::Fail);
+        assert_eq!(
+            status(None, Some(now - time::Duration::hours(2))),
+            Status::Ok
+        );
+        assert_eq!(
+            status(None, Some(now - time::Duration::hours(25))),
+            Status::Fail
+        );
+
+        let mut c = RkeConfig::default();
+        c.services.etcd.creation = "6h".into();
+        assert_eq!(snapshot_interval(&c), Some(time::Duration::hours(6)));
+        c.services.etcd.backup_config = Some(Default::default());
+        assert_eq!(snapshot_interval(&c), None);
+        c.services
+            .etcd
+            .backup_config
+            .as_mut()
+            .unwrap()
+            .interval_hours = 3;
+        assert_eq!(snapshot_interval(&c), Some(time::Duration::hours(3)));
     }
 }

@@ -133,6 +133,11 @@ async fn host_checks(
         .any(|n| n.address == host.name() && n.role.iter().any(|r| r == "etcd"))
     {
         out.push(basics::etcd(c, host).await);
+        if c.services.etcd.snapshot == Some(true)
+            && let Some(finding) = basics::etcd_snapshots(c, host).await
+        {
+            out.push(finding);
+        }
     }
     let wants = ProbeWants {
         calico: cni.calico,

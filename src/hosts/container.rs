@@ -145,6 +145,12 @@ pub struct ObservedContainer {
     /// Docker's state string: created, running, exited, ...
     pub status: String,
     pub exit_code: Option<i64>,
+    /// How often Docker's restart policy restarted it since it was last started by hand.
+    #[serde(default)]
+    pub restart_count: i64,
+    /// When it last started (RFC 3339, as Docker reports it).
+    #[serde(default)]
+    pub started_at: Option<String>,
     /// Image reference from the container's config (as it was requested).
     pub image: String,
     /// Image ID (`sha256:...`).
@@ -185,6 +191,10 @@ impl ObservedContainer {
             restarting: state.restarting.unwrap_or(false),
             status: state.status.map(|s| s.to_string()).unwrap_or_default(),
             exit_code: state.exit_code,
+            restart_count: r.restart_count.unwrap_or(0),
+            started_at: state
+                .started_at
+                .filter(|s| !s.is_empty() && !s.starts_with("0001-")),
             image: config.image.unwrap_or_default(),
             image_id: r.image.unwrap_or_default(),
             entrypoint: config.entrypoint.unwrap_or_default(),

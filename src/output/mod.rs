@@ -8,7 +8,7 @@
 mod redact;
 pub mod timing;
 
-pub use redact::{Redactor, redact};
+pub use redact::{Redactor, is_secret_name, mask_secret_assignment, redact};
 pub use timing::PhaseTiming;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};

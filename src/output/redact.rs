@@ -52,6 +52,38 @@ impl Redactor {
     }
 }
 
+/// Parts of a variable or flag name that say its value is a credential (compared without case,
+/// `-` read as `_`): a registry's docker config (base64 of `user:password`), S3 keys, tokens.
+const SECRET_NAME_PARTS: [&str; 7] = [
+    "PASSWORD",
+    "PASSWD",
+    "SECRET",
+    "TOKEN",
+    "CREDENTIAL",
+    "ACCESS_KEY",
+    "DOCKER_CONFIG",
+];
+
+/// Whether an environment variable or command-line flag of this name carries a credential.
+pub fn is_secret_name(name: &str) -> bool {
+    let name = name
+        .trim_start_matches('-')
+        .to_ascii_uppercase()
+        .replace('-', "_");
+    SECRET_NAME_PARTS.iter().any(|part| name.contains(part))
+}
+
+/// `NAME=value` (an environment entry) or `--name=value` (a flag) with the value masked when
+/// the name carries a credential: a diff of such an entry then says only that it changed.
+pub fn mask_secret_assignment(entry: &str) -> String {
+    match entry.split_once('=') {
+        Some((name, value)) if !value.is_empty() && is_secret_name(name) => {
+            format!("{name}={MASK}")
+        }
+        _ => entry.to_string(),
+    }
+}
+
 /// Replaces the occurrences of `needle` not directly preceded or followed by a letter or digit.
 fn replace_standalone(text: &str, needle: &str) -> String {
     let is_word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
@@ -151,5 +183,26 @@ mod tests {
             out,
             "password [REDACTED], login=[REDACTED]; pw12 apw1 [REDACTED]-ray ox \"[REDACTED]\""
         );
+    }
+
+    #[test]
+    fn assignments_of_credentials_are_masked_by_name() {
+        for entry in [
+            "RKE_KUBELET_DOCKER_CONFIG=eyJhdXRocyI6e319",
+            "S3_SECRET_KEY=c2VjcmV0",
+            "--db-password=hunter2",
+            "--bootstrap-token=abc.def",
+        ] {
+            let masked = mask_secret_assignment(entry);
+            let name = entry.split_once('=').unwrap().0;
+            assert_eq!(masked, format!("{name}=[REDACTED]"));
+        }
+        for entry in [
+            "PATH=/usr/bin",
+            "--v=2",
+            "RKE_KUBELET_DOCKER_FILE=/var/lib/kubelet/config.json",
+        ] {
+            assert_eq!(mask_secret_assignment(entry), entry);
+        }
     }
 }

@@ -24,7 +24,7 @@ const INGRESS_ADMISSION_JOBS: &[&str] = &[
 const INGRESS_NAMESPACE: &str = "ingress-nginx";
 
 /// Reads `addons_include` entries: local files (relative to the directory of cluster.yml, as
-/// RKE1 is normally run from there) and `http://` URLs.
+/// RKE1 is normally run from there) and `http://` or `https://` URLs.
 async fn read_includes(cluster: &Cluster) -> Result<Vec<String>, AddonError> {
     let base = cluster
         .files
@@ -39,7 +39,10 @@ async fn read_includes(cluster: &Cluster) -> Result<Vec<String>, AddonError> {
             message,
         };
         let text = if source.starts_with("http://") || source.starts_with("https://") {
-            fetch_url(source).await.map_err(fail)?
+            let connector = system_https_connector().map_err(fail)?;
+            fetch_url(source, connector, &INCLUDE_LIMITS)
+                .await
+                .map_err(fail)?
         } else {
             let path = base.join(source);
             std::fs::read_to_string(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?
@@ -50,36 +53,65 @@ async fn read_includes(cluster: &Cluster) -> Result<Vec<String>, AddonError> {
     Ok(out)
 }
 
-async fn fetch_url(url: &str) -> Result<String, String> {
-    use http_body_util::{BodyExt, Empty};
-    use hyper_util::rt::TokioIo;
+/// How long one `addons_include` URL may take (connecting, the answer, the whole body) and how
+/// large its manifest may be: a server that stalls or streams without end stops `up` with a
+/// reason instead of hanging it or filling memory.
+struct FetchLimits {
+    timeout: Duration,
+    max_bytes: usize,
+}
+
+const INCLUDE_LIMITS: FetchLimits = FetchLimits {
+    timeout: Duration::from_secs(60),
+    max_bytes: 16 * 1024 * 1024,
+};
+
+type HttpsConnector =
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>;
+
+/// `http://` and `https://`, the server verified against the system's CA store.
+fn system_https_connector() -> Result<HttpsConnector, String> {
+    Ok(hyper_rustls::HttpsConnectorBuilder::new()
+        .with_provider_and_native_roots(rustls::crypto::aws_lc_rs::default_provider())
+        .map_err(|e| format!("cannot read the system's CA certificates: {e}"))?
+        .https_or_http()
+        .enable_http1()
+        .build())
+}
+
+async fn fetch_url(
+    url: &str,
+    connector: HttpsConnector,
+    limits: &FetchLimits,
+) -> Result<String, String> {
+    use http_body_util::{BodyExt, Empty, Limited};
     let uri: http::Uri = url.parse().map_err(|e| format!("{e}"))?;
-    if uri.scheme_str() != Some("http") {
-        return Err("only http:// URLs are supported; put the file next to cluster.yml".into());
-    }
-    let host = uri.host().ok_or("URL without host")?.to_string();
-    let port = uri.port_u16().unwrap_or(80);
-    let stream = tokio::net::TcpStream::connect((host.as_str(), port))
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build::<_, Empty<hyper::body::Bytes>>(connector);
+    let fetch = async {
+        // hyper's client names only "client error (Connect)": its causes say what failed.
+        let resp = client.get(uri).await.map_err(|e| {
+            let report = crate::error::ErrorReport::of(&e);
+            std::iter::once(report.message)
+                .chain(report.causes)
+                .collect::<Vec<_>>()
+                .join(": ")
+        })?;
+        if !resp.status().is_success() {
+            return Err(format!("HTTP {}", resp.status()));
+        }
+        let body = Limited::new(resp.into_body(), limits.max_bytes)
+            .collect()
+            .await
+            .map_err(|e| match e.downcast::<http_body_util::LengthLimitError>() {
+                Ok(_) => format!("the manifest is larger than {} bytes", limits.max_bytes),
+                Err(e) => e.to_string(),
+            })?;
+        String::from_utf8(body.to_bytes().to_vec()).map_err(|e| e.to_string())
+    };
+    tokio::time::timeout(limits.timeout, fetch)
         .await
-        .map_err(|e| e.to_string())?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| e.to_string())?;
-    tokio::spawn(conn);
-    let req = http::Request::get(uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"))
-        .header("host", host)
-        .body(Empty::<hyper::body::Bytes>::new())
-        .map_err(|e| e.to_string())?;
-    let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
-    if !resp.status().is_success() {
-        return Err(format!("HTTP {}", resp.status()));
-    }
-    let body = resp
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| e.to_string())?;
-    String::from_utf8(body.to_bytes().to_vec()).map_err(|e| e.to_string())
+        .map_err(|_| format!("no complete answer within {:?}", limits.timeout))?
 }
 
 /// What applying an addon did, for the log (the dry run lists it as the addon's action).
@@ -266,31 +298,88 @@ mod tests {
     use super::*;
     use crate::output::{OutputFormat, Reporter};
 
+    /// Reads one request from `stream` and answers it with `body` (or 404), closing after.
+    async fn answer<S>(mut stream: S, body: Option<&str>)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut request = [0u8; 2048];
+        let _ = stream.read(&mut request).await;
+        let response = match body {
+            Some(b) => format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{b}",
+                b.len()
+            ),
+            None => "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                .to_string(),
+        };
+        let _ = stream.write_all(response.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    }
+
     /// An HTTP server on loopback that answers every request with `body` (or 404), once per
     /// connection, for as many connections as asked.
     async fn serve(body: Option<&'static str>, connections: usize) -> String {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         tokio::spawn(async move {
             for _ in 0..connections {
-                let (mut stream, _) = listener.accept().await.unwrap();
-                let mut request = [0u8; 2048];
-                let _ = stream.read(&mut request).await;
-                let response = match body {
-                    Some(b) => format!(
-                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{b}",
-                        b.len()
-                    ),
-                    None => {
-                        "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-                            .to_string()
-                    }
-                };
-                let _ = stream.write_all(response.as_bytes()).await;
+                let (stream, _) = listener.accept().await.unwrap();
+                answer(stream, body).await;
             }
         });
         format!("http://{address}")
+    }
+
+    /// An HTTPS server on loopback whose certificate (for 127.0.0.1) a fresh test CA signed;
+    /// its URL and a connector that trusts that CA alone.
+    async fn serve_tls(body: String, connections: usize) -> (String, HttpsConnector) {
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca = ca_params.self_signed(&ca_key).unwrap();
+        let issuer = rcgen::Issuer::new(ca_params, ca_key);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+            .unwrap()
+            .signed_by(&key, &issuer)
+            .unwrap();
+        let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+            )
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(server));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            for _ in 0..connections {
+                let (stream, _) = listener.accept().await.unwrap();
+                // A client that refuses the certificate ends the handshake: next connection.
+                if let Ok(tls) = acceptor.accept(stream).await {
+                    answer(tls, Some(&body)).await;
+                }
+            }
+        });
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(ca.der().clone()).unwrap();
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(client)
+            .https_or_http()
+            .enable_http1()
+            .build();
+        (format!("https://{address}"), connector)
     }
 
     fn cluster_with_includes(dir: &Path, includes: &[String]) -> Cluster {
@@ -334,12 +423,53 @@ mod tests {
         let not_found = cluster_with_includes(dir.path(), &[format!("{url}/x.yaml")]);
         let e = read_includes(&not_found).await.unwrap_err().to_string();
         assert!(e.contains("x.yaml") && e.contains("404"), "{e}");
-        let https = cluster_with_includes(dir.path(), &["https://example.invalid/a.yaml".into()]);
-        let e = read_includes(&https).await.unwrap_err().to_string();
-        assert!(e.contains("only http:// URLs"), "{e}");
+        // A server whose CA the system does not trust is refused, named.
+        let (url, _) = serve_tls(MANIFEST.to_string(), 1).await;
+        let untrusted = cluster_with_includes(dir.path(), &[format!("{url}/t.yaml")]);
+        let e = read_includes(&untrusted).await.unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("addons_include {url}/t.yaml")) && e.contains("certificate"),
+            "{e}"
+        );
         std::fs::write(dir.path().join("bad.yaml"), "kind: [unclosed").unwrap();
         let bad = cluster_with_includes(dir.path(), &["bad.yaml".into()]);
         let e = read_includes(&bad).await.unwrap_err().to_string();
         assert!(e.contains("addons_include bad.yaml"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn https_includes_are_verified_and_read() {
+        let (url, trusting) = serve_tls(MANIFEST.to_string(), 1).await;
+        let text = fetch_url(&format!("{url}/a.yaml"), trusting, &INCLUDE_LIMITS)
+            .await
+            .unwrap();
+        assert_eq!(text, MANIFEST);
+    }
+
+    #[tokio::test]
+    async fn a_stalling_or_endless_server_is_cut_off() {
+        let limits = FetchLimits {
+            timeout: Duration::from_millis(500),
+            max_bytes: 1024,
+        };
+        // Accepts, reads the request, never answers.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            drop(stream);
+        });
+        let connector = system_https_connector().unwrap();
+        let e = fetch_url(&format!("http://{address}/slow.yaml"), connector, &limits)
+            .await
+            .unwrap_err();
+        assert_eq!(e, "no complete answer within 500ms");
+
+        let (url, trusting) = serve_tls("x".repeat(4096), 1).await;
+        let e = fetch_url(&format!("{url}/big.yaml"), trusting, &limits)
+            .await
+            .unwrap_err();
+        assert_eq!(e, "the manifest is larger than 1024 bytes");
     }
 }

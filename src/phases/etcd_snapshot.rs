@@ -173,7 +173,13 @@ pub fn etcd_members(config: &RkeConfig) -> Vec<EtcdMember> {
 pub fn initial_cluster(members: &[EtcdMember]) -> String {
     members
         .iter()
-        .map(|m| format!("{}=https://{}:2380", m.member_name(), m.internal_address))
+        .map(|m| {
+            format!(
+                "{}=https://{}:2380",
+                m.member_name(),
+                crate::config::url_host(&m.internal_address)
+            )
+        })
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -312,7 +318,10 @@ pub fn snapshot_once_spec(
         ssl("kube-node-key.pem"),
         "--name".into(),
         name.to_string(),
-        format!("--endpoints={}:2379", member.internal_address),
+        format!(
+            "--endpoints={}:2379",
+            crate::config::url_host(&member.internal_address)
+        ),
         "--once".into(),
     ];
     let mut env = etcd.extra_env.clone();
@@ -374,7 +383,7 @@ pub fn restore_prepare_spec(
          echo \"sha256 $(sha256sum {snap} | cut -d' ' -f1)\"\n\
          if ! etcdctl snapshot restore {snap} --data-dir={scratch}/ --name={member} \
          --initial-cluster={cluster} --initial-cluster-token=etcd-cluster-1 \
-         --initial-advertise-peer-urls=https://{internal}:2380; then\n\
+         --initial-advertise-peer-urls={peer_url}; then\n\
            rm -rf {scratch}\n  exit 1\nfi\n\
          [ -f {snap}.zip ] && rm -f {snap}\n\
          exit 0",
@@ -383,7 +392,11 @@ pub fn restore_prepare_spec(
         snap = q(&snapshot),
         member = q(&member.member_name()),
         cluster = q(initial_cluster),
-        internal = member.internal_address,
+        // Every value from cluster.yml is quoted: none may reach the shell as code.
+        peer_url = q(&format!(
+            "https://{}:2380",
+            crate::config::url_host(&member.internal_address)
+        )),
     );
     let mut env = vec!["ETCDCTL_API=3".to_string()];
     env.extend(etcd.extra_env.iter().cloned());

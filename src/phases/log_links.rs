@@ -101,6 +101,7 @@ pub async fn link_logs(
 /// Drops the dangling log links under `dir` (RKE1's `rke-log-cleaner`) in a one-shot
 /// container of `image`.
 pub async fn clean_log_links(host: &Host, image: &str, dir: &str) -> Result<(), String> {
+    let dir = shell_words::quote(dir);
     let spec = crate::hosts::ContainerSpec {
         image: image.to_string(),
         entrypoint: vec!["/bin/sh".into(), "-c".into()],

@@ -102,7 +102,7 @@ pub fn member_name(hostname: &str) -> String {
 }
 
 pub fn peer_url(internal_address: &str) -> String {
-    format!("https://{internal_address}:2380")
+    format!("https://{}:2380", crate::config::url_host(internal_address))
 }
 
 /// Runs `etcdctl` in the `etcd` container of `host`.

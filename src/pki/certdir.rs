@@ -150,7 +150,7 @@ pub fn load_custom_certs(cert_dir: &Path, spec: &PkiSpec) -> Result<CustomCerts,
         let ca_pem = bundle[CA_CERT_NAME].certificate_pem.clone();
         let admin = bundle.get_mut(KUBE_ADMIN_CERT_NAME).expect("checked above");
         admin.config = kubeconfig_with_data(
-            &format!("https://{}:6443", cp.address),
+            &format!("https://{}:6443", crate::config::url_host(&cp.address)),
             &spec.cluster_name,
             KUBE_ADMIN_CERT_NAME,
             &ca_pem,

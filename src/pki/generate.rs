@@ -346,7 +346,7 @@ fn set_admin_kubeconfig(certs: &mut Bundle, spec: &PkiSpec) -> Result<(), PkiErr
     match spec.controlplane_hosts().next() {
         Some(cp) => {
             admin.config = kubeconfig_with_data(
-                &format!("https://{}:6443", cp.address),
+                &format!("https://{}:6443", crate::config::url_host(&cp.address)),
                 &spec.cluster_name,
                 KUBE_ADMIN_CERT_NAME,
                 &ca_pem,

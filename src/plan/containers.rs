@@ -14,6 +14,7 @@ use super::flags::{apply_extra_args, apply_service_options, map, render_flags};
 use super::util::{at_least, image_tag, join_path, parse_version, remove_z_from_binds, uniq};
 use super::*;
 use crate::config::types::RkeConfig;
+use crate::config::url_host;
 
 const SSL: &str = "/etc/kubernetes/ssl/";
 const CLOUD_CONFIG_PATH: &str = "/etc/kubernetes/cloud-config";
@@ -431,7 +432,13 @@ impl<'a> ClusterView<'a> {
         };
         let initial_cluster = members
             .iter()
-            .map(|h| format!("etcd-{}=https://{}:2380", h.hostname, h.internal_address))
+            .map(|h| {
+                format!(
+                    "etcd-{}=https://{}:2380",
+                    h.hostname,
+                    url_host(&h.internal_address)
+                )
+            })
             .collect::<Vec<_>>()
             .join(",");
         let state = if self.input.etcd.existing.contains(&host.address) {
@@ -444,7 +451,8 @@ impl<'a> ClusterView<'a> {
         } else {
             host.internal_address.as_str()
         };
-        let internal = &host.internal_address;
+        let listen = url_host(listen);
+        let internal = url_host(&host.internal_address);
         let mut args = map(&[
             ("name", &format!("etcd-{}", host.hostname)),
             ("data-dir", ETCD_DATA_DIR),
@@ -573,7 +581,7 @@ impl<'a> ClusterView<'a> {
             &key("kube-node"),
             "--name",
             ETCD_ROLLING_SNAPSHOTS,
-            &format!("--endpoints={}:2379", host.internal_address),
+            &format!("--endpoints={}:2379", url_host(&host.internal_address)),
         ]);
         let mut env = etcd.extra_env.clone();
         match &etcd.backup_config {
@@ -786,14 +794,14 @@ impl<'a> ClusterView<'a> {
             .etcd_hosts
             .iter()
             .filter(|h| h.internal_address != own_internal)
-            .map(|h| format!("https://{}:2379", h.internal_address))
+            .map(|h| format!("https://{}:2379", url_host(&h.internal_address)))
             .collect();
         if self
             .etcd_hosts
             .iter()
             .any(|h| h.internal_address == own_internal)
         {
-            urls.insert(0, format!("https://{own_internal}:2379"));
+            urls.insert(0, format!("https://{}:2379", url_host(own_internal)));
         }
         urls.join(",")
     }

@@ -1110,7 +1110,10 @@ pub fn flannel_net_conf(cfg: &RkeConfig) -> Result<String, PlanError> {
 pub fn nginx_conf(cp_hosts: &[&Host]) -> String {
     let mut upstream = String::new();
     for h in cp_hosts {
-        upstream.push_str(&format!("        server {}:6443;\n", h.internal_address));
+        upstream.push_str(&format!(
+            "        server {}:6443;\n",
+            crate::config::url_host(&h.internal_address)
+        ));
     }
     format!(
         "worker_processes auto;\n\

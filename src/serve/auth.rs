@@ -86,12 +86,17 @@ impl Tokens {
         }
     }
 
-    /// Whether the `Authorization` header's value names a known token. Every stored hash is
+    /// Whether the `Authorization` header's value names a known token. The scheme is matched
+    /// without regard to case (`Bearer`, `bearer`; RFC 9110 §11.1). Every stored hash is
     /// compared, whatever matched, so the time taken does not tell which one did.
     pub fn allows(&self, authorization: Option<&str>) -> bool {
-        let Some(token) = authorization.and_then(|v| v.strip_prefix("Bearer ")) else {
+        let Some((scheme, token)) = authorization.and_then(|v| v.trim().split_once([' ', '\t']))
+        else {
             return false;
         };
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return false;
+        }
         let presented = hash(token.trim());
         let mut found = subtle::Choice::from(0);
         for h in &self.hashes {

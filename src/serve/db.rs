@@ -41,16 +41,36 @@ pub fn rfc3339(ms: i64) -> String {
         .unwrap_or_default()
 }
 
-/// The database URL without its password, for messages.
+/// The database URL for messages, without what may be secret: the user info
+/// (`user:password@`) and the value of every `password`-like query parameter.
 pub fn shown_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            format!("{}{}@{}", &url[..scheme + 3], user, &url[at + 1..])
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let mut shown = match base.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority_end = rest.find('/').unwrap_or(rest.len());
+            let rest = match rest[..authority_end].rfind('@') {
+                Some(at) => &rest[at + 1..],
+                None => rest,
+            };
+            format!("{scheme}://{rest}")
         }
-        _ => url.to_string(),
+        None => base.to_string(),
+    };
+    if let Some(query) = query {
+        let params: Vec<String> = query
+            .split('&')
+            .map(|param| match param.split_once('=') {
+                Some((key, _)) if crate::output::is_secret_name(key) => format!("{key}=***"),
+                _ => param.to_string(),
+            })
+            .collect();
+        shown.push('?');
+        shown.push_str(&params.join("&"));
     }
+    shown
 }
 
 /// Creates a new, empty database on the PostgreSQL server of `url` and returns its URL: tests
@@ -71,6 +91,36 @@ pub async fn create_postgres_database(url: &str) -> Result<String, DbError> {
     pool.close().await;
     let base = url.rsplit_once('/').map_or(url, |(base, _)| base);
     Ok(format!("{base}/{name}"))
+}
+
+/// The lock row `/healthz` writes and rolls back (an existing row of that name is left alone).
+const HEALTH_PROBE_KEY: &str = "..healthz";
+
+/// Creates the SQLite file and its directories private to the server's user (existing ones are
+/// left as they are).
+fn create_private_file(path: &std::path::Path) -> Result<(), DbError> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let io = |what: &std::path::Path| {
+        let what = what.display().to_string();
+        move |e| DbError {
+            what,
+            source: sqlx::Error::Io(e),
+        }
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(io(dir))?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(io(path))?;
+    Ok(())
 }
 
 #[derive(Clone)]
@@ -154,27 +204,34 @@ impl Db {
             .map_err(ctx(what))
     }
 
-    /// Connects and migrates. `sqlite:` URLs get their directory and file created.
+    /// Connects and migrates. `sqlite:` URLs get their directory (0700) and file (0600)
+    /// created: the file holds sealed secrets, and SQLite gives its journal files the
+    /// database file's mode.
     pub async fn connect(url: &str) -> Result<Db, DbError> {
         sqlx::any::install_default_drivers();
         let mut url = url.to_string();
         if let Some(rest) = url.strip_prefix("sqlite:") {
             let path = rest.trim_start_matches("//");
             let path = path.split('?').next().unwrap_or("");
-            if !path.is_empty()
-                && path != ":memory:"
-                && let Some(dir) = std::path::Path::new(path).parent()
-            {
-                std::fs::create_dir_all(dir).map_err(|e| DbError {
-                    what: format!("directory {}", dir.display()),
-                    source: sqlx::Error::Io(e),
-                })?;
+            if !path.is_empty() && path != ":memory:" {
+                create_private_file(std::path::Path::new(path))?;
             }
             if !url.contains('?') {
                 url.push_str("?mode=rwc");
             }
         }
         let shown = shown_url(&url);
+        // One connection first, without the pool's retries: a server that refuses or a wrong
+        // password is reported at once, with its cause, instead of a pool timeout 30 s later.
+        {
+            use sqlx::Connection;
+            sqlx::AnyConnection::connect(&url)
+                .await
+                .map_err(ctx(format!("{shown}: cannot connect")))?
+                .close()
+                .await
+                .map_err(ctx(format!("{shown}: cannot connect")))?;
+        }
         let pool = AnyPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(std::time::Duration::from_secs(30))
@@ -191,21 +248,52 @@ impl Db {
         Ok(Db { pool })
     }
 
-    /// Creates or replaces a cluster's (sealed) cluster.yml; true when it is new.
+    /// Creates or replaces a cluster's (sealed) cluster.yml; true when it is new. Of PUTs that
+    /// race, exactly one inserts the row (the database decides), so exactly one says created.
     pub async fn put_cluster(&self, name: &str, sealed: &str) -> Result<bool, DbError> {
         let now = now_ms();
-        let existed = self.cluster_config(name).await?.is_some();
-        sqlx::query(
+        let inserted = sqlx::query(
             "INSERT INTO clusters (name, config, created_at, updated_at) VALUES ($1, $2, $3, $3) \
-             ON CONFLICT (name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at",
+             ON CONFLICT (name) DO NOTHING",
         )
         .bind(name)
         .bind(sealed)
         .bind(now)
         .execute(&self.pool)
         .await
-        .map_err(ctx(format!("cluster {name}: save")))?;
-        Ok(!existed)
+        .map_err(ctx(format!("cluster {name}: save")))?
+        .rows_affected()
+            == 1;
+        if !inserted {
+            sqlx::query("UPDATE clusters SET config = $2, updated_at = $3 WHERE name = $1")
+                .bind(name)
+                .bind(sealed)
+                .bind(now)
+                .execute(&self.pool)
+                .await
+                .map_err(ctx(format!("cluster {name}: save")))?;
+        }
+        Ok(inserted)
+    }
+
+    /// Whether the database can be read and written now (for `/healthz`): a write in a
+    /// transaction that is rolled back, then a read.
+    pub async fn check_read_write(&self) -> Result<(), DbError> {
+        let mut tx = self.pool.begin().await.map_err(ctx("health: begin"))?;
+        sqlx::query(
+            "INSERT INTO cluster_locks (cluster, operation, replica, expires_at) \
+             VALUES ($1, $1, $1, 0) ON CONFLICT (cluster) DO NOTHING",
+        )
+        .bind(HEALTH_PROBE_KEY)
+        .execute(&mut *tx)
+        .await
+        .map_err(ctx("health: write"))?;
+        tx.rollback().await.map_err(ctx("health: write"))?;
+        sqlx::query("SELECT COUNT(*) FROM clusters")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(ctx("health: read"))?;
+        Ok(())
     }
 
     pub async fn cluster_config(&self, name: &str) -> Result<Option<String>, DbError> {

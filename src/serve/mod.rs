@@ -107,9 +107,28 @@ fn default_replica() -> String {
     format!("{host}-{}", std::process::id())
 }
 
+/// Refuses a file of secrets that users other than its owner may read or write. A file that
+/// cannot be read is left to the reader of its contents to report.
+fn refuse_shared_file(path: &std::path::Path, what: &str) -> Result<(), ServeError> {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(ServeError::Setup(format!(
+            "{path}: the {what} is open to other users (mode {mode:04o}). Remedy: chmod 600 {path}",
+            path = path.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Starts the server and serves until the process ends. Prints one line with the address it
 /// listens on (port 0 picks a free one), for scripts and tests.
 pub async fn run(args: &ServeArgs) -> Result<(), ServeError> {
+    refuse_shared_file(&args.tokens_file, "tokens file")?;
+    refuse_shared_file(&args.secret_key_file, "secret key file")?;
     let tokens =
         Tokens::from_file(&args.tokens_file).map_err(|e| ServeError::Setup(e.to_string()))?;
     let secrets = SecretBox::from_file(&args.secret_key_file)

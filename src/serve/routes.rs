@@ -63,9 +63,66 @@ pub fn router(app: App) -> Router {
         .route("/operations/{id}/events", get(events))
         .layer(middleware::from_fn_with_state(app.clone(), authenticate));
     Router::new()
-        .route("/healthz", get(|| async { "ok" }))
+        .route("/healthz", get(healthz))
         .nest("/v1", v1)
+        .fallback(|| async { Failure::new(StatusCode::NOT_FOUND, "no such endpoint") })
+        .layer(middleware::map_response(json_errors))
         .with_state(app)
+}
+
+/// How long `/healthz` waits for the database.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `ok` while the database can be read and written; 503 with the cause when not.
+async fn healthz(State(app): State<App>) -> Answer {
+    match tokio::time::timeout(HEALTH_TIMEOUT, app.db.check_read_write()).await {
+        Ok(Ok(())) => Ok("ok".into_response()),
+        Ok(Err(e)) => Err(Failure::new(StatusCode::SERVICE_UNAVAILABLE, e)),
+        Err(_) => Err(Failure::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "the database did not answer within {}s",
+                HEALTH_TIMEOUT.as_secs()
+            ),
+        )),
+    }
+}
+
+/// The longest error text of axum's own (a rejected body, a wrong method) passed on.
+const MAX_ERROR_TEXT: usize = 4096;
+
+/// Errors axum answers by itself (a method not allowed, a body that is not UTF-8, a path that
+/// does not parse) come as plain text: they are turned into `{"error": ...}` like every other.
+async fn json_errors(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, MAX_ERROR_TEXT)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .unwrap_or_default();
+    let message = if text.is_empty() {
+        status
+            .canonical_reason()
+            .unwrap_or("request failed")
+            .to_string()
+    } else {
+        text
+    };
+    let mut json = Failure::new(status, message).into_response();
+    for (name, value) in parts.headers.iter() {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            json.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    json
 }
 
 async fn authenticate(State(app): State<App>, request: Request, next: Next) -> Response {
@@ -86,7 +143,10 @@ async fn authenticate(State(app): State<App>, request: Request, next: Next) -> R
 
 /// Cluster names become database keys and log fields: keep them plain.
 fn check_name(name: &str) -> Result<(), Failure> {
+    // `.` and `..` are path segments to anything that puts a name in a path or a URL.
     let ok = !name.is_empty()
+        && name != "."
+        && name != ".."
         && name.len() <= 128
         && name
             .bytes()
@@ -96,7 +156,9 @@ fn check_name(name: &str) -> Result<(), Failure> {
     } else {
         Err(Failure::new(
             StatusCode::BAD_REQUEST,
-            format!("cluster name `{name}`: use 1 to 128 letters, digits, `-`, `_` or `.`"),
+            format!(
+                "cluster name `{name}`: use 1 to 128 letters, digits, `-`, `_` or `.` (not `.` or `..` alone)"
+            ),
         ))
     }
 }

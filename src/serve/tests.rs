@@ -282,3 +282,158 @@ async fn stream_events(app: &App, id: &str) -> Vec<(String, String)> {
     }
     out
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn racing_puts_of_a_new_cluster_report_created_once() {
+    for (url, _keep) in databases().await {
+        let app = app(&url, "a").await;
+        let puts = (0..16).map(|_| {
+            let app = app.clone();
+            tokio::spawn(async move {
+                call(&app, "PUT", "/v1/clusters/raced", Some(TOKEN), CLUSTER_YML).await
+            })
+        });
+        let answers = futures::future::join_all(puts).await;
+        let mut created = 0;
+        for answer in answers {
+            let (status, body) = answer.unwrap();
+            assert!(status.is_success(), "{url}: {status} {body}");
+            if body["created"] == true {
+                assert_eq!(status, StatusCode::CREATED, "{body}");
+                created += 1;
+            } else {
+                assert_eq!(status, StatusCode::OK, "{body}");
+            }
+        }
+        assert_eq!(created, 1, "{url}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_error_is_json_and_dot_names_are_refused() {
+    for (url, _keep) in databases().await {
+        let app = app(&url, "a").await;
+        // The scheme in any case.
+        for scheme in ["bearer", "BEARER", "Bearer"] {
+            let req = Request::get("/v1/clusters")
+                .header("authorization", format!("{scheme} {TOKEN}"))
+                .body(Body::empty())
+                .unwrap();
+            let res = router(app.clone()).oneshot(req).await.unwrap();
+            assert_eq!(res.status(), StatusCode::OK, "{scheme}");
+        }
+        for (method, path) in [
+            ("GET", "/nowhere"),
+            ("DELETE", "/v1/clusters/x"),
+            ("GET", "/v1/operations"),
+            ("PUT", "/v1/clusters/."),
+            ("PUT", "/v1/clusters/.."),
+            ("PUT", "/v1/clusters/%2E%2E"),
+        ] {
+            let (status, body) = call(&app, method, path, Some(TOKEN), CLUSTER_YML).await;
+            assert!(status.is_client_error(), "{method} {path}: {status}");
+            assert!(body["error"].is_string(), "{method} {path}: {body}");
+        }
+        // A body that is not UTF-8: axum's own rejection, as JSON.
+        let req = Request::put("/v1/clusters/x")
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .body(Body::from(vec![0xff, 0xfe, 0x00]))
+            .unwrap();
+        let res = router(app.clone()).oneshot(req).await.unwrap();
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(
+            res.headers()["content-type"].to_str().unwrap(),
+            "application/json"
+        );
+        let bytes = res.into_body().collect().await.unwrap().to_bytes();
+        let body: Value = serde_json::from_slice(&bytes).unwrap();
+        assert!(body["error"].as_str().unwrap().contains("UTF-8"), "{body}");
+        let (_, list) = call(&app, "GET", "/v1/clusters", Some(TOKEN), "").await;
+        assert_eq!(list["clusters"], serde_json::json!([]), "{url}: {list}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn healthz_fails_when_the_database_cannot_be_used() {
+    for (url, _keep) in databases().await {
+        let app = app(&url, "a").await;
+        let (status, body) = call(&app, "GET", "/healthz", None, "").await;
+        assert_eq!(status, StatusCode::OK, "{url}: {body}");
+        app.db.pool.close().await;
+        let (status, body) = call(&app, "GET", "/healthz", None, "").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{url}: {body}");
+        assert!(body["error"].as_str().unwrap().contains("health"), "{body}");
+    }
+    // A database another process holds locked for writing: readable maybe, not writable.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("serve.db");
+    let app = app(&format!("sqlite://{}", path.display()), "a").await;
+    use sqlx::Connection;
+    let mut holder = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    sqlx::query("BEGIN EXCLUSIVE")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let (status, body) = call(&app, "GET", "/healthz", None, "").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sqlite_database_is_private_and_a_refused_server_is_named_at_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new/dir/serve.db");
+    Db::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(mode(path.parent().unwrap()), 0o700);
+
+    // Nothing listens on port 1: the cause comes back at once, without the password.
+    let started = std::time::Instant::now();
+    let err = Db::connect("postgres://rkers:pg-secret-pw@127.0.0.1:1/rkers?password=other-pw")
+        .await
+        .err()
+        .expect("nothing listens on port 1")
+        .to_string();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{err}"
+    );
+    assert!(err.contains("refused"), "{err}");
+    assert!(
+        !err.contains("pg-secret-pw") && !err.contains("other-pw") && !err.contains("rkers:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn database_urls_are_shown_without_secrets() {
+    for (url, shown) in [
+        (
+            "postgres://rkers:pw@db.example:5432/rkers",
+            "postgres://db.example:5432/rkers",
+        ),
+        (
+            "postgres://rkers@db.example/rkers",
+            "postgres://db.example/rkers",
+        ),
+        (
+            "postgres://db.example/rkers?user=rkers&password=pw&sslmode=require",
+            "postgres://db.example/rkers?user=rkers&password=***&sslmode=require",
+        ),
+        (
+            "sqlite:///var/lib/rkers/serve.db",
+            "sqlite:///var/lib/rkers/serve.db",
+        ),
+        (
+            "sqlite://a@b/serve.db?mode=rwc",
+            "sqlite://b/serve.db?mode=rwc",
+        ),
+    ] {
+        assert_eq!(db::shown_url(url), shown, "{url}");
+    }
+}

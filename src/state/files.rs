@@ -56,7 +56,11 @@ fn strip_extension(file_name: &OsString) -> OsString {
 /// Replaces `path` with `contents` so that readers see either the old or the new file, never a
 /// partial one: write a temporary file in the same directory with `mode`, fsync it, rename it
 /// over `path`, then fsync the directory so the rename survives a crash.
+///
+/// When `path` is a symbolic link (a state file kept on another volume, a kubeconfig linked
+/// into `~/.kube`) the file it points to is replaced and the link stays.
 pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+    let path = &through_symlinks(path)?;
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -80,6 +84,32 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
     tmp.persist(path).map_err(|e| e.error)?;
     File::open(&dir)?.sync_all()?;
     Ok(())
+}
+
+/// The file a chain of symbolic links ends at (that file need not exist), or `path` itself
+/// when it is no link. Relative targets are read from the link's directory, as the kernel does.
+fn through_symlinks(path: &Path) -> io::Result<PathBuf> {
+    // The kernel's own limit on links followed while resolving one path.
+    const MAX_LINKS: usize = 40;
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match std::fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target = std::fs::read_link(&current)?;
+                current = match current.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            Ok(_) => return Ok(current),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(current),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other(format!(
+        "{}: more than {MAX_LINKS} symbolic links to follow",
+        path.display()
+    )))
 }
 
 #[cfg(test)]
@@ -111,5 +141,48 @@ mod tests {
         let f = ClusterFiles::from_config_path(Path::new("noext"));
         assert_eq!(f.state_path, Path::new("noext.rkestate"));
         assert_eq!(f.kubeconfig_path, Path::new("kube_config_noext"));
+    }
+
+    #[test]
+    fn a_symlinked_file_is_written_through_its_link() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("store")).unwrap();
+        let target = dir.path().join("store/cluster.rkestate");
+        std::fs::write(&target, "old").unwrap();
+        let link = dir.path().join("cluster.rkestate");
+        std::os::unix::fs::symlink("store/cluster.rkestate", &link).unwrap();
+        // A link to a link, and a link whose target does not exist yet.
+        let second = dir.path().join("again.rkestate");
+        std::os::unix::fs::symlink(&link, &second).unwrap();
+        let dangling = dir.path().join("kube_config_cluster.yml");
+        std::os::unix::fs::symlink("store/kubeconfig", &dangling).unwrap();
+
+        write_atomic(&second, b"new", 0o600).unwrap();
+        write_atomic(&dangling, b"config", 0o600).unwrap();
+
+        for l in [&link, &second, &dangling] {
+            assert!(
+                std::fs::symlink_metadata(l)
+                    .unwrap()
+                    .file_type()
+                    .is_symlink()
+            );
+        }
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("store/kubeconfig")).unwrap(),
+            "config"
+        );
+    }
+
+    #[test]
+    fn a_symlink_loop_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        std::os::unix::fs::symlink("b", &a).unwrap();
+        std::os::unix::fs::symlink("a", dir.path().join("b")).unwrap();
+        assert!(write_atomic(&a, b"x", 0o600).is_err());
     }
 }
