@@ -517,3 +517,81 @@ fn run_json(args: &[&str], config: &Path, dir: &Path) -> (Option<i32>, serde_jso
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// The newest version rkers knows of minor `1.minor`.
+fn newest_of_minor(minor: u64) -> String {
+    rkers::metadata::Catalog::embedded()
+        .supported_versions()
+        .iter()
+        .filter_map(|v| rkers::metadata::K8sVersion::parse(v).ok())
+        .filter(|v| v.major() == 1 && v.minor() == minor)
+        .max()
+        .unwrap_or_else(|| panic!("no v1.{minor} version in the metadata"))
+        .to_string()
+}
+
+/// The one-minor rule refuses before any host is reached (nothing listens on 127.0.0.1:1):
+/// two minors ahead names the path, a minor back the reason; the next minor goes on to
+/// connect. The state says the cluster runs a v1.28 version.
+#[test]
+fn up_moves_one_minor_at_a_time_and_refuses_before_connecting() {
+    let dir = tempfile::tempdir().unwrap();
+    let (v127, v128, v129, v130) = (
+        newest_of_minor(27),
+        newest_of_minor(28),
+        newest_of_minor(29),
+        newest_of_minor(30),
+    );
+    let config = |version: &str| format!("{UNREACHABLE}kubernetes_version: {version}\n");
+    let path = write_cluster(dir.path(), "cluster.yml", &config(&v128));
+    rkers()
+        .args(["up", "--init", "--config"])
+        .arg(&path)
+        .assert()
+        .success();
+    // As if that state had been applied: what a run leaves.
+    let state_path = dir.path().join("cluster.rkestate");
+    let mut state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
+    state["currentState"] = state["desiredState"].clone();
+    std::fs::write(&state_path, serde_json::to_string(&state).unwrap()).unwrap();
+    let written = std::fs::read_to_string(&state_path).unwrap();
+
+    for dry_run in [true, false] {
+        let args: &[&str] = if dry_run {
+            &["up", "--dry-run"]
+        } else {
+            &["up"]
+        };
+        std::fs::write(&path, config(&v130)).unwrap();
+        let (code, last, _) = run_json(args, &path, dir.path());
+        assert_eq!(code, Some(1), "{last}");
+        let error = last["error"].as_str().unwrap();
+        assert!(
+            error.contains(&format!("{v128} → {v129} → {v130}")),
+            "{error}"
+        );
+        assert!(error.contains("once per minor"), "{error}");
+        assert!(
+            !error.contains("127.0.0.1"),
+            "refused after connecting: {error}"
+        );
+
+        std::fs::write(&path, config(&v127)).unwrap();
+        let (code, last, _) = run_json(args, &path, dir.path());
+        assert_eq!(code, Some(1), "{last}");
+        let error = last["error"].as_str().unwrap();
+        assert!(error.contains("older minor"), "{error}");
+        assert!(error.contains("at a v1.28 version"), "{error}");
+
+        // The next minor passes the rule and fails only on the host.
+        std::fs::write(&path, config(&v129)).unwrap();
+        let (code, last, _) = run_json(args, &path, dir.path());
+        assert_eq!(code, Some(1), "{last}");
+        assert!(
+            last["error"].as_str().unwrap().contains("127.0.0.1"),
+            "{last}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&state_path).unwrap(), written);
+}
