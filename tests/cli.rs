@@ -431,16 +431,7 @@ fn every_command_ends_a_failure_with_the_same_result_event_naming_the_host() {
     let path = write_cluster(dir.path(), "cluster.yml", UNREACHABLE);
     // A state with current certificates, as after an `up`: `cert rotate` reads them before it
     // connects.
-    rkers()
-        .args(["up", "--init", "--config"])
-        .arg(&path)
-        .assert()
-        .success();
-    let state_path = dir.path().join("cluster.rkestate");
-    let mut state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
-    state["currentState"] = state["desiredState"].clone();
-    std::fs::write(&state_path, state.to_string()).unwrap();
+    let state_path = applied_state(&path);
     let allowed = [
         "time",
         "event",
@@ -518,6 +509,22 @@ fn run_json(args: &[&str], config: &Path, dir: &Path) -> (Option<i32>, serde_jso
     )
 }
 
+/// The state `up --init` writes for `config`, as if it had been applied (the desired state is
+/// also the current one, as after an `up`); returns its path.
+fn applied_state(config: &Path) -> std::path::PathBuf {
+    rkers()
+        .args(["up", "--init", "--config"])
+        .arg(config)
+        .assert()
+        .success();
+    let state_path = config.with_extension("rkestate");
+    let mut state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
+    state["currentState"] = state["desiredState"].clone();
+    std::fs::write(&state_path, state.to_string()).unwrap();
+    state_path
+}
+
 /// The newest version rkers knows of minor `1.minor`.
 fn newest_of_minor(minor: u64) -> String {
     rkers::metadata::Catalog::embedded()
@@ -544,17 +551,7 @@ fn up_moves_one_minor_at_a_time_and_refuses_before_connecting() {
     );
     let config = |version: &str| format!("{UNREACHABLE}kubernetes_version: {version}\n");
     let path = write_cluster(dir.path(), "cluster.yml", &config(&v128));
-    rkers()
-        .args(["up", "--init", "--config"])
-        .arg(&path)
-        .assert()
-        .success();
-    // As if that state had been applied: what a run leaves.
-    let state_path = dir.path().join("cluster.rkestate");
-    let mut state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
-    state["currentState"] = state["desiredState"].clone();
-    std::fs::write(&state_path, serde_json::to_string(&state).unwrap()).unwrap();
+    let state_path = applied_state(&path);
     let written = std::fs::read_to_string(&state_path).unwrap();
 
     for dry_run in [true, false] {
