@@ -431,7 +431,7 @@ fn every_command_ends_a_failure_with_the_same_result_event_naming_the_host() {
     let path = write_cluster(dir.path(), "cluster.yml", UNREACHABLE);
     // A state with current certificates, as after an `up`: `cert rotate` reads them before it
     // connects.
-    let state_path = applied_state(&path);
+    applied_state(&path);
     let allowed = [
         "time",
         "event",
