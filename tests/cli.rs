@@ -451,16 +451,7 @@ fn every_command_ends_a_failure_with_the_same_result_event_naming_the_host() {
     let path = write_cluster(dir.path(), "cluster.yml", UNREACHABLE);
     // A state with current certificates, as after an `up`: `cert rotate` reads them before it
     // connects.
-    rkers()
-        .args(["up", "--init", "--config"])
-        .arg(&path)
-        .assert()
-        .success();
-    let state_path = dir.path().join("cluster.rkestate");
-    let mut state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
-    state["currentState"] = state["desiredState"].clone();
-    std::fs::write(&state_path, state.to_string()).unwrap();
+    applied_state(&path);
     let allowed = [
         "time",
         "event",
@@ -636,4 +627,88 @@ fn dry_run_of_an_unpublished_version_says_its_images_come_from_the_state() {
             "kubernetes_version v1.32.13-rancher1-3: images from the cluster's state; this \
              version's metadata is not published",
         ));
+}
+
+/// The state `up --init` writes for `config`, as if it had been applied (the desired state is
+/// also the current one, as after an `up`); returns its path.
+fn applied_state(config: &Path) -> std::path::PathBuf {
+    rkers()
+        .args(["up", "--init", "--config"])
+        .arg(config)
+        .assert()
+        .success();
+    let state_path = config.with_extension("rkestate");
+    let mut state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
+    state["currentState"] = state["desiredState"].clone();
+    std::fs::write(&state_path, state.to_string()).unwrap();
+    state_path
+}
+
+/// The newest version rkers knows of minor `1.minor`.
+fn newest_of_minor(minor: u64) -> String {
+    rkers::metadata::Catalog::embedded()
+        .supported_versions()
+        .iter()
+        .filter_map(|v| rkers::metadata::K8sVersion::parse(v).ok())
+        .filter(|v| v.major() == 1 && v.minor() == minor)
+        .max()
+        .unwrap_or_else(|| panic!("no v1.{minor} version in the metadata"))
+        .to_string()
+}
+
+/// The one-minor rule refuses before any host is reached (nothing listens on 127.0.0.1:1):
+/// two minors ahead names the path, a minor back the reason; the next minor goes on to
+/// connect. The state says the cluster runs a v1.28 version.
+#[test]
+fn up_moves_one_minor_at_a_time_and_refuses_before_connecting() {
+    let dir = tempfile::tempdir().unwrap();
+    let (v127, v128, v129, v130) = (
+        newest_of_minor(27),
+        newest_of_minor(28),
+        newest_of_minor(29),
+        newest_of_minor(30),
+    );
+    let config = |version: &str| format!("{UNREACHABLE}kubernetes_version: {version}\n");
+    let path = write_cluster(dir.path(), "cluster.yml", &config(&v128));
+    let state_path = applied_state(&path);
+    let written = std::fs::read_to_string(&state_path).unwrap();
+
+    for dry_run in [true, false] {
+        let args: &[&str] = if dry_run {
+            &["up", "--dry-run"]
+        } else {
+            &["up"]
+        };
+        std::fs::write(&path, config(&v130)).unwrap();
+        let (code, last, _) = run_json(args, &path, dir.path());
+        assert_eq!(code, Some(1), "{last}");
+        let error = last["error"].as_str().unwrap();
+        assert!(
+            error.contains(&format!("{v128} → {v129} → {v130}")),
+            "{error}"
+        );
+        assert!(error.contains("once per minor"), "{error}");
+        assert!(
+            !error.contains("127.0.0.1"),
+            "refused after connecting: {error}"
+        );
+
+        std::fs::write(&path, config(&v127)).unwrap();
+        let (code, last, _) = run_json(args, &path, dir.path());
+        assert_eq!(code, Some(1), "{last}");
+        let error = last["error"].as_str().unwrap();
+        assert!(error.contains("older minor"), "{error}");
+        assert!(error.contains("at a v1.28 version"), "{error}");
+
+        // The next minor passes the rule and fails only on the host.
+        std::fs::write(&path, config(&v129)).unwrap();
+        let (code, last, _) = run_json(args, &path, dir.path());
+        assert_eq!(code, Some(1), "{last}");
+        assert!(
+            last["error"].as_str().unwrap().contains("127.0.0.1"),
+            "{last}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&state_path).unwrap(), written);
 }

@@ -135,6 +135,17 @@ pub struct UpRequest {
     /// Adopt a cluster whose state rkers did not write without asking (nobody is asked: without
     /// it such a cluster is refused).
     pub yes: bool,
+    /// Go on with a minor upgrade although the target minor stops serving API versions the
+    /// cluster uses (`--ignore-removed-apis`).
+    pub ignore_removed_apis: bool,
+}
+
+/// What [`plan_with`] takes, the dry run's part of [`UpRequest`].
+#[derive(Clone, Debug, Default)]
+pub struct PlanRequest {
+    /// Plan a minor upgrade although the target minor stops serving API versions the cluster
+    /// uses; without it the plan refuses as `up` would.
+    pub ignore_removed_apis: bool,
 }
 
 /// `rkers remove`.
@@ -315,7 +326,7 @@ impl TransportFactory for SshTransport {
 /// ```
 pub async fn up(op: &Operation, req: UpRequest) -> Result<Outcome, ApiError> {
     operate(op, move |run, reporter| {
-        let opts = up_options(run, req.force, req.disable_port_check, req.yes, false);
+        let opts = up_options(run, &req, false);
         Box::pin(async move {
             phases::up::up(&run.cluster, &opts, reporter)
                 .await
@@ -339,10 +350,19 @@ pub async fn up(op: &Operation, req: UpRequest) -> Result<Outcome, ApiError> {
 /// # Ok(()) }
 /// ```
 pub async fn plan(op: &Operation) -> Result<Plan, ApiError> {
+    plan_with(op, PlanRequest::default()).await
+}
+
+/// [`plan`] with options.
+pub async fn plan_with(op: &Operation, req: PlanRequest) -> Result<Plan, ApiError> {
     let reporter = Reporter::with_sink(op.events.clone());
     let result = async {
         let run = Run::prepare(op, &reporter)?;
-        let mut opts = up_options(&run, false, false, false, true);
+        let up = UpRequest {
+            ignore_removed_apis: req.ignore_removed_apis,
+            ..Default::default()
+        };
+        let mut opts = up_options(&run, &up, true);
         opts.ssh.record_new_host_keys = false;
         let hosts = run
             .guard(op, &reporter, async {
@@ -463,7 +483,15 @@ pub async fn snapshot_restore(op: &Operation, name: &str) -> Result<Outcome, Api
                 s3: None,
                 // A restore rebuilds etcd and the control plane by the caller's explicit
                 // request: nothing is left to confirm about adopting the cluster (as in the CLI).
-                up: up_options(run, false, true, true, false),
+                up: up_options(
+                    run,
+                    &UpRequest {
+                        disable_port_check: true,
+                        yes: true,
+                        ..Default::default()
+                    },
+                    false,
+                ),
                 dry_run: false,
             };
             phases::etcd_snapshot::restore(&run.cluster, &opts, reporter)
@@ -514,25 +542,20 @@ fn end<T>(reporter: &Reporter, result: Result<T, ApiError>) -> Result<T, ApiErro
     result
 }
 
-fn up_options(
-    run: &Run,
-    force: bool,
-    disable_port_check: bool,
-    yes: bool,
-    dry_run: bool,
-) -> phases::up::UpOptions {
+fn up_options(run: &Run, req: &UpRequest, dry_run: bool) -> phases::up::UpOptions {
     phases::up::UpOptions {
         dry_run,
-        force,
-        disable_port_check,
+        force: req.force,
+        disable_port_check: req.disable_port_check,
         custom_certs: None,
         agent_override: false,
         ignore_docker_version_flag: false,
         ssh: run.ssh.clone(),
-        yes,
+        yes: req.yes,
         // Nobody to ask: only `yes` adopts.
         confirm: None,
         ignore_blocking_webhooks: false,
+        ignore_removed_apis: req.ignore_removed_apis,
     }
 }
 

@@ -159,6 +159,10 @@ pub struct UpArgs {
     /// Go on although an admission webhook blocks system pod creation (see `rkers doctor`).
     #[arg(long)]
     pub ignore_blocking_webhooks: bool,
+    /// Go on with a minor upgrade although the target minor stops serving API versions the
+    /// cluster uses (objects, addon manifests, last-applied configurations, requests).
+    #[arg(long)]
+    pub ignore_removed_apis: bool,
 }
 
 #[derive(Args, Debug)]

@@ -15,7 +15,9 @@ mod action;
 pub mod cluster;
 mod content;
 pub mod encryption;
+pub mod minor;
 mod reasons;
+pub mod removed_apis;
 
 pub use action::{Action, HealthProbe, HostActions, Sealed, render_dry_run};
 pub use content::same_file_content;

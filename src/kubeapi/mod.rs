@@ -4,6 +4,7 @@
 
 pub mod drain;
 pub mod nodes;
+pub mod removed_apis;
 
 pub use nodes::{HOSTNAME_LABEL, NodeSync, TaintSpec, find_node, sync_node};
 

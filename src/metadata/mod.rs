@@ -6,6 +6,7 @@
 mod catalog;
 pub mod generate;
 mod kdm;
+pub mod removed_apis;
 mod version;
 
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ pub use generate::{
     ClusterAnswers, NodeAnswers, generate_cluster_yml, list_versions, prompt_answers,
     system_images_listing, write_cluster_yml,
 };
+pub use removed_apis::{RemovedApi, RemovedApis};
 pub use version::{K8sVersion, VersionError, VersionRange, minor_key_of};
 
 /// Errors of loading and querying version metadata.

@@ -232,6 +232,7 @@ async fn run_kind(op: &Operation, kind: &Kind) -> Result<Outcome, ApiError> {
                     force: p.force,
                     disable_port_check: p.disable_port_check,
                     yes: p.yes,
+                    ..Default::default()
                 },
             )
             .await

@@ -109,6 +109,9 @@ pub async fn run(
                     confirm: None,
                     // The API server is down while the data is restored, so the check skips.
                     ignore_blocking_webhooks: false,
+                    // Without an API server only addon manifests are checked; they must be
+                    // fixed before a minor change like for `up`.
+                    ignore_removed_apis: false,
                 },
             };
             etcd_snapshot::restore(cluster, &opts, reporter)

@@ -80,6 +80,12 @@ pub enum UpError {
         /// Each host with the Kubernetes containers it runs.
         busy: Vec<(String, Vec<String>)>,
     },
+    /// cluster.yml's `kubernetes_version` skips a minor or goes back one.
+    #[error("{0}")]
+    MinorStep(#[from] crate::diff::minor::MinorStepError),
+    /// The target minor stops serving API versions the cluster uses.
+    #[error("{}", super::removed_apis::refusal(.0))]
+    RemovedApis(crate::diff::removed_apis::Verdict),
     #[error("no remaining etcd member to remove members through")]
     NoEtcdMember,
     /// Removing a member that left; `detail` is etcdctl's or the helper's own message.

@@ -31,6 +31,7 @@ mod nodes;
 mod observe;
 mod plan;
 mod planes;
+mod removed_apis;
 mod removed_hosts;
 mod rolling;
 mod run;
@@ -69,6 +70,9 @@ pub struct UpOptions {
     pub confirm: Option<crate::phases::adoption::ConfirmAdoption>,
     /// `--ignore-blocking-webhooks`: go on although a webhook blocks system pods.
     pub ignore_blocking_webhooks: bool,
+    /// `--ignore-removed-apis`: go on with a minor change although the target minor stops
+    /// serving API versions the cluster uses.
+    pub ignore_removed_apis: bool,
 }
 
 pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Result<(), UpError> {

@@ -371,7 +371,8 @@ fn plan_disable_encryption(
 }
 
 /// The checks that may still refuse the run before anything changes: a webhook that would
-/// refuse the system pods (incidents.md §3), and the operator's confirmation of an adoption.
+/// refuse the system pods (incidents.md §3), API versions a minor change removes, and the
+/// operator's confirmation of an adoption.
 pub(super) async fn confirm(
     cluster: &Cluster,
     opts: &UpOptions,
@@ -388,6 +389,7 @@ pub(super) async fn confirm(
         )
         .await?;
     }
+    super::removed_apis::check(cluster, opts, loaded, planned, reporter).await?;
     let Some(adoption) = &planned.adoption else {
         return Ok(());
     };

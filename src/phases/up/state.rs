@@ -4,6 +4,8 @@
 use super::{UpError, UpOptions};
 use crate::cluster::Cluster;
 use crate::config::RkeConfig;
+use crate::diff::minor::{MinorStep, minor_step};
+use crate::metadata::K8sVersion;
 use crate::output::Reporter;
 use crate::state::StateFile;
 
@@ -15,6 +17,8 @@ pub(super) struct Loaded {
     pub(super) old_current: Option<RkeConfig>,
     /// The state this run writes: `desiredState` is what it applies.
     pub(super) state: StateFile,
+    /// What the run does to the cluster's minor (always `Same` for a new cluster).
+    pub(super) minor: MinorStep,
 }
 
 pub(super) fn load(
@@ -33,6 +37,10 @@ pub(super) fn load(
             path: cluster.files.state_path.clone(),
             source,
         })?;
+    let minor = match &old_current {
+        Some(old) => check_minor_step(cluster, old)?,
+        None => MinorStep::Same,
+    };
     // The new state is saved once the run is known to go ahead (after the adoption question
     // and the check for a running cluster without state) and before any host changes.
     let (state, changes) = cluster.init_state(old.as_ref(), opts.custom_certs.as_deref())?;
@@ -42,6 +50,7 @@ pub(super) fn load(
         old,
         old_current,
         state,
+        minor,
     })
 }
 
@@ -58,4 +67,20 @@ pub(super) fn save_desired_state(
         path.display()
     ));
     Ok(())
+}
+
+/// The one-minor rule between the version the cluster runs (its state's) and cluster.yml's.
+/// A state whose version does not parse (never one RKE1 or rkers wrote) is not checked.
+fn check_minor_step(cluster: &Cluster, old: &RkeConfig) -> Result<MinorStep, UpError> {
+    let (Ok(current), Ok(target)) = (
+        K8sVersion::parse(&old.kubernetes_version),
+        K8sVersion::parse(&cluster.config.kubernetes_version),
+    ) else {
+        return Ok(MinorStep::Same);
+    };
+    Ok(minor_step(
+        &current,
+        &target,
+        &cluster.catalog.supported_versions(),
+    )?)
 }
