@@ -22,7 +22,7 @@ use rkers::state::StateFile;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 use std::time::{Duration, Instant};
-use support::e2e::{E2e, HOSTS, SandboxEnv};
+use support::e2e::{E2e, HOSTS, SandboxEnv, dry_run_actions};
 
 const CONTROLPLANE_KEYS: &[&str] = &[
     "kube-apiserver-key.pem",
@@ -158,32 +158,6 @@ curl -sf --unix-socket /var/run/docker.sock -H 'Content-Type: application/json' 
 docker start kube-apiserver >/dev/null
 rm -f /tmp/apiserver.json /etc/kubernetes/admission.yaml"#,
     );
-}
-
-/// The action lines of a dry run, by host.
-fn dry_run_actions(text: &str) -> Vec<(String, String)> {
-    let mut host = String::new();
-    let mut out = Vec::new();
-    for line in text.lines() {
-        // The list ends with its totals ("N actions on M hosts"); what follows is other output.
-        if line.contains(" on ") && (line.ends_with(" hosts") || line.ends_with(" host")) {
-            break;
-        }
-        if let Some(action) = line.strip_prefix("  - ") {
-            out.push((host.clone(), action.to_string()));
-        } else if let Some(h) = line.strip_suffix(':')
-            && !line.starts_with(' ')
-        {
-            host = h.to_string();
-        } else if line.starts_with("      ")
-            && let Some((_, last)) = out.last_mut().map(|(h, a)| (h.clone(), a))
-        {
-            // A recreated container's field changes.
-            last.push('\n');
-            last.push_str(line.trim());
-        }
-    }
-    out
 }
 
 /// Whether a change is one the adoption of this cluster is expected to make, and nothing

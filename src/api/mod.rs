@@ -533,6 +533,7 @@ fn up_options(
         // Nobody to ask: only `yes` adopts.
         confirm: None,
         ignore_blocking_webhooks: false,
+        dind: false,
     }
 }
 

@@ -377,3 +377,29 @@ pub fn etcd_members(env: &SandboxEnv, host: &str) -> Vec<String> {
         .filter_map(|l| l.split(", ").nth(2).map(str::to_string))
         .collect()
 }
+
+/// The action lines of a dry run, by host.
+pub fn dry_run_actions(text: &str) -> Vec<(String, String)> {
+    let mut host = String::new();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        // The list ends with its totals ("N actions on M hosts"); what follows is other output.
+        if line.contains(" on ") && (line.ends_with(" hosts") || line.ends_with(" host")) {
+            break;
+        }
+        if let Some(action) = line.strip_prefix("  - ") {
+            out.push((host.clone(), action.to_string()));
+        } else if let Some(h) = line.strip_suffix(':')
+            && !line.starts_with(' ')
+        {
+            host = h.to_string();
+        } else if line.starts_with("      ")
+            && let Some((_, last)) = out.last_mut().map(|(h, a)| (h.clone(), a))
+        {
+            // A recreated container's field changes.
+            last.push('\n');
+            last.push_str(line.trim());
+        }
+    }
+    out
+}

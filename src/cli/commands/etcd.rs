@@ -109,6 +109,8 @@ pub async fn run(
                     confirm: None,
                     // The API server is down while the data is restored, so the check skips.
                     ignore_blocking_webhooks: false,
+                    // `etcd snapshot-restore` has no `--dind`.
+                    dind: false,
                 },
             };
             etcd_snapshot::restore(cluster, &opts, reporter)

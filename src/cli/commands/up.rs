@@ -53,6 +53,7 @@ pub async fn run(
         yes: args.yes,
         confirm: terminal_question(),
         ignore_blocking_webhooks: args.ignore_blocking_webhooks,
+        dind: args.dind,
     };
     if let Some(links) = links {
         opts.ssh.links = links;

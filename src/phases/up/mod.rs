@@ -69,6 +69,8 @@ pub struct UpOptions {
     pub confirm: Option<crate::phases::adoption::ConfirmAdoption>,
     /// `--ignore-blocking-webhooks`: go on although a webhook blocks system pods.
     pub ignore_blocking_webhooks: bool,
+    /// `--dind`: the plan takes RKE1's docker-in-docker flags.
+    pub dind: bool,
 }
 
 pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Result<(), UpError> {
