@@ -83,7 +83,12 @@ impl FakeDocker {
                 "DockerRootDir": "/var/lib/docker",
                 "SecurityOptions": ["name=seccomp,profile=builtin"],
             }),
-            _ => return (StatusCode::NOT_FOUND, message(format!("page not found: {route}"))),
+            _ => {
+                return (
+                    StatusCode::NOT_FOUND,
+                    message(format!("page not found: {route}")),
+                );
+            }
         };
         (StatusCode::OK, body.to_string())
     }
@@ -105,11 +110,7 @@ impl FakeDocker {
                                 .map(|p| p.as_str().to_string())
                                 .unwrap_or_default();
                             let (status, body) = daemon.answer(&path);
-                            daemon
-                                .seen
-                                .lock()
-                                .unwrap()
-                                .push((path, status.as_u16()));
+                            daemon.seen.lock().unwrap().push((path, status.as_u16()));
                             Response::builder()
                                 .status(status)
                                 .header("Content-Type", "application/json")

@@ -7,8 +7,9 @@
 //! v1.20 containers (which `e2e_day2_adopt` shows to be RKE1's), every container is recreated
 //! through Docker's API with what RKE1's code (rancher/rke `cluster/plan.go`, v1.6.3 = release/v1.7)
 //! changes between the two versions, each change written here with its source:
-//! - KDM's default flags of v1.27 instead of v1.20 (`data/versions.json`, applied by RKE1's rule:
-//!   an empty value deletes the flag, any other sets it);
+//! - KDM's default flags as RKE1 picks them (`getDefaultKubernetesServicesOptions`: the exact
+//!   version, else the minor of the `kubernetes` image's tag, which is v1.20 here) and applies
+//!   them (an empty value deletes the flag, any other sets it);
 //! - no `z` on any bind from v1.22 (`util.RemoveZFromBinds`);
 //! - `--authentication-kubeconfig`/`--authorization-kubeconfig` for the controller manager and the
 //!   scheduler from v1.22;
@@ -60,7 +61,11 @@ fn build_standin(sb: &SandboxEnv, host: &str, tools: &str) {
     let start = entrypoint
         .find("if [ \"${RKE_KUBELET_CRIDOCKERD:-}\" = \"true\" ]; then")
         .expect("the sandbox entrypoint refuses cri-dockerd");
-    let end = start + entrypoint[start..].find("\nfi\n").expect("end of the block") + 4;
+    let end = start
+        + entrypoint[start..]
+            .find("\nfi\n")
+            .expect("end of the block")
+        + 4;
     let standin = format!(
         "{}if [ \"${{RKE_KUBELET_CRIDOCKERD:-}}\" = \"true\" ]; then\n    say \"cri-dockerd test stand-in: kubelet's dockershim serves the CRI socket\"\nfi\n{}",
         &entrypoint[..start],
@@ -82,11 +87,17 @@ cd /; rm -rf $d",
     );
 }
 
-/// KDM's default flags of `version` (exact version first, then its minor), per KDM component.
-fn service_options(version: &str) -> BTreeMap<String, BTreeMap<String, String>> {
+/// KDM's default flags, per KDM component, as RKE1 picks them (`getDefaultKubernetesServicesOptions`):
+/// the exact `version` first, else the minor of the `kubernetes` image's tag (here the sandbox's
+/// v1.20.2 image, so its minor's flags, whatever the cluster's version).
+fn service_options(
+    version: &str,
+    kubernetes_image: &str,
+) -> BTreeMap<String, BTreeMap<String, String>> {
     let data: Value = serde_json::from_str(include_str!("../data/versions.json")).unwrap();
     let options = &data["service_options"];
-    let minor = version.splitn(3, '.').take(2).collect::<Vec<_>>().join(".");
+    let tag = kubernetes_image.rsplit(':').next().unwrap_or_default();
+    let minor = tag.splitn(3, '.').take(2).collect::<Vec<_>>().join(".");
     let entry = if options[version].is_object() {
         &options[version]
     } else {
@@ -134,7 +145,7 @@ fn set_flag(args: &mut Vec<Value>, flag: &str, value: Option<&str>) {
 }
 
 /// What RKE1 changes in one container between the sandbox's v1.20 and [`VERSION`].
-fn as_rke1_builds_it(name: &str, container: &mut Value, old: &str) {
+fn as_rke1_builds_it(name: &str, container: &mut Value, old: &str, kubernetes_image: &str) {
     let component = match name {
         "etcd" => "etcd",
         "kube-apiserver" => "kubeapi",
@@ -147,8 +158,12 @@ fn as_rke1_builds_it(name: &str, container: &mut Value, old: &str) {
     let args_key = if name == "etcd" { "Cmd" } else { "Entrypoint" };
     if !component.is_empty() {
         let (before, after) = (
-            service_options(old).remove(component).unwrap_or_default(),
-            service_options(VERSION).remove(component).unwrap_or_default(),
+            service_options(old, kubernetes_image)
+                .remove(component)
+                .unwrap_or_default(),
+            service_options(VERSION, kubernetes_image)
+                .remove(component)
+                .unwrap_or_default(),
         );
         let args = container[args_key].as_array_mut().unwrap();
         for flag in before.keys().filter(|k| !after.contains_key(*k)) {
@@ -247,7 +262,10 @@ fn base64_encode(bytes: &[u8]) -> String {
 /// the default PodSecurity level in both halves.
 fn rke1_state(cluster: &E2e, sidecar: &str) -> String {
     let mut state = cluster.state();
-    state.as_object_mut().unwrap().remove(rkers::state::RKERS_MARK);
+    state
+        .as_object_mut()
+        .unwrap()
+        .remove(rkers::state::RKERS_MARK);
     for half in ["desiredState", "currentState"] {
         let config = &mut state[half]["rkeConfig"];
         config["kubernetesVersion"] = json!(VERSION);
@@ -279,6 +297,12 @@ async fn a_cri_dockerd_cluster_rke1_built_is_adopted_without_recreating_containe
         .trim()
         .to_string();
     let sidecar = standin_tag(&tools);
+    let kubernetes_image = yml
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("kubernetes: "))
+        .expect("the sandbox names its Kubernetes image")
+        .trim()
+        .to_string();
     let state = rke1_state(&cluster, &sidecar);
     let components = [
         "etcd",
@@ -292,10 +316,17 @@ async fn a_cri_dockerd_cluster_rke1_built_is_adopted_without_recreating_containe
     for host in HOSTS {
         build_standin(&sb, host, &tools);
         // The sidekick first: the others take its volume when they are created.
-        recreate(&sb, host, "service-sidekick", |c| c["Image"] = json!(sidecar));
+        recreate(&sb, host, "service-sidekick", |c| {
+            c["Image"] = json!(sidecar)
+        });
         let present = sb.container_names(host);
-        for name in components.iter().filter(|c| present.iter().any(|p| p == *c)) {
-            recreate(&sb, host, name, |c| as_rke1_builds_it(name, c, &old));
+        for name in components
+            .iter()
+            .filter(|c| present.iter().any(|p| p == *c))
+        {
+            recreate(&sb, host, name, |c| {
+                as_rke1_builds_it(name, c, &old, &kubernetes_image)
+            });
         }
     }
     let encoded = base64_encode(ADMISSION_YAML.as_bytes());
@@ -342,12 +373,20 @@ async fn a_cri_dockerd_cluster_rke1_built_is_adopted_without_recreating_containe
         unexpected.is_empty(),
         "unexpected changes: {unexpected:#?}\n{dry}"
     );
-    assert_eq!(sb.container_ids(&HOSTS), ids, "the dry run changed containers");
+    assert_eq!(
+        sb.container_ids(&HOSTS),
+        ids,
+        "the dry run changed containers"
+    );
 
     // `up --yes`: every container kept, the cluster healthy; then a second `up` changes nothing.
     let (ok, text) = cluster.rkers(&["up", "--yes"]);
     assert!(ok, "{text}");
-    assert_eq!(sb.container_ids(&HOSTS), ids, "up restarted containers:\n{text}");
+    assert_eq!(
+        sb.container_ids(&HOSTS),
+        ids,
+        "up restarted containers:\n{text}"
+    );
     let dry = cluster.dry_run();
     assert!(!dry.contains("Adopting"), "{dry}");
     assert!(dry_run_actions(&dry).is_empty(), "{dry}");

@@ -888,8 +888,20 @@ fn kubelet_runtime_follows_rke1_for_every_minor() {
     let cases: &[(&str, Option<bool>, Option<&str>, bool, bool)] = &[
         // version, enable_cri_dockerd, endpoint flag, --container-runtime=remote, cri bind
         ("v1.21.14-rancher1-1", None, None, false, false),
-        ("v1.21.14-rancher1-1", Some(true), Some(SHIM_SOCKET), true, false),
-        ("v1.23.16-rancher2-3", Some(true), Some(SHIM_SOCKET), true, false),
+        (
+            "v1.21.14-rancher1-1",
+            Some(true),
+            Some(SHIM_SOCKET),
+            true,
+            false,
+        ),
+        (
+            "v1.23.16-rancher2-3",
+            Some(true),
+            Some(SHIM_SOCKET),
+            true,
+            false,
+        ),
         ("v1.24.17-rancher1-1", None, Some(CRI_SOCKET), true, true),
         ("v1.25.16-rancher2-3", None, Some(CRI_SOCKET), true, true),
         ("v1.26.15-rancher1-1", None, Some(CRI_SOCKET), true, true),
@@ -924,11 +936,24 @@ fn kubelet_runtime_follows_rke1_for_every_minor() {
         );
         assert_eq!(
             flag("--container-runtime="),
-            if remote { vec!["--container-runtime=remote"] } else { vec![] },
+            if remote {
+                vec!["--container-runtime=remote"]
+            } else {
+                vec![]
+            },
             "{version}"
         );
-        assert_eq!(has(&kubelet.binds, CRI_BIND), bind, "{version}: {:?}", kubelet.binds);
-        assert_eq!(has(&kubelet.env, "RKE_KUBELET_CRIDOCKERD=true"), cri, "{version}");
+        assert_eq!(
+            has(&kubelet.binds, CRI_BIND),
+            bind,
+            "{version}: {:?}",
+            kubelet.binds
+        );
+        assert_eq!(
+            has(&kubelet.env, "RKE_KUBELET_CRIDOCKERD=true"),
+            cri,
+            "{version}"
+        );
         assert_eq!(
             &kubelet.entrypoint[..2],
             &["/opt/rke-tools/entrypoint.sh", "kubelet"],
@@ -938,9 +963,16 @@ fn kubelet_runtime_follows_rke1_for_every_minor() {
         assert_eq!(kubelet.network_mode.as_deref(), Some("host"), "{version}");
         assert_eq!(kubelet.pid_mode.as_deref(), Some("host"), "{version}");
         assert!(kubelet.privileged, "{version}");
-        assert_eq!(kubelet.restart_policy.as_deref(), Some("always"), "{version}");
         assert_eq!(
-            kubelet.labels.get("io.rancher.rke.container.name").map(String::as_str),
+            kubelet.restart_policy.as_deref(),
+            Some("always"),
+            "{version}"
+        );
+        assert_eq!(
+            kubelet
+                .labels
+                .get("io.rancher.rke.container.name")
+                .map(String::as_str),
             Some("kubelet"),
             "{version}"
         );
@@ -990,7 +1022,10 @@ fn dind_health_endpoints_listen_everywhere() {
         let address = &plain.hosts[0].address;
         for name in ["kubelet", "kube-proxy"] {
             let flags = &container(&dind, address, name).entrypoint;
-            assert!(has(flags, "--healthz-bind-address=0.0.0.0"), "{fixture} {name}: {flags:?}");
+            assert!(
+                has(flags, "--healthz-bind-address=0.0.0.0"),
+                "{fixture} {name}: {flags:?}"
+            );
             assert_eq!(
                 flags
                     .iter()
@@ -1009,7 +1044,11 @@ fn dind_health_endpoints_listen_everywhere() {
         }
         for name in ["kube-controller-manager", "kube-scheduler"] {
             let flags = &container(&dind, address, name).entrypoint;
-            assert_eq!(has(flags, "--address=0.0.0.0"), address_flag, "{fixture} {name}: {flags:?}");
+            assert_eq!(
+                has(flags, "--address=0.0.0.0"),
+                address_flag,
+                "{fixture} {name}: {flags:?}"
+            );
         }
     }
 }

@@ -223,7 +223,10 @@ impl PreflightReport {
 
 /// `1.12-1.41`: the API versions a daemon accepts (only the newest when it does not say).
 fn engine_api_range(f: &HostFacts) -> String {
-    match (f.engine_min_api_version.as_str(), f.engine_api_version.as_str()) {
+    match (
+        f.engine_min_api_version.as_str(),
+        f.engine_api_version.as_str(),
+    ) {
         ("", "") => f.api_version.clone(),
         ("", max) => max.to_owned(),
         (min, max) => format!("{min}-{max}"),
@@ -302,12 +305,8 @@ pub fn host_report(a: &HostAttempt, opts: &PreflightOptions) -> HostReport {
     let docker = match (&a.docker, &a.facts) {
         (Some(d), Some(f)) => {
             let api_check = opts.runtime.as_ref().map(|runtime| {
-                let (check, refusal) = docker_api_check(
-                    &a.target.name,
-                    f,
-                    runtime,
-                    opts.ignore_docker_version,
-                );
+                let (check, refusal) =
+                    docker_api_check(&a.target.name, f, runtime, opts.ignore_docker_version);
                 if let Some(e) = refusal {
                     problem_kind.get_or_insert_with(|| e.kind().to_owned());
                     problems.push(e.to_string());

@@ -215,7 +215,9 @@ impl Table {
             .iter()
             .rev()
             .find(|(from, _)| triple(from).is_some_and(|f| f <= version))
-            .ok_or_else(|| format!("{tools_image} carries no cri-dockerd (rke-tools added it later)"))?;
+            .ok_or_else(|| {
+                format!("{tools_image} carries no cri-dockerd (rke-tools added it later)")
+            })?;
         let assumed =
             triple(&self.rke_tools_cri_dockerd.newest_checked).is_some_and(|n| version > n);
         Ok((row.1.clone(), assumed))
@@ -292,8 +294,8 @@ impl Table {
                 "set system_images.kubernetes_services_sidecar to rancher/rke-tools:v{tools} or newer (cri-dockerd {cri}), {lower}, {older_docker}"
             ),
             (false, Some((tools, cri))) => {
-                let cri_on_this_minor = triple(&client.kubernetes_version)
-                    .is_some_and(|(a, b, _)| (a, b) >= (1, 21));
+                let cri_on_this_minor =
+                    triple(&client.kubernetes_version).is_some_and(|(a, b, _)| (a, b) >= (1, 21));
                 let enable = if cri_on_this_minor {
                     format!(
                         "set enable_cri_dockerd: true with system_images.kubernetes_services_sidecar rancher/rke-tools:v{tools} or newer (cri-dockerd {cri}), "
@@ -312,7 +314,11 @@ impl Table {
 
 /// Decides whether `engine` works with the runtime of `client`. With `ignore_docker_version`
 /// (RKE1's switch for going ahead on any Docker) a refusal becomes [`Verdict::Ignored`].
-pub fn check(engine: &Engine, client: &RuntimeClient, ignore_docker_version: bool) -> DockerApiCheck {
+pub fn check(
+    engine: &Engine,
+    client: &RuntimeClient,
+    ignore_docker_version: bool,
+) -> DockerApiCheck {
     let table = match &*TABLE {
         Ok(t) => t,
         Err(e) => return unknown(String::new(), None, None, e.clone()),
@@ -353,7 +359,9 @@ pub fn check(engine: &Engine, client: &RuntimeClient, ignore_docker_version: boo
                 engine.version,
                 table
                     .tools_speaking(min)
-                    .map_or("(none known)".to_string(), |(_, cri)| format!("{cri} or newer"))
+                    .map_or("(none known)".to_string(), |(_, cri)| format!(
+                        "{cri} or newer"
+                    ))
             ),
             _ => missing,
         };
@@ -501,7 +509,10 @@ mod tests {
         // v1.20 cannot enable cri-dockerd (RKE1 allows it from v1.21).
         let c = check(&engines()[4], &dockershim("v1.20.15-rancher2-2"), false);
         let (reason, remedy) = c.refused().expect("refused");
-        assert!(reason.ends_with("kubelet v1.20's dockershim speaks ≤ 1.40"), "{reason}");
+        assert!(
+            reason.ends_with("kubelet v1.20's dockershim speaks ≤ 1.40"),
+            "{reason}"
+        );
         assert!(!remedy.contains("enable_cri_dockerd"), "{remedy}");
         // Docker 20.10 and v1.20: they settle on the older of the two newest versions.
         let c = check(&engines()[0], &dockershim("v1.20.15-rancher2-2"), false);
@@ -536,12 +547,19 @@ mod tests {
                 "{tools}"
             );
             let c = check(&engines()[4], &client, false);
-            assert_eq!(c.runtime, format!("cri-dockerd 0.3.16 (rancher/rke-tools:{tools})"));
+            assert_eq!(
+                c.runtime,
+                format!("cri-dockerd 0.3.16 (rancher/rke-tools:{tools})")
+            );
             assert_eq!(c.spoken_api, ApiVersion::parse("1.44"));
             assert!(c.warnings.iter().any(|w| w.contains("API 1.24")), "{c:?}");
         }
         // Docker 24 and cri-dockerd 0.3.16: it lowers its version to the daemon's.
-        let c = check(&engines()[1], &cri_dockerd("v1.32.13-rancher1-3", "v0.1.111"), false);
+        let c = check(
+            &engines()[1],
+            &cri_dockerd("v1.32.13-rancher1-3", "v0.1.111"),
+            false,
+        );
         assert_eq!(c.verdict, Verdict::Works);
         assert_eq!(c.spoken_api, ApiVersion::parse("1.43"));
     }
@@ -552,7 +570,11 @@ mod tests {
             cri_dockerd: false,
             ..cri_dockerd("v1.27.16-rancher1-1", "v0.1.100")
         };
-        assert!(check(&engines()[4], &client, false).runtime.starts_with("cri-dockerd 0.3.14"));
+        assert!(
+            check(&engines()[4], &client, false)
+                .runtime
+                .starts_with("cri-dockerd 0.3.14")
+        );
     }
 
     #[test]
@@ -576,9 +598,16 @@ mod tests {
         };
         assert!(note.contains("0.3.16 or newer"), "{note}");
         // A release newer than the newest checked carries the newest known cri-dockerd.
-        let c = check(&engines()[4], &cri_dockerd("v1.32.13-rancher1-3", "v0.1.114"), false);
+        let c = check(
+            &engines()[4],
+            &cri_dockerd("v1.32.13-rancher1-3", "v0.1.114"),
+            false,
+        );
         assert_eq!(c.verdict, Verdict::Works);
-        assert!(c.warnings[0].contains("taken to carry cri-dockerd 0.3.16"), "{c:?}");
+        assert!(
+            c.warnings[0].contains("taken to carry cri-dockerd 0.3.16"),
+            "{c:?}"
+        );
         // A host that reports no range is looked up by its release.
         let bare = Engine {
             version: "29.0.0".into(),
@@ -587,13 +616,21 @@ mod tests {
         let c = check(&bare, &dockershim("v1.22.17-rancher1-2"), false);
         assert!(c.refused().is_some(), "{c:?}");
         // An engine too old for any runtime.
-        let c = check(&docker("1.13.1", "1.12", "1.25"), &dockershim("v1.20.15-rancher2-2"), false);
+        let c = check(
+            &docker("1.13.1", "1.12", "1.25"),
+            &dockershim("v1.20.15-rancher2-2"),
+            false,
+        );
         assert!(c.refused().unwrap().0.contains("needs ≥ 1.26"), "{c:?}");
     }
 
     #[test]
     fn rke_tools_without_cri_dockerd_is_reported_not_refused() {
-        let c = check(&engines()[0], &cri_dockerd("v1.24.17-rancher1-1", "v0.1.75"), false);
+        let c = check(
+            &engines()[0],
+            &cri_dockerd("v1.24.17-rancher1-1", "v0.1.75"),
+            false,
+        );
         let Verdict::Unknown { note } = &c.verdict else {
             panic!("{c:?}")
         };
