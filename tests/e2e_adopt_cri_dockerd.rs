@@ -355,13 +355,7 @@ async fn a_cri_dockerd_cluster_rke1_built_is_adopted_without_recreating_containe
     let ids = sb.container_ids(&HOSTS);
 
     // The dry run: an adoption, and no container created or recreated.
-    let (ok, dry) = cluster.rkers(&["up", "--dry-run"]);
-    assert!(ok, "{dry}");
-    assert!(
-        dry.contains("Adopting a cluster whose state rkers has not written"),
-        "{dry}"
-    );
-    let actions = dry_run_actions(&dry);
+    let (dry, actions) = cluster.adoption_dry_run();
     // The state as RKE1 wrote it lacks what rkers records.
     let unexpected: Vec<_> = actions
         .iter()

@@ -232,13 +232,7 @@ async fn adopting_a_cluster_rke1_built_restarts_nothing_and_keeps_keys_where_rea
     let ids = sb.container_ids(&HOSTS);
 
     // 3. The dry run: the adoption summary and exactly the accepted changes, with reasons.
-    let (ok, dry) = cluster.rkers(&["up", "--dry-run"]);
-    assert!(ok, "{dry}");
-    assert!(
-        dry.contains("Adopting a cluster whose state rkers has not written"),
-        "{dry}"
-    );
-    let actions = dry_run_actions(&dry);
+    let (dry, actions) = cluster.adoption_dry_run();
     let unexpected: Vec<_> = actions.iter().filter(|(h, a)| !accepted(h, a)).collect();
     assert!(
         unexpected.is_empty(),

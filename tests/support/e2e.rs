@@ -273,6 +273,19 @@ impl E2e {
         text
     }
 
+    /// The dry run of `up` on a cluster rkers has not written: it succeeds and shows the
+    /// adoption summary; returns its text and its actions by host.
+    pub fn adoption_dry_run(&self) -> (String, Vec<(String, String)>) {
+        let (ok, dry) = self.rkers(&["up", "--dry-run"]);
+        assert!(ok, "{dry}");
+        assert!(
+            dry.contains("Adopting a cluster whose state rkers has not written"),
+            "{dry}"
+        );
+        let actions = dry_run_actions(&dry);
+        (dry, actions)
+    }
+
     pub fn edit(&self, f: impl FnOnce(&str) -> String) {
         let text = std::fs::read_to_string(&self.config).unwrap();
         std::fs::write(&self.config, f(&text)).unwrap();
