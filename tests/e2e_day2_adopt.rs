@@ -22,7 +22,7 @@ use rkers::state::StateFile;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 use std::time::{Duration, Instant};
-use support::e2e::{E2e, HOSTS, SandboxEnv};
+use support::e2e::{E2e, HOSTS, SandboxEnv, dry_run_actions};
 
 const CONTROLPLANE_KEYS: &[&str] = &[
     "kube-apiserver-key.pem",
@@ -160,32 +160,6 @@ rm -f /tmp/apiserver.json /etc/kubernetes/admission.yaml"#,
     );
 }
 
-/// The action lines of a dry run, by host.
-fn dry_run_actions(text: &str) -> Vec<(String, String)> {
-    let mut host = String::new();
-    let mut out = Vec::new();
-    for line in text.lines() {
-        // The list ends with its totals ("N actions on M hosts"); what follows is other output.
-        if line.contains(" on ") && (line.ends_with(" hosts") || line.ends_with(" host")) {
-            break;
-        }
-        if let Some(action) = line.strip_prefix("  - ") {
-            out.push((host.clone(), action.to_string()));
-        } else if let Some(h) = line.strip_suffix(':')
-            && !line.starts_with(' ')
-        {
-            host = h.to_string();
-        } else if line.starts_with("      ")
-            && let Some((_, last)) = out.last_mut().map(|(h, a)| (h.clone(), a))
-        {
-            // A recreated container's field changes.
-            last.push('\n');
-            last.push_str(line.trim());
-        }
-    }
-    out
-}
-
 /// Whether a change is one the adoption of this cluster is expected to make, and nothing
 /// else: extra keys deleted, key modes fixed, and the newer RKE default for kube-apiserver.
 fn accepted(host: &str, action: &str) -> bool {
@@ -258,13 +232,7 @@ async fn adopting_a_cluster_rke1_built_restarts_nothing_and_keeps_keys_where_rea
     let ids = sb.container_ids(&HOSTS);
 
     // 3. The dry run: the adoption summary and exactly the accepted changes, with reasons.
-    let (ok, dry) = cluster.rkers(&["up", "--dry-run"]);
-    assert!(ok, "{dry}");
-    assert!(
-        dry.contains("Adopting a cluster whose state rkers has not written"),
-        "{dry}"
-    );
-    let actions = dry_run_actions(&dry);
+    let (dry, actions) = cluster.adoption_dry_run();
     let unexpected: Vec<_> = actions.iter().filter(|(h, a)| !accepted(h, a)).collect();
     assert!(
         unexpected.is_empty(),

@@ -192,6 +192,15 @@ async fn transport_per_host_and_in_preflight() {
     };
     let normal = host(&addrs[0]);
     assert_eq!(normal["docker"]["transport"], "stream-local", "{normal}");
+    // The Docker API check: the sandbox's Docker 20.10 (API 1.12-1.41) and the v1.20 kubelet's
+    // dockershim (1.40) meet at 1.40, read from the daemon's own `docker version`.
+    let check = &normal["docker"]["api_check"];
+    assert_eq!(check["verdict"], "works", "{normal}");
+    assert_eq!(check["runtime"], "kubelet v1.20's dockershim", "{normal}");
+    assert_eq!(check["engine_api"], "1.41", "{normal}");
+    assert_eq!(check["engine_min_api"], "1.12", "{normal}");
+    assert_eq!(check["spoken_api"], "1.40", "{normal}");
+    assert_eq!(normal["docker"]["engine_api_version"], "1.41", "{normal}");
     assert_eq!(normal["docker"]["transport_reason"], "socket-forwarded");
     let windows = host(&addrs[1]);
     assert_eq!(windows["docker"]["transport"], "dial-stdio", "{windows}");
@@ -218,4 +227,11 @@ async fn transport_per_host_and_in_preflight() {
     };
     assert_eq!(cell(&addrs[0]), "stream-local", "{table}");
     assert_eq!(cell(&addrs[1]), "dial-stdio", "{table}");
+    assert!(
+        table.contains(&format!(
+            "Docker API {}: kubelet v1.20's dockershim speaks ≤ 1.40: works at 1.40",
+            addrs[0]
+        )),
+        "{table}"
+    );
 }

@@ -716,7 +716,7 @@ async fn error_dockerd_stopped_after_it_ran() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn preflight_reports_each_host_and_version_verdicts() {
+async fn preflight_reports_each_host_and_the_docker_api_check() {
     let Some(env) = env() else { return };
     let good = sshd_with(&env.key, SshdOptions::default());
     let other = sshd_with(&env.key, SshdOptions::default());
@@ -725,10 +725,13 @@ async fn preflight_reports_each_host_and_version_verdicts() {
         target("nosock", &other, &env.key, "/run/rkers-no-such.sock"),
     ];
     use rkers::hosts::preflight::{self, PreflightOptions};
-    // A list whose newest entry is older than any Docker here: newer ⇒ warning only.
+    use rkers::metadata::docker_api::RuntimeClient;
     let popts = PreflightOptions {
-        kubernetes_minor: Some("1.20".into()),
-        supported_docker_versions: vec!["1.13.x".into(), "17.03.x".into()],
+        runtime: Some(RuntimeClient {
+            kubernetes_version: "v1.20.15-rancher2-2".into(),
+            cri_dockerd: false,
+            tools_image: "rancher/rke-tools:v0.1.89".into(),
+        }),
         ..Default::default()
     };
     let (report, pool) = preflight::run(&targets, &options(env.dir.path()), &popts).await;
@@ -736,12 +739,6 @@ async fn preflight_reports_each_host_and_version_verdicts() {
     assert!(!report.ok());
     let g = &report.hosts[0];
     assert!(g.ok(), "{g:?}");
-    assert!(
-        g.warnings
-            .iter()
-            .any(|w| w.contains("newer than the newest version known")),
-        "{g:?}"
-    );
     assert!(g.ssh.method.as_deref().unwrap().contains("ssh-ed25519"));
     let n = &report.hosts[1];
     assert!(n.ssh.ok);
@@ -756,22 +753,25 @@ async fn preflight_reports_each_host_and_version_verdicts() {
         table.contains("skipped (not every host is usable)"),
         "{table}"
     );
+    // This machine's Docker serves the API kubelet v1.20's dockershim speaks.
     let json = report.to_json();
     assert_eq!(json["hosts"][1]["problem_kind"], "docker-socket-missing");
-    assert_eq!(
-        json["hosts"][0]["docker"]["version_check"]["verdict"],
-        "newer-than-known"
+    let check = &json["hosts"][0]["docker"]["api_check"];
+    assert_eq!(check["verdict"], "works", "{json}");
+    assert_eq!(check["runtime"], "kubelet v1.20's dockershim");
+    assert_eq!(check["runtime_api"], "1.40");
+    assert!(
+        table.contains("Docker API good: kubelet v1.20's dockershim speaks ≤ 1.40: works at "),
+        "{table}"
     );
-    // All good + ignore_docker_version: ok, pool handed back.
-    let popts = PreflightOptions {
-        ignore_docker_version: true,
-        ..popts
-    };
-    let (report, pool) = preflight::run(&targets[..1], &options(env.dir.path()), &popts).await;
+    // Without a runtime nothing is checked, and the host is usable.
+    let (report, pool) = preflight::run(
+        &targets[..1],
+        &options(env.dir.path()),
+        &PreflightOptions::default(),
+    )
+    .await;
     assert!(report.ok(), "{}", report.render_table());
     assert_eq!(pool.unwrap().len(), 1);
-    assert_eq!(
-        report.to_json()["hosts"][0]["docker"]["version_check"]["verdict"],
-        "ignored"
-    );
+    assert!(report.to_json()["hosts"][0]["docker"]["api_check"].is_null());
 }

@@ -78,6 +78,7 @@ struct Scenario {
     etcd: EtcdContext,
     encryption: Option<String>,
     tools_tag: String,
+    dind: bool,
 }
 
 impl Scenario {
@@ -90,6 +91,7 @@ impl Scenario {
             etcd: EtcdContext::fresh(),
             encryption: None,
             tools_tag: kdm.default_rke_tools_tag.clone(),
+            dind: false,
             cfg,
         }
     }
@@ -103,6 +105,7 @@ impl Scenario {
             etcd: &self.etcd,
             encryption_config: self.encryption.as_deref(),
             default_rke_tools_tag: Some(&self.tools_tag),
+            dind: self.dind,
         })
     }
 
@@ -870,4 +873,182 @@ fn cert_names_follow_rke1() {
     assert_eq!(plan::host_prefix_path("/", "RancherOS v1.5"), "/opt/rke");
     assert_eq!(plan::host_prefix_path("/", "Debian GNU/Linux 12"), "/");
     assert_eq!(plan::host_prefix_path("/srv/rke", "Flatcar"), "/srv/rke");
+}
+
+/// kubelet's container runtime by Kubernetes version, as rancher/rke `cluster/plan.go`
+/// (`BuildKubeletProcess`, v1.6.3 = release/v1.7) and `cluster/defaults.go` (`setCRIDockerd`)
+/// build it: cri-dockerd from v1.24 (and on v1.21–v1.23 when enabled, then through the
+/// dockershim socket path), `--container-runtime=remote` below v1.27, the cri-dockerd bind only
+/// from v1.24, and the rest of the container unchanged.
+#[test]
+fn kubelet_runtime_follows_rke1_for_every_minor() {
+    const CRI_SOCKET: &str = "--container-runtime-endpoint=unix:///var/run/cri-dockerd.sock";
+    const SHIM_SOCKET: &str = "--container-runtime-endpoint=/var/run/dockershim.sock";
+    const CRI_BIND: &str = "/var/lib/cri-dockerd:/var/lib/cri-dockerd";
+    let cases: &[(&str, Option<bool>, Option<&str>, bool, bool)] = &[
+        // version, enable_cri_dockerd, endpoint flag, --container-runtime=remote, cri bind
+        ("v1.21.14-rancher1-1", None, None, false, false),
+        (
+            "v1.21.14-rancher1-1",
+            Some(true),
+            Some(SHIM_SOCKET),
+            true,
+            false,
+        ),
+        (
+            "v1.23.16-rancher2-3",
+            Some(true),
+            Some(SHIM_SOCKET),
+            true,
+            false,
+        ),
+        ("v1.24.17-rancher1-1", None, Some(CRI_SOCKET), true, true),
+        ("v1.25.16-rancher2-3", None, Some(CRI_SOCKET), true, true),
+        ("v1.26.15-rancher1-1", None, Some(CRI_SOCKET), true, true),
+        ("v1.27.16-rancher1-1", None, Some(CRI_SOCKET), false, true),
+        ("v1.28.15-rancher1-1", None, Some(CRI_SOCKET), false, true),
+        ("v1.29.15-rancher1-1", None, Some(CRI_SOCKET), false, true),
+        ("v1.30.14-rancher1-1", None, Some(CRI_SOCKET), false, true),
+        ("v1.31.14-rancher1-1", None, Some(CRI_SOCKET), false, true),
+        ("v1.32.13-rancher1-3", None, Some(CRI_SOCKET), false, true),
+    ];
+    let kdm = kdm();
+    for &(version, enable, endpoint, remote, bind) in cases {
+        let mut scenario = Scenario::new("cluster-1node-v131.yml");
+        scenario.cfg.kubernetes_version = version.into();
+        scenario.cfg.enable_cri_dockerd = enable;
+        // rkers' defaults do what RKE1's setCRIDockerd does.
+        config::apply_defaults(&mut scenario.cfg, &kdm);
+        let plan = scenario.plan();
+        let kubelet = container(&plan, "192.168.10.11", "kubelet");
+        let flag = |prefix: &str| -> Vec<&String> {
+            kubelet
+                .entrypoint
+                .iter()
+                .filter(|f| f.starts_with(prefix))
+                .collect()
+        };
+        let cri = endpoint.is_some();
+        assert_eq!(
+            flag("--container-runtime-endpoint="),
+            endpoint.into_iter().collect::<Vec<_>>(),
+            "{version}"
+        );
+        assert_eq!(
+            flag("--container-runtime="),
+            if remote {
+                vec!["--container-runtime=remote"]
+            } else {
+                vec![]
+            },
+            "{version}"
+        );
+        assert_eq!(
+            has(&kubelet.binds, CRI_BIND),
+            bind,
+            "{version}: {:?}",
+            kubelet.binds
+        );
+        assert_eq!(
+            has(&kubelet.env, "RKE_KUBELET_CRIDOCKERD=true"),
+            cri,
+            "{version}"
+        );
+        assert_eq!(
+            &kubelet.entrypoint[..2],
+            &["/opt/rke-tools/entrypoint.sh", "kubelet"],
+            "{version}"
+        );
+        assert_eq!(kubelet.volumes_from, vec!["service-sidekick"], "{version}");
+        assert_eq!(kubelet.network_mode.as_deref(), Some("host"), "{version}");
+        assert_eq!(kubelet.pid_mode.as_deref(), Some("host"), "{version}");
+        assert!(kubelet.privileged, "{version}");
+        assert_eq!(
+            kubelet.restart_policy.as_deref(),
+            Some("always"),
+            "{version}"
+        );
+        assert_eq!(
+            kubelet
+                .labels
+                .get("io.rancher.rke.container.name")
+                .map(String::as_str),
+            Some("kubelet"),
+            "{version}"
+        );
+        // From v1.22 no bind keeps `z` (util.RemoveZFromBinds), the cri-dockerd one included.
+        let z = kubelet
+            .binds
+            .iter()
+            .any(|b| b.ends_with(":z") || b.contains(",z"));
+        assert_eq!(
+            z,
+            version.starts_with("v1.21."),
+            "{version}: {:?}",
+            kubelet.binds
+        );
+    }
+
+    // The cri-dockerd environment RKE1 adds: dual stack, the streaming server's address and port.
+    let mut scenario = Scenario::new("cluster-1node-v131.yml");
+    scenario.cfg.services.kube_controller.cluster_cidr = "10.42.0.0/16,fd00:42::/56".into();
+    scenario.cfg.cri_dockerd_stream_server_address = "0.0.0.0".into();
+    scenario.cfg.cri_dockerd_stream_server_port = "10011".into();
+    let plan = scenario.plan();
+    let kubelet = container(&plan, "192.168.10.11", "kubelet");
+    for env in [
+        "RKE_KUBELET_CRIDOCKERD=true",
+        "RKE_KUBELET_CRIDOCKERD_DUALSTACK=true",
+        "CRIDOCKERD_STREAM_SERVER_ADDRESS=0.0.0.0",
+        "CRIDOCKERD_STREAM_SERVER_PORT=10011",
+    ] {
+        assert!(has(&kubelet.env, env), "{env}: {:?}", kubelet.env);
+    }
+}
+
+/// `up --dind`: RKE1's docker-in-docker flags (rancher/rke `cluster/plan.go`: `c.DinD` in
+/// `BuildKubeletProcess`, `BuildKubeProxyProcess`, and below v1.24 in
+/// `BuildKubeControllerProcess` and `BuildSchedulerProcess`).
+#[test]
+fn dind_health_endpoints_listen_everywhere() {
+    for (fixture, address_flag) in [
+        ("cluster-1node-v131.yml", false),
+        ("cluster-sandbox-v120.yml", true),
+    ] {
+        let mut scenario = Scenario::new(fixture);
+        let plain = scenario.plan();
+        scenario.dind = true;
+        let dind = scenario.plan();
+        let address = &plain.hosts[0].address;
+        for name in ["kubelet", "kube-proxy"] {
+            let flags = &container(&dind, address, name).entrypoint;
+            assert!(
+                has(flags, "--healthz-bind-address=0.0.0.0"),
+                "{fixture} {name}: {flags:?}"
+            );
+            assert_eq!(
+                flags
+                    .iter()
+                    .filter(|f| f.starts_with("--healthz-bind-address="))
+                    .count(),
+                1,
+                "{fixture} {name}: one value, RKE1's"
+            );
+            assert!(
+                !has(
+                    &container(&plain, address, name).entrypoint,
+                    "--healthz-bind-address=0.0.0.0"
+                ),
+                "{fixture} {name}"
+            );
+        }
+        for name in ["kube-controller-manager", "kube-scheduler"] {
+            let flags = &container(&dind, address, name).entrypoint;
+            assert_eq!(
+                has(flags, "--address=0.0.0.0"),
+                address_flag,
+                "{fixture} {name}: {flags:?}"
+            );
+        }
+    }
 }

@@ -556,6 +556,7 @@ fn up_options(run: &Run, req: &UpRequest, dry_run: bool) -> phases::up::UpOption
         confirm: None,
         ignore_blocking_webhooks: false,
         ignore_removed_apis: req.ignore_removed_apis,
+        dind: false,
     }
 }
 

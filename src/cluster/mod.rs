@@ -76,6 +76,18 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// The container runtime each host's Docker must speak to (the Docker API check): the
+    /// Kubernetes version, whether kubelet goes through cri-dockerd, and the rke-tools image
+    /// cri-dockerd comes from.
+    pub fn runtime_client(&self) -> crate::metadata::docker_api::RuntimeClient {
+        let c = &self.config;
+        crate::metadata::docker_api::RuntimeClient {
+            kubernetes_version: c.kubernetes_version.clone(),
+            cri_dockerd: c.enable_cri_dockerd == Some(true),
+            tools_image: c.system_images.kubernetes_services_sidecar.clone(),
+        }
+    }
+
     /// The tag of the default Kubernetes version's `alpine` (rke-tools) image, which RKE1 gives
     /// to every `rancher/rke-tools` backup helper (§14.2, §33.9).
     pub fn default_rke_tools_tag(&self) -> Option<String> {

@@ -154,14 +154,14 @@ pub enum HostError {
         op: String,
         detail: String,
     },
+    /// The cluster's container runtime and this host's Docker share no Engine API version.
     #[error(
-        "host {host}: unsupported Docker version {version} for Kubernetes {k8s_minor}; supported: {supported} (set ignore_docker_version: true to skip this check)"
+        "host {host}: {reason}: {remedy} (ignore_docker_version: true or --ignore-docker-version goes ahead anyway)"
     )]
     UnsupportedDockerVersion {
         host: String,
-        version: String,
-        k8s_minor: String,
-        supported: String,
+        reason: String,
+        remedy: String,
     },
     #[error("host {host}: command `{command}` failed: {detail}")]
     Exec {

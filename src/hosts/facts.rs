@@ -1,10 +1,11 @@
-//! Facts about a host read from `docker info` / `docker version`, and the Docker version
-//! check against the supported list of a Kubernetes minor (spec §8.3).
+//! Facts about a host read from `docker info` / `docker version`, and the Docker Engine API
+//! check of each host against the cluster's container runtime (spec §8.3).
 
 use serde::Serialize;
 
 use super::docker::{DockerClient, DockerTransport, TransportReason};
 use super::error::HostError;
+use crate::metadata::docker_api::{self, ApiVersion, DockerApiCheck, Engine, RuntimeClient};
 
 /// What rkers needs to know about a host's Docker engine and OS.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -22,6 +23,10 @@ pub struct HostFacts {
     pub docker_version: String,
     /// The API version negotiated with this daemon.
     pub api_version: String,
+    /// The newest API version the daemon serves (`docker version`'s `ApiVersion`).
+    pub engine_api_version: String,
+    /// The oldest API version the daemon accepts (`MinAPIVersion`; 1.44 from Docker 29).
+    pub engine_min_api_version: String,
     /// Docker runs with SELinux support (`name=selinux` in its security options).
     pub selinux: bool,
     pub docker_root_dir: String,
@@ -39,6 +44,7 @@ impl HostFacts {
 
     pub async fn gather(docker: &DockerClient) -> Result<HostFacts, HostError> {
         let info = docker.info().await?;
+        let version = docker.version().await?;
         let s = |o: Option<String>| o.unwrap_or_default();
         Ok(HostFacts {
             os_type: s(info.os_type),
@@ -55,6 +61,8 @@ impl HostFacts {
                 .unwrap_or_default(),
             docker_version: s(info.server_version),
             api_version: docker.api_version().to_owned(),
+            engine_api_version: s(version.api_version),
+            engine_min_api_version: s(version.min_api_version),
             selinux: info
                 .security_options
                 .unwrap_or_default()
@@ -67,126 +75,33 @@ impl HostFacts {
     }
 }
 
-/// Outcome of the Docker version check.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "verdict", rename_all = "kebab-case")]
-pub enum DockerVersionCheck {
-    Supported,
-    /// `ignore_docker_version` is set.
-    Ignored,
-    /// No list for this Kubernetes minor: nothing to check against.
-    NoList,
-    /// Newer than every version the list knows: a warning, not an error (spec §32 #6).
-    NewerThanKnown {
-        newest_known: String,
-    },
-    Unsupported {
-        supported: String,
-    },
+impl HostFacts {
+    /// The engine as the Docker API check of [`crate::metadata::docker_api`] sees it.
+    pub fn engine(&self) -> Engine {
+        Engine {
+            version: self.docker_version.clone(),
+            api_version: ApiVersion::parse(&self.engine_api_version),
+            min_api_version: ApiVersion::parse(&self.engine_min_api_version),
+            windows: self.is_windows(),
+        }
+    }
 }
 
-fn major_minor(v: &str) -> Option<(u64, u64)> {
-    let v = v.trim().trim_start_matches('v');
-    let mut parts = v.split(|c: char| !c.is_ascii_digit());
-    let major = parts.next()?.parse().ok()?;
-    let minor = parts.next()?.parse().ok()?;
-    Some((major, minor))
-}
-
-/// Compares `docker_version` by major.minor with `supported` (KDM entries such as `20.10.x`).
-pub fn check_docker_version(
-    docker_version: &str,
-    supported: &[String],
+/// The API check of one host, as the error `up` and `preflight` refuse the host with when the
+/// runtime cannot drive its Docker.
+pub fn docker_api_check(
+    host: &str,
+    facts: &HostFacts,
+    runtime: &RuntimeClient,
     ignore_docker_version: bool,
-) -> DockerVersionCheck {
-    if ignore_docker_version {
-        return DockerVersionCheck::Ignored;
-    }
-    let known: Vec<(u64, u64)> = supported.iter().filter_map(|s| major_minor(s)).collect();
-    if known.is_empty() {
-        return DockerVersionCheck::NoList;
-    }
-    let Some(have) = major_minor(docker_version) else {
-        return DockerVersionCheck::Unsupported {
-            supported: supported.join(", "),
-        };
-    };
-    if known.contains(&have) {
-        return DockerVersionCheck::Supported;
-    }
-    let newest = *known.iter().max().expect("non-empty");
-    if have > newest {
-        DockerVersionCheck::NewerThanKnown {
-            newest_known: format!("{}.{}", newest.0, newest.1),
-        }
-    } else {
-        DockerVersionCheck::Unsupported {
-            supported: supported.join(", "),
-        }
-    }
-}
-
-impl DockerVersionCheck {
-    /// The error for a failed check (the caller decides whether it is fatal).
-    pub fn to_error(&self, host: &str, docker_version: &str, k8s_minor: &str) -> Option<HostError> {
-        match self {
-            DockerVersionCheck::Unsupported { supported } => {
-                Some(HostError::UnsupportedDockerVersion {
-                    host: host.to_owned(),
-                    version: docker_version.to_owned(),
-                    k8s_minor: k8s_minor.to_owned(),
-                    supported: supported.clone(),
-                })
-            }
-            _ => None,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn list() -> Vec<String> {
-        [
-            "1.13.x", "17.03.x", "18.09.x", "19.03.x", "20.10.x", "27.2.x",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
-    }
-
-    #[test]
-    fn version_check_by_major_minor() {
-        assert_eq!(
-            check_docker_version("20.10.24+dfsg1", &list(), false),
-            DockerVersionCheck::Supported
-        );
-        assert_eq!(
-            check_docker_version("28.2.2", &list(), false),
-            DockerVersionCheck::NewerThanKnown {
-                newest_known: "27.2".into()
-            }
-        );
-        let old = check_docker_version("17.12.1-ce", &list(), false);
-        assert!(matches!(old, DockerVersionCheck::Unsupported { .. }));
-        let msg = old
-            .to_error("n1", "17.12.1-ce", "1.20")
-            .unwrap()
-            .to_string();
-        assert!(
-            msg.contains("n1")
-                && msg.contains("17.12.1-ce")
-                && msg.contains("ignore_docker_version"),
-            "{msg}"
-        );
-        assert_eq!(
-            check_docker_version("17.12.1", &list(), true),
-            DockerVersionCheck::Ignored
-        );
-        assert_eq!(
-            check_docker_version("17.12.1", &[], false),
-            DockerVersionCheck::NoList
-        );
-    }
+) -> (DockerApiCheck, Option<HostError>) {
+    let check = docker_api::check(&facts.engine(), runtime, ignore_docker_version);
+    let error = check
+        .refused()
+        .map(|(reason, remedy)| HostError::UnsupportedDockerVersion {
+            host: host.to_owned(),
+            reason: reason.to_owned(),
+            remedy: remedy.to_owned(),
+        });
+    (check, error)
 }

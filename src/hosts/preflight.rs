@@ -1,23 +1,23 @@
 //! `rkers preflight`: connect to every host and report per host SSH (method, host key),
-//! Docker (version, API, OS, cgroup driver, SELinux, version verdict) and RKE1's port checks
-//! between roles. Also the first phase of `up`: on success the opened [`HostPool`] is handed
-//! back for the rest of the run.
+//! Docker (version, API range, OS, cgroup driver, SELinux, whether the cluster's runtime can
+//! drive it) and RKE1's port checks between roles. Also the first phase of `up`: on success the
+//! opened [`HostPool`] is handed back for the rest of the run.
 
 use serde::Serialize;
 
-use super::facts::{DockerVersionCheck, HostFacts, check_docker_version};
+use super::facts::{HostFacts, docker_api_check};
 use super::pool::{HostAttempt, HostPool};
 use super::ports::{PortCheckFailure, PortCheckPlan, check_cluster_ports};
 use super::ssh::HostKeyVerdict;
 use super::target::{SshOptions, SshTarget};
+use crate::metadata::docker_api::{DockerApiCheck, RuntimeClient, Verdict};
 
 /// What to check besides reachability.
 #[derive(Clone, Debug, Default)]
 pub struct PreflightOptions {
-    /// Kubernetes minor (`1.30`) the Docker versions are checked for.
-    pub kubernetes_minor: Option<String>,
-    /// Supported Docker versions for that minor (KDM entries like `20.10.x`).
-    pub supported_docker_versions: Vec<String>,
+    /// The cluster's container runtime, whose Engine API each host's Docker is checked
+    /// against; `None` checks nothing.
+    pub runtime: Option<RuntimeClient>,
     /// `ignore_docker_version` from cluster.yml (or the flag, when given).
     pub ignore_docker_version: bool,
     /// Port checks between roles; `None` skips them.
@@ -42,7 +42,8 @@ pub struct SshReport {
 pub struct DockerReport {
     #[serde(flatten)]
     pub facts: HostFacts,
-    pub version_check: DockerVersionCheck,
+    /// Whether the cluster's runtime and this Docker share an Engine API version.
+    pub api_check: Option<DockerApiCheck>,
     /// Set when a fallback transport is in use.
     pub transport_note: Option<String>,
 }
@@ -137,7 +138,7 @@ impl PreflightReport {
                 Some(d) => (
                     d.facts.docker_version.clone(),
                     d.facts.transport.to_string(),
-                    d.facts.api_version.clone(),
+                    engine_api_range(&d.facts),
                     d.facts.operating_system.clone(),
                     format!("{} v{}", d.facts.cgroup_driver, d.facts.cgroup_version),
                     if d.facts.selinux {
@@ -190,6 +191,11 @@ impl PreflightReport {
             out.push('\n');
         }
         for h in &self.hosts {
+            if let Some(c) = h.docker.as_ref().and_then(|d| d.api_check.as_ref()) {
+                out.push_str(&format!("\nDocker API {}: {}", h.host, api_check_line(c)));
+            }
+        }
+        for h in &self.hosts {
             for p in &h.problems {
                 out.push_str(&format!("\nPROBLEM {p}"));
             }
@@ -212,6 +218,35 @@ impl PreflightReport {
         }
         out.push('\n');
         out
+    }
+}
+
+/// `1.12-1.41`: the API versions a daemon accepts (only the newest when it does not say).
+fn engine_api_range(f: &HostFacts) -> String {
+    match (
+        f.engine_min_api_version.as_str(),
+        f.engine_api_version.as_str(),
+    ) {
+        ("", "") => f.api_version.clone(),
+        ("", max) => max.to_owned(),
+        (min, max) => format!("{min}-{max}"),
+    }
+}
+
+/// One line of the API check: who speaks what, and the outcome.
+fn api_check_line(c: &DockerApiCheck) -> String {
+    let speaks = c
+        .runtime_api
+        .map_or(String::new(), |v| format!(" speaks ≤ {v}"));
+    match &c.verdict {
+        Verdict::Works => format!(
+            "{}{speaks}: works at {}",
+            c.runtime,
+            c.spoken_api.map(|v| v.to_string()).unwrap_or_default()
+        ),
+        Verdict::Refused { reason, .. } => format!("refused: {reason}"),
+        Verdict::Ignored { reason, .. } => format!("ignored: {reason}"),
+        Verdict::Unknown { note } => format!("not checked: {note}"),
     }
 }
 
@@ -269,25 +304,16 @@ pub fn host_report(a: &HostAttempt, opts: &PreflightOptions) -> HostReport {
     }
     let docker = match (&a.docker, &a.facts) {
         (Some(d), Some(f)) => {
-            let check = check_docker_version(
-                &f.docker_version,
-                &opts.supported_docker_versions,
-                opts.ignore_docker_version,
-            );
-            let minor = opts.kubernetes_minor.clone().unwrap_or_default();
-            match &check {
-                DockerVersionCheck::Unsupported { .. } => {
-                    if let Some(e) = check.to_error(&a.target.name, &f.docker_version, &minor) {
-                        problem_kind.get_or_insert_with(|| e.kind().to_owned());
-                        problems.push(e.to_string());
-                    }
+            let api_check = opts.runtime.as_ref().map(|runtime| {
+                let (check, refusal) =
+                    docker_api_check(&a.target.name, f, runtime, opts.ignore_docker_version);
+                if let Some(e) = refusal {
+                    problem_kind.get_or_insert_with(|| e.kind().to_owned());
+                    problems.push(e.to_string());
                 }
-                DockerVersionCheck::NewerThanKnown { newest_known } => warnings.push(format!(
-                    "Docker {} is newer than the newest version known for Kubernetes {minor} ({newest_known}); continuing",
-                    f.docker_version
-                )),
-                _ => {}
-            }
+                warnings.extend(check.all_warnings());
+                check
+            });
             if let Some(n) = d.transport_note() {
                 warnings.push(n.to_owned());
             }
@@ -299,7 +325,7 @@ pub fn host_report(a: &HostAttempt, opts: &PreflightOptions) -> HostReport {
             }
             Some(DockerReport {
                 facts: f.clone(),
-                version_check: check,
+                api_check,
                 transport_note: d.transport_note().map(str::to_owned),
             })
         }

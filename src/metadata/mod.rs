@@ -1,9 +1,11 @@
 //! Kubernetes version metadata (§29): supported versions, system images, default component
 //! flags, supported Docker versions and addon template ranges, loaded from the data file
 //! `data/versions.json` (regenerated from KDM by `data/extract-kdm.py`), plus the logic of
-//! `rkers config` (image and version listings, cluster.yml generation and its prompts).
+//! `rkers config` (image and version listings, cluster.yml generation and its prompts), and
+//! the Docker Engine API check of [`docker_api`] (`data/docker-api.json`).
 
 mod catalog;
+pub mod docker_api;
 pub mod generate;
 mod kdm;
 pub mod removed_apis;

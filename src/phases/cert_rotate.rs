@@ -440,6 +440,8 @@ fn build_plan(
         etcd: &plan::EtcdContext::fresh(),
         encryption_config: (!encryption_config.is_empty()).then_some(encryption_config),
         default_rke_tools_tag: default_tools_tag.as_deref(),
+        // `cert rotate` has no `--dind`.
+        dind: false,
     })
     .map_err(RotateError::from)
 }

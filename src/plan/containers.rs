@@ -806,6 +806,15 @@ impl<'a> ClusterView<'a> {
         urls.join(",")
     }
 
+    /// RKE1's docker-in-docker mode below v1.24 (which removed the flag): the controller
+    /// manager and the scheduler listen on every address (`BuildKubeControllerProcess`,
+    /// `BuildSchedulerProcess`), before KDM's flags.
+    fn dind_address(&self, args: &mut BTreeMap<String, String>) {
+        if self.input.dind && !at_least(&self.cfg.kubernetes_version, 1, 24) {
+            args.insert("address".into(), "0.0.0.0".into());
+        }
+    }
+
     fn k8s_image_older_than(&self, minor_limit: u64) -> bool {
         // RKE1 compares the kubernetes image tag with `v1.<minor>.99-rancher99`.
         image_tag(&self.cfg.system_images.kubernetes)
@@ -826,6 +835,7 @@ impl<'a> ClusterView<'a> {
             ),
             ("service-cluster-ip-range", &kcm.service_cluster_ip_range),
         ]);
+        self.dind_address(&mut args);
         if self.cloud.is_some() {
             args.insert("cloud-config".into(), CLOUD_CONFIG_PATH.into());
         }
@@ -882,6 +892,7 @@ impl<'a> ClusterView<'a> {
     fn kube_scheduler(&self, facts: &HostFacts, prefix: &str) -> ContainerSpec {
         let scheduler = &self.cfg.services.scheduler;
         let mut args = map(&[("kubeconfig", &kubeconfig("kube-scheduler"))]);
+        self.dind_address(&mut args);
         apply_service_options(&mut args, &self.input.service_options.scheduler, None);
         let mut binds = vec![format!(
             "{}:/etc/kubernetes:z",
@@ -945,6 +956,10 @@ impl<'a> ClusterView<'a> {
             ("pod-infra-container-image", &infra_image),
             ("root-dir", &kubelet_root),
         ]);
+        if self.input.dind {
+            // Before KDM's flags, as RKE1 sets it (`BuildKubeletProcess`).
+            args.insert("healthz-bind-address".into(), "0.0.0.0".into());
+        }
         if host.roles.controlplane && !host.roles.worker {
             args.insert("register-with-taints".into(), CONTROLPLANE_TAINT.into());
         }
@@ -1113,6 +1128,10 @@ impl<'a> ClusterView<'a> {
             {
                 args.remove("hostname-override");
             }
+        }
+        if self.input.dind {
+            // After KDM's flags (which set 127.0.0.1), as RKE1 does (`BuildKubeProxyProcess`).
+            args.insert("healthz-bind-address".into(), "0.0.0.0".into());
         }
         let mut binds = self.strip_z_if_122(vec![
             format!(

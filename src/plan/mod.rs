@@ -180,6 +180,10 @@ pub struct PlanInput<'a> {
     /// rolling-snapshot container with it when the alpine image is `rancher/rke-tools` (§33.9).
     /// `None` keeps the configured tag.
     pub default_rke_tools_tag: Option<&'a str>,
+    /// RKE1's docker-in-docker mode (`up --dind`): the nodes are containers on a private
+    /// network, so kubelet's and kube-proxy's health endpoints (and, below v1.24, the
+    /// controller manager's and scheduler's) listen on every address.
+    pub dind: bool,
 }
 
 /// One Docker container as RKE1 would create it.

@@ -273,6 +273,19 @@ impl E2e {
         text
     }
 
+    /// The dry run of `up` on a cluster rkers has not written: it succeeds and shows the
+    /// adoption summary; returns its text and its actions by host.
+    pub fn adoption_dry_run(&self) -> (String, Vec<(String, String)>) {
+        let (ok, dry) = self.rkers(&["up", "--dry-run"]);
+        assert!(ok, "{dry}");
+        assert!(
+            dry.contains("Adopting a cluster whose state rkers has not written"),
+            "{dry}"
+        );
+        let actions = dry_run_actions(&dry);
+        (dry, actions)
+    }
+
     pub fn edit(&self, f: impl FnOnce(&str) -> String) {
         let text = std::fs::read_to_string(&self.config).unwrap();
         std::fs::write(&self.config, f(&text)).unwrap();
@@ -376,4 +389,30 @@ pub fn etcd_members(env: &SandboxEnv, host: &str) -> Vec<String> {
         .lines()
         .filter_map(|l| l.split(", ").nth(2).map(str::to_string))
         .collect()
+}
+
+/// The action lines of a dry run, by host.
+pub fn dry_run_actions(text: &str) -> Vec<(String, String)> {
+    let mut host = String::new();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        // The list ends with its totals ("N actions on M hosts"); what follows is other output.
+        if line.contains(" on ") && (line.ends_with(" hosts") || line.ends_with(" host")) {
+            break;
+        }
+        if let Some(action) = line.strip_prefix("  - ") {
+            out.push((host.clone(), action.to_string()));
+        } else if let Some(h) = line.strip_suffix(':')
+            && !line.starts_with(' ')
+        {
+            host = h.to_string();
+        } else if line.starts_with("      ")
+            && let Some((_, last)) = out.last_mut().map(|(h, a)| (h.clone(), a))
+        {
+            // A recreated container's field changes.
+            last.push('\n');
+            last.push_str(line.trim());
+        }
+    }
+    out
 }

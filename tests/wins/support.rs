@@ -88,6 +88,7 @@ pub fn build(
         etcd: &EtcdContext::fresh(),
         encryption_config: None,
         default_rke_tools_tag: None,
+        dind: false,
     })
 }
 

@@ -112,6 +112,8 @@ pub async fn run(
                     // Without an API server only addon manifests are checked; they must be
                     // fixed before a minor change like for `up`.
                     ignore_removed_apis: false,
+                    // `etcd snapshot-restore` has no `--dind`.
+                    dind: false,
                 },
             };
             etcd_snapshot::restore(cluster, &opts, reporter)

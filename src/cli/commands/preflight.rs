@@ -13,16 +13,9 @@ pub async fn run(
     reporter: &Reporter,
 ) -> Result<(), CliError> {
     let c = &cluster.config;
-    let minor = crate::metadata::K8sVersion::parse(&c.kubernetes_version)
-        .map(|v| v.docker_key())
-        .ok();
     let port_checks = (!args.disable_port_check).then(|| cluster.port_check_plan());
     let opts = PreflightOptions {
-        supported_docker_versions: minor
-            .as_deref()
-            .map(|m| cluster.catalog.docker_versions(m))
-            .unwrap_or_default(),
-        kubernetes_minor: minor,
+        runtime: Some(cluster.runtime_client()),
         ignore_docker_version: args.connect.ignore_docker_version
             || c.ignore_docker_version.unwrap_or(false),
         port_checks,

@@ -54,6 +54,7 @@ pub async fn run(
         confirm: terminal_question(),
         ignore_blocking_webhooks: args.ignore_blocking_webhooks,
         ignore_removed_apis: args.ignore_removed_apis,
+        dind: args.dind,
     };
     if let Some(links) = links {
         opts.ssh.links = links;

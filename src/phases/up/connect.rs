@@ -1,6 +1,6 @@
 //! Step 2, connect: every host at once; any host that cannot be reached stops the run before
 //! anything changes, with every host's problem listed (RKE1 silently dropped them, §33.18).
-//! Docker versions and, when hosts or roles were added, the ports between roles are checked
+//! Each host's Docker Engine API range against the cluster's runtime and, when hosts or roles were added, the ports between roles are checked
 //! here; hosts that left the cluster are connected to as well, to clean them later.
 
 use super::state::Loaded;
@@ -68,6 +68,9 @@ pub(super) async fn connect(
     })
 }
 
+/// Refuses the hosts whose Docker the cluster's runtime cannot drive (their Engine API ranges
+/// do not meet), each with the reason and the remedy; `ignore_docker_version` (or the flag)
+/// turns refusals into warnings, as it lets RKE1 go ahead on any Docker.
 pub(super) fn check_docker_versions(
     cluster: &Cluster,
     pool: &HostPool,
@@ -76,23 +79,15 @@ pub(super) fn check_docker_versions(
 ) -> Result<(), UpError> {
     let ignore =
         opts.ignore_docker_version_flag || cluster.config.ignore_docker_version.unwrap_or(false);
-    let minor = crate::metadata::K8sVersion::parse(&cluster.config.kubernetes_version)
-        .map(|v| v.docker_key())
-        .unwrap_or_default();
-    let supported = cluster.catalog.docker_versions(&minor);
+    let runtime = cluster.runtime_client();
     let mut problems = Vec::new();
     for host in pool.hosts() {
-        let version = &host.facts().docker_version;
-        match hosts::check_docker_version(version, &supported, ignore) {
-            hosts::DockerVersionCheck::Unsupported { supported } => problems.push((host.name().to_string(), format!(
-                "Unsupported Docker version found [{version}] on host [{}], supported versions are [{supported}] (set ignore_docker_version: true or pass --ignore-docker-version to go ahead)",
-                host.name()
-            ))),
-            hosts::DockerVersionCheck::NewerThanKnown { newest_known } => reporter.warn(format!(
-                "host {}: Docker {version} is newer than the newest version known for Kubernetes {minor} ({newest_known}); going ahead",
-                host.name()
-            )),
-            _ => {}
+        let (check, refusal) = hosts::docker_api_check(host.name(), host.facts(), &runtime, ignore);
+        for warning in check.all_warnings() {
+            reporter.warn(format!("host {}: {warning}", host.name()));
+        }
+        if let Some(e) = refusal {
+            problems.push((host.name().to_string(), e.to_string()));
         }
     }
     if problems.is_empty() {

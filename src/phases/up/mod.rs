@@ -73,6 +73,8 @@ pub struct UpOptions {
     /// `--ignore-removed-apis`: go on with a minor change although the target minor stops
     /// serving API versions the cluster uses.
     pub ignore_removed_apis: bool,
+    /// `--dind`: the plan takes RKE1's docker-in-docker flags.
+    pub dind: bool,
 }
 
 pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Result<(), UpError> {

@@ -85,6 +85,7 @@ pub(super) async fn plan(
         encryption_config: (!state.desired_state.encryption_config.is_empty())
             .then_some(state.desired_state.encryption_config.as_str()),
         default_rke_tools_tag: default_tools_tag.as_deref(),
+        dind: opts.dind,
     };
     let cluster_plan = plan::build(&plan_input)?;
     let spec = cluster.pki_spec()?;
