@@ -79,13 +79,19 @@ pub fn main() -> ExitCode {
     };
     // `serve` stops on these signals itself, letting its operations end.
     let own_signals = !matches!(cli.command, args::Command::Serve(_));
+    // Listened for before the run starts: a signal during its first, synchronous steps must
+    // not end the process with the default action.
+    let interrupted = {
+        let _runtime = runtime.enter();
+        interrupt_signal()
+    };
     let result = runtime.block_on(async {
         tokio::select! {
             r = run(cli, &reporter) => Ok(r),
             // The flag is set before the run's work is dropped, so what it left unfinished
             // reports "interrupted".
             signal = async {
-                let signal = interrupt_signal().await;
+                let signal = interrupted.await;
                 crate::output::mark_interrupted();
                 signal
             }, if own_signals => Err(signal),
@@ -146,21 +152,27 @@ impl Interrupt {
     }
 }
 
-/// The first interrupting signal; never resolves when none can be listened for.
-pub(crate) async fn interrupt_signal() -> Interrupt {
-    use tokio::signal::unix::{SignalKind, signal};
-    async fn next(kind: SignalKind) {
-        match signal(kind) {
-            Ok(mut s) => {
+/// The first interrupting signal; never resolves when none can be listened for. The signals
+/// are listened for from this call on (it must be made inside the runtime).
+pub(crate) fn interrupt_signal() -> impl std::future::Future<Output = Interrupt> {
+    use tokio::signal::unix::{Signal, SignalKind, signal};
+    async fn next(s: Option<Signal>) {
+        match s {
+            Some(mut s) => {
                 s.recv().await;
             }
-            Err(_) => std::future::pending::<()>().await,
+            None => std::future::pending::<()>().await,
         }
     }
-    tokio::select! {
-        _ = next(SignalKind::interrupt()) => Interrupt::Int,
-        _ = next(SignalKind::terminate()) => Interrupt::Term,
-        _ = next(SignalKind::hangup()) => Interrupt::Hup,
+    let int = signal(SignalKind::interrupt()).ok();
+    let term = signal(SignalKind::terminate()).ok();
+    let hup = signal(SignalKind::hangup()).ok();
+    async move {
+        tokio::select! {
+            _ = next(int) => Interrupt::Int,
+            _ = next(term) => Interrupt::Term,
+            _ = next(hup) => Interrupt::Hup,
+        }
     }
 }
 
