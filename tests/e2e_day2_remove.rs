@@ -1,8 +1,9 @@
 //! Day-2 operations end to end on the sandbox with the real Kubernetes v1.20 binaries:
 //! `rkers version`, `rkers util get-state-file` (from the API, and from the hosts' files with
 //! the API server stopped), secrets encryption at rest read straight from etcd, `rkers encrypt
-//! rotate-key`, and `rkers remove` (refused without a terminal, dry run, a host powered off
-//! midway, then complete). It ends by bringing the standard cluster back with one `up`.
+//! rotate-key`, a kubelet replacement Docker refuses (the old one put back), and `rkers remove`
+//! (refused without a terminal, dry run with a leftover `old-kubelet`, a host powered off, a
+//! host whose step fails after connecting, then complete). It ends by bringing the standard cluster back with one `up`.
 //!
 //! One test function: the steps build on each other and share the sandbox (nextest runs it in
 //! the `sandbox` group). Skips with a reason when not root or when the sandbox is not there.
@@ -295,6 +296,54 @@ async fn day2_operations_on_the_sandbox() {
         serde_json::Value::Null
     );
 
+    // 5c. A replacement that Docker refuses to start (a file bound over a directory): the
+    //     previous kubelet is put back under its name and runs, the failure names the host,
+    //     the container and the cause, and no old-kubelet is left.
+    let kubelets_before = sb.container_ids(&HOSTS);
+    cluster.edit(|t| {
+        t.replace(
+            "  kubelet:\n    extra_args:\n",
+            "  kubelet:\n    extra_binds:\n      - /etc/hostname:/usr\n    extra_args:\n",
+        )
+    });
+    let (ok, out) = cluster.rkers(&["up"]);
+    assert!(!ok, "up must fail when kubelet cannot start:\n{out}");
+    assert!(
+        out.contains("recreate container kubelet")
+            && out.contains("not a directory")
+            && out.contains("the previous container was put back under its name")
+            && out.contains("put back and start the previous container kubelet"),
+        "{out}"
+    );
+    assert!(
+        HOSTS
+            .iter()
+            .any(|h| out.contains(&format!("host {}", sb.ip(h[4..].parse().unwrap())))),
+        "{out}"
+    );
+    let kubelets_after = sb.container_ids(&HOSTS);
+    for h in HOSTS {
+        let key = format!("{h}/kubelet");
+        assert_eq!(
+            kubelets_after.get(&key),
+            kubelets_before.get(&key),
+            "{h}: the same kubelet"
+        );
+        assert!(
+            !kubelets_after.contains_key(&format!("{h}/old-kubelet")),
+            "{h}"
+        );
+        assert_eq!(
+            sb.on_host(h, "docker inspect kubelet --format '{{.State.Running}}'")
+                .trim(),
+            "true",
+            "{h}"
+        );
+    }
+    cluster.edit(|t| t.replace("    extra_binds:\n      - /etc/hostname:/usr\n", ""));
+    cluster.up();
+    wait_nodes_ready(&api, &HOSTS, Duration::from_secs(120)).await;
+
     // 6. remove without a terminal and without --force: refused, nothing touched.
     let out = cluster
         .command(&["remove"])
@@ -314,8 +363,14 @@ async fn day2_operations_on_the_sandbox() {
     std::fs::copy(cluster.state_path(), &older_backup).unwrap();
     let backups = rkers::state::list_backups(&cluster.state_path()).unwrap();
     assert!(backups.contains(&older_backup), "{backups:?}");
+    // What a replacement that failed before rkers put containers back left: remove takes it.
+    sb.on_host(
+        "host2",
+        "docker create --name old-kubelet $(docker inspect kubelet --format '{{.Config.Image}}') true >/dev/null",
+    );
     let (ok, out) = cluster.rkers(&["remove", "--dry-run"]);
     assert!(ok, "{out}");
+    assert!(out.contains("remove container old-kubelet"), "{out}");
     assert!(out.contains("remove container kube-apiserver"), "{out}");
     assert!(out.contains("/var/lib/etcd"), "{out}");
     for b in &backups {
@@ -362,9 +417,45 @@ async fn day2_operations_on_the_sandbox() {
             .unwrap()
             .is_some()
     );
+    assert!(
+        !sb.container_names("host2")
+            .contains(&"old-kubelet".to_string())
+    );
     // (start-host writes the sandbox's CNI config on every host again.)
     sb.run(&["start-host", "host3"]);
     assert!(!rke_containers(&cluster, "host3").is_empty());
+
+    // 8b. A host step that fails after connecting (host3 cannot pull the cleaner's image):
+    //     every local file stays (state, its backups, kubeconfig), and the message says so.
+    let helper = cluster.state()["currentState"]["rkeConfig"]["systemImages"]["alpine"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    sb.on_host(
+        "host3",
+        &format!(
+            "docker tag {helper} rkers-e2e/kept-helper:1 && docker rmi {helper} >/dev/null && \
+             iptables -I OUTPUT -p tcp --dport 5000 -j REJECT"
+        ),
+    );
+    let (ok, out) = cluster.rkers(&["remove", "--force"]);
+    sb.on_host(
+        "host3",
+        "iptables -D OUTPUT -p tcp --dport 5000 -j REJECT; docker rmi rkers-e2e/kept-helper:1 >/dev/null",
+    );
+    assert!(!ok, "remove must fail when host3's step fails:\n{out}");
+    assert!(out.contains(&sb.ip(3)) && out.contains("pull"), "{out}");
+    assert!(
+        out.contains("were kept") && !out.contains("Cluster removed"),
+        "{out}"
+    );
+    assert!(
+        rkers::state::StateFile::load(&cluster.state_path())
+            .unwrap()
+            .is_some()
+    );
+    assert!(cluster.kubeconfig_path().exists());
+    assert!(older_backup.exists());
 
     // 9. With host3 back, remove completes: every host clean, state and kubeconfig gone.
     let (ok, out) = cluster.rkers(&["remove", "--force"]);

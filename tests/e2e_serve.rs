@@ -707,3 +707,80 @@ fn serve_refuses_bad_key_and_tokens_files() {
         "nothing was created before the checks"
     );
 }
+
+/// Defect: SIGTERM ended `rkers serve` with its operations "running" for ever and their event
+/// streams without a result. Now it stops accepting, interrupts them (recorded `interrupted`,
+/// lease released, a final result event) and exits 0; after a restart the record and the
+/// stream say how the operation ended, and the cluster takes a new operation at once. SQLite,
+/// one cluster whose host accepts TCP and never speaks (the `up` waits in its connect phase).
+#[test]
+fn serve_on_sigterm_interrupts_its_operations_and_ends_their_events() {
+    if !support::have("ssh-keygen") || !support::have("curl") {
+        return support::skip("needs ssh-keygen and curl");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tokens"), format!("{TOKEN}\n")).unwrap();
+    std::fs::write(dir.path().join("key"), [5u8; 32]).unwrap();
+    let key = support::keygen(dir.path(), "id_ed25519", "ed25519", "");
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in silent.incoming().flatten() {
+            held.push(conn);
+        }
+    });
+    let yml = format!(
+        "nodes:\n  - address: 127.0.0.1\n    port: {port}\n    user: root\n    role: [controlplane, etcd, worker]\nssh_key_path: {}\n",
+        key.display()
+    );
+    let database = format!("sqlite://{}", dir.path().join("serve.db").display());
+
+    let mut first = Replica::start("first", &database, dir.path());
+    first.ok("PUT", "/v1/clusters/quiet", &yml);
+    let id = first.start_op("quiet", "up");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        first.ok("GET", &format!("/v1/operations/{id}"), "")["status"],
+        "running"
+    );
+    let mut stream = Stream::open(&first, &id);
+    // Connected and streaming before the signal.
+    let _ = stream.next(Duration::from_secs(10));
+    // SAFETY: a signal to our own child process.
+    unsafe { libc::kill(first.child.id() as libc::pid_t, libc::SIGTERM) };
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = first.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "serve did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(0));
+    // The stream open during the stop ended with the result.
+    let seen = stream.until_result(Duration::from_secs(5));
+    let (_, result) = seen.last().unwrap();
+    assert_eq!(result["status"], "interrupted", "{seen:?}");
+    assert_eq!(result["exit_code"], 130, "{seen:?}");
+
+    let second = Replica::start("second", &database, dir.path());
+    let op = second.ok("GET", &format!("/v1/operations/{id}"), "");
+    assert_eq!(op["status"], "interrupted", "{op}");
+    assert!(
+        op["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("replica first stopped"),
+        "{op}"
+    );
+    let mut replay = Stream::open(&second, &id);
+    let seen = replay.until_result(Duration::from_secs(10));
+    assert_eq!(seen.last().unwrap().1["status"], "interrupted", "{seen:?}");
+    // The lease went with the operation: the cluster is free at once.
+    let next = second.start_op("quiet", "up");
+    second.ok("POST", &format!("/v1/operations/{next}/cancel"), "");
+}

@@ -1097,3 +1097,153 @@ fn a_read_only_state_directory_fails_cleanly_and_recovers() {
             .to_string()
     });
 }
+
+/// A cluster whose one host accepts TCP and never speaks: a run connecting to it stays in its
+/// connect phase for the banner timeout (10 s), long enough to meet it with a second run.
+fn silent_cluster(dir: &Path) -> PathBuf {
+    let key = support::keygen(dir, "id_ed25519", "ed25519", "");
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in l.incoming().flatten() {
+            held.push(conn);
+        }
+    });
+    write(
+        dir,
+        "cluster.yml",
+        format!(
+            "nodes:\n  - address: 127.0.0.1\n    port: {port}\n    user: root\n    role: [controlplane, etcd, worker]\nssh_key_path: {}\n",
+            key.display()
+        ),
+    )
+}
+
+/// `rkers ARGS --config CONFIG --known-hosts ... --output json`, started in the background.
+fn spawn_rkers(dir: &Path, config: &Path, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_rkers"))
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .arg("--known-hosts")
+        .arg(dir.join("known_hosts"))
+        .args(["--output", "json"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until `path` exists (the run took its lock).
+fn wait_for_file(path: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !path.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Sends `signal` to the child and checks it ends at once with 128 + the signal's number and
+/// one `interrupted` result event naming the signal.
+fn interrupt(child: std::process::Child, signal: libc::c_int, name: &str) {
+    // SAFETY: a signal to our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(out.status.code(), Some(128 + signal), "{name}: {out:?}");
+    let events = json_events(&out.stdout);
+    let results: Vec<_> = events.iter().filter(|e| e["event"] == "result").collect();
+    assert_eq!(results.len(), 1, "{name}: {events:#?}");
+    assert_eq!(results[0]["status"], "interrupted", "{name}: {events:#?}");
+    assert_eq!(results[0]["exit_code"], 128 + signal, "{name}: {events:#?}");
+    let error = results[0]["error"].as_str().unwrap_or_default();
+    assert!(signal == libc::SIGINT || error.contains(name), "{error}");
+}
+
+/// Defect: two `rkers up` (or `up` and `remove`, `cert rotate`, ...) on one cluster both ran
+/// and both wrote the state. The second is refused at once, naming the holder; a dry run is
+/// not blocked; the lock of a killed run is taken over with a notice. And defect: SIGTERM
+/// ended `up` with 143 and no result event; SIGTERM and SIGHUP now interrupt a run as SIGINT
+/// does, each with its own exit code.
+#[test]
+fn a_second_run_is_refused_and_signals_end_a_run_with_its_result() {
+    if !support::have("ssh-keygen") {
+        return support::skip("needs ssh-keygen");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = silent_cluster(dir.path());
+    let lock = dir.path().join("cluster.rkestate.run.lock");
+
+    let first = spawn_rkers(dir.path(), &config, &["up"]);
+    wait_for_file(&lock);
+    // (A few: the first run gives up on its silent host after 10 s.)
+    for args in [&["up"][..], &["remove", "--force"], &["cert", "rotate"]] {
+        let started = std::time::Instant::now();
+        let out = spawn_rkers(dir.path(), &config, args)
+            .wait_with_output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {text}");
+        assert!(
+            text.contains("another rkers run is working on this cluster")
+                && text.contains("`rkers up`")
+                && text.contains(&format!("PID {}", first.id()))
+                && text.contains("cluster.rkestate.run.lock"),
+            "{args:?}: {text}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{args:?}"
+        );
+        assert_eq!(json_events(&out.stdout).last().unwrap()["exit_code"], 1);
+    }
+    // The holder's lock is untouched by the refused runs.
+    assert!(lock.exists());
+    interrupt(first, libc::SIGTERM, "SIGTERM");
+    assert!(!lock.exists(), "an interrupted run releases its lock");
+
+    // A run killed outright leaves the file, not the lock: the next run takes it over.
+    let mut killed = spawn_rkers(dir.path(), &config, &["up"]);
+    wait_for_file(&lock);
+    let killed_pid = killed.id();
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert!(lock.exists());
+    let next = spawn_rkers(dir.path(), &config, &["up"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(&lock).unwrap_or_default();
+        if text.contains(&format!("\"pid\":{}", next.id())) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not taken over: {text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // (SIGHUP: the terminal went away.)
+    // SAFETY: a signal to our own child process.
+    unsafe { libc::kill(next.id() as libc::pid_t, libc::SIGHUP) };
+    let out = next.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(129), "{out:?}");
+    let events = json_events(&out.stdout);
+    assert!(
+        events.iter().any(|e| {
+            let m = e["message"].as_str().unwrap_or_default();
+            m.contains("took over the cluster's run lock")
+                && m.contains(&format!("PID {killed_pid}"))
+                && m.contains("its process is gone")
+        }),
+        "{events:#?}"
+    );
+    assert_eq!(events.last().unwrap()["status"], "interrupted");
+    assert!(!lock.exists());
+}

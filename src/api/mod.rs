@@ -325,7 +325,7 @@ impl TransportFactory for SshTransport {
 /// # Ok(()) }
 /// ```
 pub async fn up(op: &Operation, req: UpRequest) -> Result<Outcome, ApiError> {
-    operate(op, move |run, reporter| {
+    operate(op, "up", move |run, reporter| {
         let opts = up_options(run, &req, false);
         Box::pin(async move {
             phases::up::up(&run.cluster, &opts, reporter)
@@ -385,7 +385,7 @@ pub async fn plan_with(op: &Operation, req: PlanRequest) -> Result<Plan, ApiErro
 /// # Ok(()) }
 /// ```
 pub async fn remove(op: &Operation, req: RemoveRequest) -> Result<Outcome, ApiError> {
-    operate(op, move |run, reporter| {
+    operate(op, "remove", move |run, reporter| {
         let opts = phases::remove::RemoveOptions {
             dry_run: false,
             keep_backups: req.keep_backups,
@@ -414,7 +414,7 @@ pub async fn remove(op: &Operation, req: RemoveRequest) -> Result<Outcome, ApiEr
 /// # Ok(()) }
 /// ```
 pub async fn cert_rotate(op: &Operation, req: CertRotateRequest) -> Result<Outcome, ApiError> {
-    operate(op, move |run, reporter| {
+    operate(op, "cert rotate", move |run, reporter| {
         Box::pin(async move {
             let opts = phases::cert_rotate::RotateOptions {
                 dry_run: false,
@@ -449,7 +449,7 @@ pub async fn cert_rotate(op: &Operation, req: CertRotateRequest) -> Result<Outco
 /// ```
 pub async fn snapshot_save(op: &Operation, name: &str) -> Result<Outcome, ApiError> {
     let name = name.to_string();
-    operate(op, move |run, reporter| {
+    operate(op, "etcd snapshot-save", move |run, reporter| {
         Box::pin(async move {
             let opts = phases::etcd_snapshot::SaveOptions {
                 name: snapshot_name(&name, reporter)?,
@@ -476,7 +476,7 @@ pub async fn snapshot_save(op: &Operation, name: &str) -> Result<Outcome, ApiErr
 /// ```
 pub async fn snapshot_restore(op: &Operation, name: &str) -> Result<Outcome, ApiError> {
     let name = name.to_string();
-    operate(op, move |run, reporter| {
+    operate(op, "etcd snapshot-restore", move |run, reporter| {
         Box::pin(async move {
             let opts = phases::etcd_snapshot::RestoreOptions {
                 name: snapshot_name(&name, reporter)?,
@@ -506,6 +506,7 @@ pub async fn snapshot_restore(op: &Operation, name: &str) -> Result<Outcome, Api
 /// cancellation token, what it left saved into the store, and the one `result` event.
 async fn operate(
     op: &Operation,
+    command: &str,
     phase: impl for<'a> FnOnce(
         &'a Run,
         &'a Reporter,
@@ -513,9 +514,16 @@ async fn operate(
 ) -> Result<Outcome, ApiError> {
     let reporter = Reporter::with_sink(op.events.clone());
     let result = async {
+        // Held until the state is saved: one operation at a time on a state file.
+        let lock = op.store.lock_run(command)?;
+        if let Some(notice) = lock.as_ref().and_then(|l| l.takeover_notice()) {
+            reporter.warn(notice);
+        }
         let run = Run::prepare(op, &reporter)?;
         let done = run.guard(op, &reporter, phase(&run, &reporter)).await;
-        run.finish(op, done)
+        let outcome = run.finish(op, done);
+        drop(lock);
+        outcome
     }
     .await;
     end(&reporter, result)

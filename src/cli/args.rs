@@ -429,6 +429,31 @@ impl Command {
         };
         Some(&arg.config)
     }
+
+    /// For a command that changes the cluster or writes its state: the name its run lock
+    /// records, and whether this is its dry run (which never takes the lock). `None` for the
+    /// commands that only read.
+    pub fn run_lock_name(&self) -> Option<(&'static str, bool)> {
+        Some(match self {
+            Command::Up(a) => ("up", a.dry_run),
+            Command::Remove(a) => ("remove", a.dry_run),
+            Command::Doctor(a) if a.fix.is_some() || a.restore_webhooks => ("doctor --fix", false),
+            Command::Etcd { command } => match command {
+                EtcdCommand::SnapshotSave { dry_run, .. } => ("etcd snapshot-save", *dry_run),
+                EtcdCommand::SnapshotRestore { dry_run, .. } => ("etcd snapshot-restore", *dry_run),
+            },
+            Command::Cert {
+                command: CertCommand::Rotate { dry_run, .. },
+            } => ("cert rotate", *dry_run),
+            Command::Encrypt {
+                command: EncryptCommand::RotateKey { dry_run, .. },
+            } => ("encrypt rotate-key", *dry_run),
+            Command::Util {
+                command: UtilCommand::GetStateFile { dry_run, .. },
+            } => ("util get-state-file", *dry_run),
+            _ => return None,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! - 1: the operation failed (a host, a container, a health check...)
 //! - 2: invalid configuration or invalid command-line usage
 //! - 3: the command is not implemented yet
-//! - 130: interrupted (SIGINT)
+//! - 130, 143, 129: interrupted by SIGINT, SIGTERM or SIGHUP (128 + the signal's number)
 
 pub mod args;
 mod commands;
@@ -77,38 +77,103 @@ pub fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // `serve` stops on these signals itself, letting its operations end.
+    let own_signals = !matches!(cli.command, args::Command::Serve(_));
+    // Listened for before the run starts: a signal during its first, synchronous steps must
+    // not end the process with the default action.
+    let interrupted = {
+        let _runtime = runtime.enter();
+        interrupt_signal()
+    };
     let result = runtime.block_on(async {
         tokio::select! {
-            r = run(cli, &reporter) => Some(r),
+            r = run(cli, &reporter) => Ok(r),
             // The flag is set before the run's work is dropped, so what it left unfinished
             // reports "interrupted".
-            _ = async {
-                if tokio::signal::ctrl_c().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
+            signal = async {
+                let signal = interrupted.await;
                 crate::output::mark_interrupted();
-            } => None,
+                signal
+            }, if own_signals => Err(signal),
         }
     });
     let (code, error) = match result {
-        Some(Ok(())) => (0, None),
-        Some(Err(e)) => {
+        Ok(Ok(())) => (0, None),
+        Ok(Err(e)) => {
             let report = e.report().redacted(crate::output::redact);
             eprintln!("error: {}", report.message);
             (e.exit_code(), Some(report))
         }
-        None => {
+        Err(signal) => {
             terminal.restore();
-            eprintln!("interrupted");
+            let message = signal.message();
+            eprintln!("{message}");
+            // What the dropped run left to undo (a node it cordoned) gets a short while.
+            runtime.block_on(crate::phases::finish_interrupted(INTERRUPT_CLEANUP));
             // A thread blocked reading the terminal (a passphrase prompt) never returns: do not
             // wait for it.
             runtime.shutdown_timeout(std::time::Duration::from_millis(200));
-            reporter.finish_run(130, Some("interrupted"));
-            return ExitCode::from(130);
+            reporter.finish_run(signal.exit_code(), Some(&message));
+            return ExitCode::from(signal.exit_code());
         }
     };
     reporter.finish_run_with(code, error.as_ref());
     ExitCode::from(code)
+}
+
+/// How long an interrupted run may spend undoing what it left (uncordoning nodes).
+const INTERRUPT_CLEANUP: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// A signal that interrupts a run: SIGINT (Ctrl-C), SIGTERM (`kill`, a service manager) and
+/// SIGHUP (the terminal went away) all stop it the same way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Interrupt {
+    Int,
+    Term,
+    Hup,
+}
+
+impl Interrupt {
+    /// 128 + the signal's number, as a shell reports a process the signal ended.
+    pub(crate) fn exit_code(self) -> u8 {
+        match self {
+            Interrupt::Int => 130,
+            Interrupt::Term => 143,
+            Interrupt::Hup => 129,
+        }
+    }
+
+    pub(crate) fn message(self) -> String {
+        match self {
+            Interrupt::Int => "interrupted".into(),
+            Interrupt::Term => "interrupted by SIGTERM".into(),
+            Interrupt::Hup => "interrupted by SIGHUP".into(),
+        }
+    }
+}
+
+/// The first interrupting signal; never resolves when none can be listened for. The signals
+/// are listened for from this call on (it must be made inside the runtime).
+pub(crate) fn interrupt_signal() -> impl std::future::Future<Output = Interrupt> {
+    use tokio::signal::unix::{Signal, SignalKind, signal};
+    async fn next(s: Option<Signal>) {
+        match s {
+            Some(mut s) => {
+                s.recv().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    }
+    let int = signal(SignalKind::interrupt()).ok();
+    let term = signal(SignalKind::terminate()).ok();
+    let hup = signal(SignalKind::hangup()).ok();
+    async move {
+        tokio::select! {
+            _ = next(int) => Interrupt::Int,
+            _ = next(term) => Interrupt::Term,
+            _ = next(hup) => Interrupt::Hup,
+        }
+    }
 }
 
 /// clap's own message and exit code (0 for --help and --version, 2 otherwise); a run that asked
@@ -146,6 +211,34 @@ fn init_logging(cli: &Cli) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+/// One operator at a time: a command that changes the cluster holds its run lock until it
+/// ends (also when interrupted: the lock goes with the dropped run), and is refused at once
+/// while another run holds it. A dry run takes nothing and only says who holds it.
+fn run_lock(
+    command: &args::Command,
+    cluster: &crate::cluster::Cluster,
+    reporter: &crate::output::Reporter,
+) -> Result<Option<crate::state::RunLock>, CliError> {
+    let Some((name, dry_run)) = command.run_lock_name() else {
+        return Ok(None);
+    };
+    let state = &cluster.files.state_path;
+    if dry_run {
+        if let Some(holder) = crate::state::current_holder(state) {
+            reporter.warn(format!(
+                "{holder} is working on this cluster now: this plan does not include what it \
+                 still changes"
+            ));
+        }
+        return Ok(None);
+    }
+    let lock = crate::state::RunLock::acquire(state, name).map_err(CliError::failed)?;
+    if let Some(notice) = lock.takeover_notice() {
+        reporter.warn(notice);
+    }
+    Ok(Some(lock))
 }
 
 async fn run(cli: Cli, reporter: &crate::output::Reporter) -> Result<(), CliError> {
@@ -187,6 +280,7 @@ async fn run(cli: Cli, reporter: &crate::output::Reporter) -> Result<(), CliErro
             CliError::failed(e)
         }
     })?;
+    let _run_lock = run_lock(&cli.command, &cluster, reporter)?;
     let links = commands::local::prepare(&cli.command, &mut cluster, reporter).await?;
     match &cli.command {
         Command::Up(a) if a.init => {

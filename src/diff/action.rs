@@ -31,6 +31,13 @@ pub enum Action {
     StartContainer {
         name: String,
     },
+    /// Never planned: what a failed [`Action::RecreateContainer`] does to undo itself. The
+    /// previous container, kept aside as `old-<name>`, gets its name back and is started again
+    /// when it ran.
+    RestoreContainer {
+        name: String,
+        start: bool,
+    },
     RestartContainer {
         name: String,
     },
@@ -347,6 +354,18 @@ impl std::fmt::Display for Action {
                 Ok(())
             }
             Action::StartContainer { name } => write!(f, "start stopped container {name}"),
+            Action::RestoreContainer { name, start } => {
+                let verb = if *start {
+                    "put back and start"
+                } else {
+                    "put back"
+                };
+                write!(
+                    f,
+                    "{verb} the previous container {name} (from {}{name}: its replacement failed)",
+                    crate::plan::OLD_PREFIX
+                )
+            }
             Action::RestartContainer { name } => write!(f, "restart container {name}"),
             Action::RemoveContainer { name, reason } => {
                 write!(f, "remove container {name} ({reason})")

@@ -36,7 +36,7 @@ pub enum Status {
     Skipped,
     Warning,
     Info,
-    /// Stopped by SIGINT before it finished.
+    /// Stopped by SIGINT, SIGTERM or SIGHUP (or a cancelled operation) before it finished.
     Interrupted,
 }
 
@@ -307,7 +307,8 @@ impl Reporter {
     pub fn finish_run_with(&self, exit_code: u8, error: Option<&crate::error::ErrorReport>) {
         let status = match exit_code {
             0 => Status::Ok,
-            130 => Status::Interrupted,
+            // 128 + SIGINT, SIGTERM or SIGHUP.
+            130 | 143 | 129 => Status::Interrupted,
             _ => Status::Failed,
         };
         let mut e = Event::new(status);

@@ -62,11 +62,25 @@ pub enum ExecFailure {
     /// `rkers up`, run as the last step of a snapshot restore.
     #[error("{0}")]
     Up(String),
+    /// A replacement container could not be created or started; `restored` is why the
+    /// previous container could not be put back (`None`: it runs again under its name).
+    #[error("{cause}; {}", restore_outcome(.restored.as_deref()))]
+    Replace {
+        cause: Box<ExecFailure>,
+        restored: Option<Box<ExecFailure>>,
+    },
     /// The action needs something its command did not give the executor (a connected host,
     /// the API, an etcd member to go through, the state to save): a bug in the command or a
     /// host that could not be reached, never the input.
     #[error("{0}")]
     Missing(String),
+}
+
+fn restore_outcome(failed: Option<&ExecFailure>) -> String {
+    match failed {
+        None => "the previous container was put back under its name".to_string(),
+        Some(e) => format!("the previous container could not be put back either: {e}"),
+    }
 }
 
 impl From<HostError> for ExecFailure {
@@ -366,6 +380,7 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
             Action::RecreateContainer {
                 name, start, spec, ..
             } => self.recreate(name, spec, *start).await,
+            Action::RestoreContainer { name, start } => self.restore(name, *start).await,
             Action::StartContainer { name } => self
                 .host()?
                 .docker()
@@ -703,7 +718,9 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
     }
 
     /// RKE1's rolling replace (§22.1): the old container is kept aside until the new one
-    /// exists, so a failed create leaves something to fall back to.
+    /// runs. When the new one cannot be created or started, the old one is put back under its
+    /// name and started again (reported as a [`Action::RestoreContainer`] of its own), so the
+    /// host keeps the component it had, and the failure names the cause.
     async fn recreate(
         &self,
         name: &str,
@@ -711,12 +728,49 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
         start: bool,
     ) -> Result<(), ExecFailure> {
         let docker = self.host()?.docker();
-        let old = format!("old-{name}");
+        let old = format!("{}{name}", plan::OLD_PREFIX);
         docker.remove_container(&old).await?;
+        let was_running = docker
+            .inspect_container(name)
+            .await?
+            .is_some_and(|c| c.running || c.restarting);
         docker.stop_container(name).await?;
         docker.rename_container(name, &old).await?;
-        create_and_start(docker, name, spec, start).await?;
+        if let Err(failed) = create_and_start(docker, name, spec, start).await {
+            let restore = Action::RestoreContainer {
+                name: name.to_string(),
+                start: was_running,
+            };
+            let undone = self.restore(name, was_running).await;
+            self.exec.reporter.applied(
+                self.name,
+                &restore,
+                undone.as_ref().err().map(|e| e.to_string()).as_deref(),
+            );
+            return Err(ExecFailure::Replace {
+                cause: Box::new(failed),
+                restored: undone.err().map(Box::new),
+            });
+        }
         docker.remove_container(&old).await?;
+        Ok(())
+    }
+
+    /// Puts `old-<name>` back as `<name>` (a half-made replacement removed first), started
+    /// again when it ran before.
+    async fn restore(&self, name: &str, start: bool) -> Result<(), ExecFailure> {
+        let docker = self.host()?.docker();
+        let old = format!("{}{name}", plan::OLD_PREFIX);
+        if docker.inspect_container(&old).await?.is_none() {
+            return Err(ExecFailure::Missing(format!(
+                "no {old} container to put back"
+            )));
+        }
+        docker.remove_container(name).await?;
+        docker.rename_container(&old, name).await?;
+        if start {
+            docker.start_container(name).await?;
+        }
         Ok(())
     }
 

@@ -2,6 +2,7 @@
 
 pub mod manager;
 
+pub use interrupt::finish_interrupted;
 pub use manager::{HostName, PhaseError, Runner};
 pub mod addons;
 pub mod adoption;
@@ -14,6 +15,7 @@ pub mod etcd_snapshot;
 pub mod executor;
 pub mod files;
 pub mod health;
+pub mod interrupt;
 pub mod log_links;
 pub mod reconcile;
 pub mod recover_state;

@@ -5,9 +5,12 @@
 //! Differences from RKE1, on purpose:
 //! - a host that cannot be reached is named in the error and the command fails, while every
 //!   other host is still cleaned (RKE1 skipped such hosts with a warning and reported success);
-//! - when any host was not cleaned, the state file and kubeconfig are kept, so the cluster's
-//!   certificates stay available for a retried `remove` or a later `up` that adopts the leftover
-//!   host (RKE1 deleted them whatever happened);
+//! - when any host was not reached or any host step failed, the state file, its backups and
+//!   the kubeconfig are all kept, so the cluster's certificates stay available for a retried
+//!   `remove` or a later `up` that adopts the leftover host (RKE1 deleted them whatever
+//!   happened);
+//! - an `old-<name>` container a failed replacement left (RKE1's rename before a recreate) goes
+//!   with `<name>`;
 //! - only directories that exist are mounted into the cleaner, so cleaning never creates empty
 //!   directories on a host (Docker creates a missing bind source).
 
@@ -38,7 +41,9 @@ pub enum RemoveError {
     Cluster(#[from] crate::cluster::ClusterError),
     /// Some hosts could not be reached or cleaned; the others were cleaned.
     #[error(
-        "the cluster was not removed from every host; the state file and kubeconfig were kept:\n{}",
+        "the cluster was not removed from {}; the state file, its backups and the kubeconfig \
+         were kept:\n{}",
+        .0.iter().map(|(h, _)| h.as_str()).collect::<Vec<_>>().join(", "),
         .0.iter().map(|(h, m)| format!("  - {h}: {m}")).collect::<Vec<_>>().join("\n")
     )]
     Hosts(Vec<(String, String)>),
@@ -222,7 +227,9 @@ pub async fn remove(
     };
     if !failures.is_empty() {
         reporter.warn(
-            "the state file and kubeconfig are kept: not every host can be cleaned".to_string(),
+            "the state file, its backups and the kubeconfig are kept: not every host can be \
+             cleaned"
+                .to_string(),
         );
     }
     if opts.keep_backups {
@@ -237,6 +244,16 @@ pub async fn remove(
     let exec = Executor::new(reporter, &context.image, context.registries.clone())
         .with_hosts(pool.hosts());
     for stage in &changes.stages {
+        if stage.phase == LOCAL_STAGE && !failures.is_empty() {
+            // A host that was not cleaned still needs the cluster's CA and keys: a retried
+            // `remove` or an `up` reaches it with them. Every local file stays.
+            reporter.warn(
+                "the state file, its backups and the kubeconfig are kept: not every host was \
+                 cleaned"
+                    .to_string(),
+            );
+            continue;
+        }
         let stage_failures = exec.apply_stage(stage, &runner).await;
         if stage.phase == LOCAL_STAGE {
             // As before: a local file that cannot be deleted is only a warning.
@@ -289,11 +306,13 @@ async fn plan_removal(
             continue;
         }
         for name in containers_to_remove(w.roles, context.external_etcd) {
-            if host.docker().inspect_container(name).await?.is_some() {
-                push(Action::RemoveContainer {
-                    name: name.to_string(),
-                    reason: "remove the cluster".into(),
-                });
+            for name in [name.to_string(), format!("{}{name}", plan::OLD_PREFIX)] {
+                if host.docker().inspect_container(&name).await?.is_some() {
+                    push(Action::RemoveContainer {
+                        name,
+                        reason: "remove the cluster".into(),
+                    });
+                }
             }
         }
         let prefix = plan::host_prefix_path(&context.prefix, &host.facts().operating_system);

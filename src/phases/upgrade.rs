@@ -191,6 +191,11 @@ where
         .cordon_for_upgrade(&h.hostname)
         .await
         .map_err(|e| e.to_string())?;
+    let mut interrupted = UncordonIfDropped {
+        api,
+        hostname: &h.hostname,
+        armed: cordon == Cordon::ByRkers,
+    };
     let result = async {
         if let Some(opts) = &strategy.drain {
             api.drain(&h.hostname, opts)
@@ -207,15 +212,37 @@ where
         }
     }
     .await;
-    if cordon == Cordon::ByRkers
-        && let Err(e) = api.uncordon_after_upgrade(&h.hostname).await
-    {
+    let uncordoned = match cordon {
+        Cordon::ByRkers => api.uncordon_after_upgrade(&h.hostname).await.map(drop),
+        Cordon::AlreadyCordoned => Ok(()),
+    };
+    interrupted.armed = false;
+    if let Err(e) = uncordoned {
         return Err(match result {
             Ok(()) => format!("upgraded, but the node stays cordoned: {e}"),
             Err(first) => format!("{first}; the node stays cordoned: {e}"),
         });
     }
     result
+}
+
+/// A node rkers cordoned, uncordoned when its upgrade is dropped midway (the run was
+/// interrupted), as after a failed upgrade.
+struct UncordonIfDropped<'a> {
+    api: &'a KubeApi,
+    hostname: &'a str,
+    armed: bool,
+}
+
+impl Drop for UncordonIfDropped<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let (api, hostname) = (self.api.clone(), self.hostname.to_string());
+            crate::phases::interrupt::spawn_undo(async move {
+                let _ = api.uncordon_after_upgrade(&hostname).await;
+            });
+        }
+    }
 }
 
 async fn node_ready(api: &KubeApi, hostname: &str) -> bool {

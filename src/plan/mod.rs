@@ -64,6 +64,9 @@ pub const KUBELET: &str = "kubelet";
 pub const KUBE_PROXY: &str = "kube-proxy";
 pub const NGINX_PROXY: &str = "nginx-proxy";
 pub const SERVICE_SIDEKICK: &str = "service-sidekick";
+/// What a container is renamed to while its replacement is created (RKE1's rolling replace,
+/// §22.1): `old-kubelet`.
+pub const OLD_PREFIX: &str = "old-";
 
 /// The label every long-running RKE1 component carries.
 pub const CONTAINER_NAME_LABEL: &str = "io.rancher.rke.container.name";

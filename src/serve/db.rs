@@ -555,6 +555,70 @@ impl Db {
             .is_some_and(|op| op.cancel_requested))
     }
 
+    /// Operations recorded as running whose cluster lease their replica no longer holds:
+    /// `(id, cluster, replica)`.
+    pub async fn orphaned_operations(&self) -> Result<Vec<(String, String, String)>, DbError> {
+        let what = "operations: find those whose replica stopped";
+        let rows = sqlx::query(
+            "SELECT o.id, o.cluster, o.replica FROM operations o WHERE o.status = 'running' \
+             AND NOT EXISTS (SELECT 1 FROM cluster_locks l WHERE l.operation = o.id \
+                             AND l.expires_at >= $1)",
+        )
+        .bind(now_ms())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(ctx(what))?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get("id")?,
+                    r.try_get("cluster")?,
+                    r.try_get("replica")?,
+                ))
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(ctx(what))
+    }
+
+    /// Records a running operation as interrupted with `message`, drops its lock if it still
+    /// has one and ends its events with a result; false when it had ended already.
+    pub async fn interrupt_operation(
+        &self,
+        id: &str,
+        cluster: &str,
+        message: &str,
+    ) -> Result<bool, DbError> {
+        let ended = sqlx::query(
+            "UPDATE operations SET status = 'interrupted', exit_code = 130, error = $1, \
+             finished_at = $2 WHERE id = $3 AND status = 'running'",
+        )
+        .bind(message)
+        .bind(now_ms())
+        .bind(id)
+        .execute(&self.pool)
+        .await
+        .map_err(ctx(format!("operation {id}: record it interrupted")))?
+        .rows_affected()
+            == 1;
+        if !ended {
+            return Ok(false);
+        }
+        self.release_lock(cluster, id).await?;
+        let last = self
+            .events_after(id, 0)
+            .await?
+            .last()
+            .map_or(0, |(seq, _)| *seq);
+        let body = serde_json::json!({
+            "event": "result",
+            "status": "interrupted",
+            "exit_code": 130,
+            "error": message,
+        });
+        self.insert_event(id, last + 1, &body.to_string()).await?;
+        Ok(true)
+    }
+
     pub async fn insert_event(&self, operation: &str, seq: i64, body: &str) -> Result<(), DbError> {
         sqlx::query("INSERT INTO events (operation, seq, body) VALUES ($1, $2, $3)")
             .bind(operation)

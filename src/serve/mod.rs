@@ -35,6 +35,7 @@ use std::sync::Arc;
 pub use auth::Tokens;
 pub use crypto::SecretBox;
 pub use db::Db;
+pub use ops::Running;
 pub use routes::router;
 
 /// `rkers serve`'s options.
@@ -79,6 +80,8 @@ pub struct App {
     pub replica: String,
     /// How every operation reaches its hosts (`--known-hosts`, `--strict-host-keys`).
     pub transport: Arc<crate::api::SshTransport>,
+    /// The operations this replica runs (cancelled when the server stops).
+    pub running: Running,
 }
 
 /// Why the server did not start.
@@ -145,6 +148,7 @@ pub async fn run(args: &ServeArgs) -> Result<(), ServeError> {
             known_hosts: args.known_hosts.clone(),
             strict_host_keys: args.strict_host_keys,
         }),
+        running: Running::default(),
     };
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -157,7 +161,69 @@ pub async fn run(args: &ServeArgs) -> Result<(), ServeError> {
         app.replica,
         db::shown_url(&args.database)
     );
-    axum::serve(listener, router(app))
-        .await
-        .map_err(|e| ServeError::Failed(format!("server on {addr}: {e}")))
+    // Operations a stopped or crashed replica left "running" are ended now and from time to
+    // time, whichever replica notices first.
+    let sweeper = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(ops::SWEEP_EVERY);
+            loop {
+                tick.tick().await;
+                ops::sweep_orphans(&app).await;
+            }
+        })
+    };
+    let stop = tokio_util::sync::CancellationToken::new();
+    let server = axum::serve(listener, router(app.clone()))
+        .with_graceful_shutdown(stop.clone().cancelled_owned());
+    let server = std::future::IntoFuture::into_future(server);
+    tokio::pin!(server);
+    let signal = tokio::select! {
+        r = &mut server => {
+            sweeper.abort();
+            return r.map_err(|e| ServeError::Failed(format!("server on {addr}: {e}")));
+        }
+        signal = crate::cli::interrupt_signal() => signal,
+    };
+    sweeper.abort();
+    // No new connection from now on; those open (event streams) go on.
+    stop.cancel();
+    stop_gracefully(&app, signal, server).await;
+    Ok(())
+}
+
+/// How long a stopping server waits for its operations to end once cancelled.
+const STOP_OPERATIONS: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long it then waits for the requests in flight (event streams end with their result).
+const STOP_REQUESTS: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// On SIGTERM, SIGINT or SIGHUP: no new connection or operation; every running operation is
+/// cancelled, which drops its work where it stands, records it as interrupted, releases its
+/// lease and ends its events with a result. One that does not end in time is recorded so
+/// here. Then the requests in flight get a moment to finish.
+async fn stop_gracefully(
+    app: &App,
+    signal: crate::cli::Interrupt,
+    server: impl std::future::Future<Output = std::io::Result<()>>,
+) {
+    let cancelled = app.running.close();
+    tracing::info!(
+        operations = cancelled.len(),
+        "{}: stopping (no new operations; the running ones are interrupted)",
+        signal.message()
+    );
+    let deadline = tokio::time::Instant::now() + STOP_OPERATIONS;
+    while !app.running.ids().is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    for id in app.running.ids() {
+        if let Ok(Some(op)) = app.db.operation(&id).await {
+            let message = ops::stopped_message(&app.replica);
+            if let Err(e) = app.db.interrupt_operation(&id, &op.cluster, &message).await {
+                tracing::error!(operation = %id, "{e}");
+            }
+        }
+    }
+    let _ = tokio::time::timeout(STOP_REQUESTS, server).await;
+    tracing::info!("stopped");
 }

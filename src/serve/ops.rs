@@ -67,8 +67,70 @@ impl Kind {
 /// Why an operation did not start.
 pub enum StartError {
     UnknownCluster,
-    Busy { operation: String },
+    Busy {
+        operation: String,
+    },
+    /// The server is stopping: it starts no operation any more.
+    ShuttingDown,
     Internal(String),
+}
+
+/// The operations this replica runs, by id, with the token that cancels each; closed once the
+/// server stops, after which nothing new starts.
+#[derive(Clone, Default)]
+pub struct Running(Arc<std::sync::Mutex<RunningOps>>);
+
+#[derive(Default)]
+struct RunningOps {
+    closed: bool,
+    ops: std::collections::BTreeMap<String, CancellationToken>,
+}
+
+impl Running {
+    fn inner(&self) -> std::sync::MutexGuard<'_, RunningOps> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records a starting operation; false when the server is stopping.
+    fn register(&self, id: &str, cancel: CancellationToken) -> bool {
+        let mut inner = self.inner();
+        if inner.closed {
+            return false;
+        }
+        inner.ops.insert(id.to_string(), cancel);
+        true
+    }
+
+    fn done(&self, id: &str) {
+        self.inner().ops.remove(id);
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.inner().closed
+    }
+
+    /// Starts nothing more and cancels every running operation; returns their ids.
+    pub fn close(&self) -> Vec<String> {
+        let mut inner = self.inner();
+        inner.closed = true;
+        for cancel in inner.ops.values() {
+            cancel.cancel();
+        }
+        inner.ops.keys().cloned().collect()
+    }
+
+    /// The operations still running.
+    pub fn ids(&self) -> Vec<String> {
+        self.inner().ops.keys().cloned().collect()
+    }
+}
+
+/// The error recorded for an operation the stopping server interrupted.
+pub fn stopped_message(replica: &str) -> String {
+    format!(
+        "interrupted: the server (replica {replica}) stopped; the state holds what the operation \
+         saved last, and running it again goes on from there"
+    )
 }
 
 /// A fresh operation id (128 random bits, hex).
@@ -80,6 +142,9 @@ fn new_id() -> String {
 /// id at once.
 pub async fn start(app: &App, cluster: &str, kind: Kind) -> Result<String, StartError> {
     let internal = |e: &dyn std::fmt::Display| StartError::Internal(e.to_string());
+    if app.running.is_closed() {
+        return Err(StartError::ShuttingDown);
+    }
     let Some(sealed) = app
         .db
         .cluster_config(cluster)
@@ -122,10 +187,20 @@ pub async fn start(app: &App, cluster: &str, kind: Kind) -> Result<String, Start
         let _ = app.db.release_lock(cluster, &id).await;
         return Err(internal(&e));
     }
+    let cancel = CancellationToken::new();
+    if !app.running.register(&id, cancel.clone()) {
+        let message = stopped_message(&app.replica);
+        let _ = app
+            .db
+            .finish_operation(&id, "interrupted", 130, Some(&message), None)
+            .await;
+        let _ = app.db.release_lock(cluster, &id).await;
+        return Err(StartError::ShuttingDown);
+    }
     tracing::info!(operation = %id, %cluster, kind = kind.name(), "operation started");
     let app2 = app.clone();
     let (cluster2, id2) = (cluster.to_string(), id.clone());
-    spawn_operation(move || run(app2, cluster2, id2, kind, yaml));
+    spawn_operation(move || run(app2, cluster2, id2, kind, yaml, cancel));
     Ok(id)
 }
 
@@ -140,8 +215,14 @@ where
     tokio::spawn(make())
 }
 
-async fn run(app: App, cluster: String, id: String, kind: Kind, yaml: String) {
-    let cancel = CancellationToken::new();
+async fn run(
+    app: App,
+    cluster: String,
+    id: String,
+    kind: Kind,
+    yaml: String,
+    cancel: CancellationToken,
+) {
     let (tx, rx) = mpsc::unbounded_channel::<Event>();
     let final_tx = tx.clone();
     let sink: api::EventSink = Arc::new(move |e: Event| {
@@ -169,6 +250,13 @@ async fn run(app: App, cluster: String, id: String, kind: Kind, yaml: String) {
 
     let (status, code, error, version) = match &result {
         Ok(outcome) => ("succeeded", 0, None, row_of(&outcome.state_version)),
+        // Cancelled by the server stopping, not by a request.
+        Err(ApiError::Cancelled) if app.running.is_closed() => (
+            "interrupted",
+            130,
+            Some(stopped_message(&app.replica)),
+            None,
+        ),
         Err(ApiError::Cancelled) => ("cancelled", 130, Some(redacted(&ApiError::Cancelled)), None),
         Err(e) => ("failed", i64::from(e.exit_code()), Some(redacted(e)), None),
     };
@@ -194,6 +282,9 @@ async fn run(app: App, cluster: String, id: String, kind: Kind, yaml: String) {
     fallback.event = Some("result");
     fallback.exit_code = Some(u8::try_from(code).unwrap_or(1));
     fallback.error = error.clone();
+    if status == "interrupted" {
+        fallback.status = api::Status::Interrupted;
+    }
     let _ = final_tx.send(fallback);
     drop(final_tx);
     let (next_seq, result_event) = writer.await.unwrap_or((0, None));
@@ -216,8 +307,37 @@ async fn run(app: App, cluster: String, id: String, kind: Kind, yaml: String) {
     {
         tracing::error!(operation = %id, "{e}");
     }
+    app.running.done(&id);
     tracing::info!(operation = %id, %cluster, status, "operation ended");
 }
+
+/// Marks interrupted every operation that says "running" but whose replica no longer holds
+/// its cluster's lease (the replica was killed, or stopped before it could record the end),
+/// releases what is left of its lock and ends its event stream with a result. Run at start and
+/// then every [`SWEEP_EVERY`], so no operation stays "running" for ever.
+pub async fn sweep_orphans(app: &App) {
+    let orphans = match app.db.orphaned_operations().await {
+        Ok(o) => o,
+        Err(e) => {
+            tracing::warn!("{e}");
+            return;
+        }
+    };
+    for (id, cluster, replica) in orphans {
+        let message = format!(
+            "interrupted: its replica {replica} stopped renewing the cluster's lease (it was \
+             stopped or crashed); the outcome is unknown, the state holds what it saved last"
+        );
+        match app.db.interrupt_operation(&id, &cluster, &message).await {
+            Ok(true) => tracing::warn!(operation = %id, %cluster, %replica, "marked interrupted"),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(operation = %id, "{e}"),
+        }
+    }
+}
+
+/// How often a replica looks for operations whose replica died.
+pub const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn redacted(e: &ApiError) -> String {
     crate::output::redact(&e.to_string())

@@ -274,6 +274,11 @@ async fn start(
                 "operation_id": operation,
             }),
         )),
+        Err(StartError::ShuttingDown) => Err(Failure::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is stopping and starts no operation; send the request to another \
+             replica, or again once it is back",
+        )),
         Err(StartError::Internal(e)) => Err(Failure::internal(e)),
     }
 }
@@ -447,7 +452,7 @@ async fn follow(
             if since.elapsed() > Duration::from_secs(5) {
                 let body = json!({
                     "event": "result",
-                    "status": "failed",
+                    "status": if op.status == "interrupted" { "interrupted" } else { "failed" },
                     "exit_code": op.exit_code.unwrap_or(1),
                     "error": op.error,
                 });

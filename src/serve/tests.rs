@@ -37,6 +37,7 @@ async fn app(url: &str, replica: &str) -> App {
         tokens: Arc::new(Tokens::from_plain(&[TOKEN])),
         replica: replica.into(),
         transport: Default::default(),
+        running: Default::default(),
     }
 }
 
@@ -435,5 +436,60 @@ fn database_urls_are_shown_without_secrets() {
         ),
     ] {
         assert_eq!(db::shown_url(url), shown, "{url}");
+/// Defect: an operation whose replica was killed stayed "running" for ever (until another
+/// operation took its cluster over) and its event stream never ended. The sweep every replica
+/// runs ends it once its lease expired: `interrupted`, lock gone, a result event; an operation
+/// whose replica still renews its lease is left alone. A stopping server starts nothing (503).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operation_whose_replica_died_is_ended_with_a_result() {
+    for (url, _keep) in databases().await {
+        let a = app(&url, "replica-a").await;
+        let (status, body) = call(&a, "PUT", "/v1/clusters/gone", Some(TOKEN), CLUSTER_YML).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        let (status, body) = call(&a, "PUT", "/v1/clusters/live", Some(TOKEN), CLUSTER_YML).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        for (cluster, op) in [("gone", "op-gone"), ("live", "op-live")] {
+            a.db.try_lock(cluster, op, "replica-x").await.unwrap();
+            a.db.insert_operation(op, cluster, "up", &serde_json::json!({}), "replica-x")
+                .await
+                .unwrap();
+            a.db.insert_event(op, 1, r#"{"status":"started","phase":"connect"}"#)
+                .await
+                .unwrap();
+        }
+        sqlx::query("UPDATE cluster_locks SET expires_at = 0 WHERE operation = 'op-gone'")
+            .execute(&a.db.pool)
+            .await
+            .unwrap();
+        ops::sweep_orphans(&a).await;
+        let gone = a.db.operation("op-gone").await.unwrap().unwrap();
+        assert_eq!(gone.status, "interrupted", "{url}");
+        assert_eq!(gone.exit_code, Some(130));
+        assert!(gone.error.unwrap().contains("replica-x stopped renewing"));
+        assert_eq!(
+            a.db.operation("op-live").await.unwrap().unwrap().status,
+            "running",
+            "{url}: a live lease is left alone"
+        );
+        let events = stream_events(&a, "op-gone").await;
+        let (name, data) = events.last().unwrap();
+        assert_eq!(name, "result", "{events:?}");
+        let data: Value = serde_json::from_str(data).unwrap();
+        assert_eq!(data["status"], "interrupted", "{data}");
+        // The cluster is free again.
+        assert_eq!(
+            a.db.try_lock("gone", "op-next", "replica-a").await.unwrap(),
+            db::Lock::Acquired { took_over: None }
+        );
+        a.db.release_lock("gone", "op-next").await.unwrap();
+
+        let cancelled = a.running.close();
+        assert!(cancelled.is_empty());
+        let (status, body) = call(&a, "POST", "/v1/clusters/gone/up", Some(TOKEN), "").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{url}: {body}");
+        assert!(
+            body["error"].as_str().unwrap().contains("stopping"),
+            "{body}"
+        );
     }
 }

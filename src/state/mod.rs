@@ -7,6 +7,7 @@
 mod backups;
 mod files;
 mod gojson;
+mod lock;
 mod merge;
 mod store;
 
@@ -19,6 +20,7 @@ use crate::pki::Bundle;
 
 pub use backups::{MAX_BACKUPS, list_backups, reset_for_tests, timestamped_backup_path};
 pub use files::{ClusterFiles, write_atomic};
+pub use lock::{Holder, LockError, RunLock, current_holder, lock_path};
 pub use merge::{merge_preserving, merge_preserving_where};
 pub use store::{FileStateStore, Loaded, MemoryStateStore, StateStore, StateVersion, StoreError};
 

@@ -61,6 +61,9 @@ pub enum StoreError {
     },
     #[error("{store}: {message}")]
     Backend { store: String, message: String },
+    /// Another run holds the cluster (the run lock beside a state file).
+    #[error(transparent)]
+    Busy(#[from] super::LockError),
 }
 
 /// Load and compare-and-swap save of one cluster's state.
@@ -79,6 +82,15 @@ pub trait StateStore: Send + Sync {
     /// as "no cluster yet".
     fn delete(&self, expected: &StateVersion) -> Result<StateVersion, StoreError> {
         self.save(&StateFile::default(), expected)
+    }
+
+    /// Holds the cluster for one operation named `command` (`up`, `remove`, ...) until the
+    /// returned lock is dropped, or fails with [`StoreError::Busy`] naming the run that holds
+    /// it. The default holds nothing: a store whose owner serializes operations itself (a
+    /// server's lease in its database) needs no more.
+    fn lock_run(&self, command: &str) -> Result<Option<super::RunLock>, StoreError> {
+        let _ = command;
+        Ok(None)
     }
 }
 
@@ -155,6 +167,11 @@ impl StateStore for FileStateStore {
 
     fn save(&self, state: &StateFile, expected: &StateVersion) -> Result<StateVersion, StoreError> {
         self.swap(expected, || state.save_keeping_each(&self.path).map(drop))
+    }
+
+    /// The run lock beside the file, the one the CLI takes.
+    fn lock_run(&self, command: &str) -> Result<Option<super::RunLock>, StoreError> {
+        Ok(Some(super::RunLock::acquire(&self.path, command)?))
     }
 
     fn delete(&self, expected: &StateVersion) -> Result<StateVersion, StoreError> {
