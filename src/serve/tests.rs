@@ -436,6 +436,9 @@ fn database_urls_are_shown_without_secrets() {
         ),
     ] {
         assert_eq!(db::shown_url(url), shown, "{url}");
+    }
+}
+
 /// Defect: an operation whose replica was killed stayed "running" for ever (until another
 /// operation took its cluster over) and its event stream never ended. The sweep every replica
 /// runs ends it once its lease expired: `interrupted`, lock gone, a result event; an operation
