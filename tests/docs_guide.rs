@@ -191,7 +191,11 @@ fn relative_links_of_the_readme_and_guide_resolve() {
             } else {
                 path.parent().unwrap().join(file)
             };
-            assert!(page.exists(), "{name}: link to {target}: {} is missing", page.display());
+            assert!(
+                page.exists(),
+                "{name}: link to {target}: {} is missing",
+                page.display()
+            );
             if let Some(anchor) = anchor {
                 let ids = anchors(&std::fs::read_to_string(&page).unwrap());
                 assert!(
@@ -212,13 +216,21 @@ fn the_summary_lists_every_page() {
     let summary = std::fs::read_to_string(src.join("SUMMARY.md")).unwrap();
     let listed: BTreeSet<PathBuf> = links(&summary).iter().map(|l| src.join(l)).collect();
     for page in &listed {
-        assert!(page.exists(), "SUMMARY.md lists {}, which is missing", page.display());
+        assert!(
+            page.exists(),
+            "SUMMARY.md lists {}, which is missing",
+            page.display()
+        );
     }
     for page in guide_pages() {
         if page.ends_with("SUMMARY.md") {
             continue;
         }
-        assert!(listed.contains(&page), "SUMMARY.md does not list {}", page.display());
+        assert!(
+            listed.contains(&page),
+            "SUMMARY.md does not list {}",
+            page.display()
+        );
     }
 }
 
