@@ -57,7 +57,10 @@ fn git_commit() -> Option<String> {
                     println!("cargo:rerun-if-changed={}", reference.display());
                 }
                 if dir.join("packed-refs").exists() {
-                    println!("cargo:rerun-if-changed={}", dir.join("packed-refs").display());
+                    println!(
+                        "cargo:rerun-if-changed={}",
+                        dir.join("packed-refs").display()
+                    );
                 }
             }
         }

@@ -56,7 +56,10 @@ mod tests {
                 .is_ok(),
             "{BUILD_DATE}"
         );
-        assert!(text.contains(&source.git_ref) && text.contains(&source.commit[..12]), "{text}");
+        assert!(
+            text.contains(&source.git_ref) && text.contains(&source.commit[..12]),
+            "{text}"
+        );
         assert!(text.contains(Catalog::embedded().rke_version()), "{text}");
     }
 }

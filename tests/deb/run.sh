@@ -45,7 +45,7 @@ failed=0
 check() { # check NAME COMMAND...: one result line per check
     local name=$1 out
     shift
-    if out=$("$@" 2>&1); then
+    if out=$("$@" 2>&1 </dev/null); then
         echo "ok   $name"
         passed=$((passed + 1))
     else
@@ -153,7 +153,9 @@ mkdir -p "$root$RKERS_SANDBOX_DIR"
 cp -a "$cluster_yml" "$RKERS_SANDBOX_DIR/ssh" "$root$RKERS_SANDBOX_DIR/"
 dry_run() {
     local out
-    out=$(in_root rkers up --config "$cluster_yml" --known-hosts "$RKERS_SANDBOX_DIR/ssh/known_hosts" --dry-run) ||
+    # No stdin (a dry run asks nothing), and a bound in case a host never answers.
+    out=$(in_root timeout 300 rkers up \
+        --config "$cluster_yml" --known-hosts "$RKERS_SANDBOX_DIR/ssh/known_hosts" --dry-run </dev/null) ||
         { echo "$out"; return 1; }
     echo "$out"
     local first
