@@ -15,10 +15,12 @@
 //! - [`phases`]: ordered steps that apply actions, hosts in parallel under a concurrency limit.
 //! - [`output`]: progress on a TTY, plain lines otherwise, JSON events; secret redaction.
 //! - [`cli`]: the command line surface and exit codes.
+//! - [`build_info`]: what this binary is: version, git commit, build date, metadata source.
 //! - [`error`]: a failure as every command's final event shows it (hosts, causes).
 
 pub mod addons;
 pub mod api;
+pub mod build_info;
 pub mod cli;
 pub mod cluster;
 pub mod config;

@@ -361,44 +361,6 @@ fn up_refusing_to_build_over_a_running_cluster_writes_no_state() {
     }
 }
 
-/// Every `rkers ...` command cluster.example.yml and the README quote uses flags that exist.
-#[test]
-fn commands_quoted_in_the_example_and_readme_exist() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut checked = 0;
-    for file in ["cluster.example.yml", "README.md"] {
-        let text = std::fs::read_to_string(root.join(file)).unwrap();
-        for quoted in text.split('`').skip(1).step_by(2) {
-            let Some(rest) = quoted.strip_prefix("rkers ") else {
-                continue;
-            };
-            let words: Vec<&str> = rest.split_whitespace().collect();
-            let commands: Vec<&str> = words
-                .iter()
-                .take_while(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
-                .filter(|w| !w.starts_with('-'))
-                .copied()
-                .collect();
-            let flags: Vec<&str> = words
-                .iter()
-                .filter(|w| w.starts_with("--"))
-                .map(|w| w.split(['=', ']', '.']).next().unwrap())
-                .collect();
-            let out = rkers().args(&commands).arg("--help").output().unwrap();
-            let help = String::from_utf8_lossy(&out.stdout);
-            assert!(out.status.success(), "{file}: `rkers {rest}`: {help}");
-            for flag in flags {
-                let exact = help.match_indices(flag).any(|(i, _)| {
-                    !help[i + flag.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '-')
-                });
-                assert!(exact, "{file}: `rkers {rest}`: no {flag} in\n{help}");
-                checked += 1;
-            }
-        }
-    }
-    assert!(checked >= 2, "only {checked} flags checked");
-}
-
 /// The connect failure is printed once, says "nothing was changed" once, and an IPv6 address
 /// is written `[::1]:2`.
 #[test]

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 #[command(
     name = "rkers",
     version,
+    long_version = crate::build_info::LONG_VERSION.as_str(),
     about = "Kubernetes clusters over SSH and Docker, compatible with RKE1's cluster.yml and cluster.rkestate"
 )]
 pub struct Cli {
@@ -33,8 +34,8 @@ pub enum Command {
     Up(UpArgs),
     /// Tear the cluster down and clean the cluster nodes.
     Remove(RemoveArgs),
-    /// Show the cluster's Kubernetes version.
-    Version(ConfigArg),
+    /// Show the cluster's Kubernetes version, or with --client this program's.
+    Version(VersionArgs),
     /// Set up a cluster configuration, or list versions and system images.
     Config(ConfigCmdArgs),
     /// Check SSH, Docker and the ports between roles on every host, changing nothing.
@@ -70,6 +71,16 @@ pub enum Command {
     Man,
     /// Run the management server: an HTTP API over a database (see the README).
     Serve(crate::serve::ServeArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct VersionArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    /// Print this program's version, git commit, build date and metadata source, and ask no
+    /// cluster.
+    #[arg(long)]
+    pub client: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -404,7 +415,8 @@ impl Command {
         let arg = match self {
             Command::Up(a) => &a.config,
             Command::Remove(a) => &a.config,
-            Command::Version(a) => a,
+            Command::Version(a) if a.client => return None,
+            Command::Version(a) => &a.config,
             Command::Preflight(a) => &a.config,
             Command::Doctor(a) => &a.config,
             Command::Config(_) | Command::Completions { .. } | Command::Man | Command::Serve(_) => {

@@ -245,6 +245,10 @@ async fn run(cli: Cli, reporter: &crate::output::Reporter) -> Result<(), CliErro
     use args::{CertCommand, Command, EncryptCommand, UtilCommand};
     match &cli.command {
         Command::Config(a) => return commands::config_cmd::run(a),
+        Command::Version(a) if a.client => {
+            commands::version::print_client();
+            return Ok(());
+        }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut cmd, "rkers", &mut std::io::stdout());

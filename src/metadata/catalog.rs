@@ -201,6 +201,12 @@ impl Catalog {
         })
     }
 
+    /// The text of `data/versions.json` compiled into the binary (`rkers --version` prints its
+    /// checksum).
+    pub fn embedded_json() -> &'static str {
+        EMBEDDED_JSON
+    }
+
     /// Parses and validates a catalog in the `data/versions.json` format, or a KDM `data.json`.
     pub fn from_json_str(json: &str) -> Result<Catalog, MetadataError> {
         Self::from_json_str_named(json, "<string>")

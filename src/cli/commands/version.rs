@@ -1,9 +1,22 @@
 //! `rkers version`: the cluster's Kubernetes version, asked from the API server through the
-//! admin kubeconfig, printed as RKE1 prints it.
+//! admin kubeconfig, printed as RKE1 prints it; with `--client`, this program's build.
 
 use crate::cli::CliError;
 use crate::cluster::Cluster;
 use crate::kubeapi::KubeApi;
+
+/// `rkers version --client`: what `rkers --version` prints, plus the metadata file in use when
+/// RKERS_METADATA_FILE or RANCHER_METADATA_URL replaces the one compiled in.
+pub fn print_client() {
+    println!("rkers {}", crate::build_info::describe());
+    match crate::metadata::Catalog::load() {
+        Ok(catalog) if catalog.origin() != crate::metadata::Catalog::embedded().origin() => {
+            println!("metadata in use: {}", catalog.origin());
+        }
+        Ok(_) => {}
+        Err(e) => println!("metadata in use: none ({e})"),
+    }
+}
 
 pub async fn run(cluster: &Cluster) -> Result<(), CliError> {
     let path = &cluster.files.kubeconfig_path;
