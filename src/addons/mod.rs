@@ -56,15 +56,12 @@ pub struct AddonPlan {
 pub enum AddonError {
     #[error("no addon template {0} is bundled with rkers")]
     NoTemplate(String),
-    #[error(
-        "{addon}: template {template} is not bundled with rkers and {why}, so there is no \
-         manifest to keep; {remedy}"
-    )]
+    /// `why` says why no deployed manifest can be kept and ends with the remedies.
+    #[error("{addon}: template {template} is not bundled with rkers and {why}")]
     NotBundled {
         addon: String,
         template: String,
         why: String,
-        remedy: String,
     },
     #[error("no {addon} template found for Kubernetes version {version}")]
     NoTemplateForVersion { addon: String, version: String },

@@ -893,8 +893,10 @@ pub fn keep_deployed(
             let manifest = stored.map_err(|why| AddonError::NotBundled {
                 addon: addon.clone(),
                 template: template.clone(),
-                why,
-                remedy: not_bundled_remedy(plan.resource).to_string(),
+                why: format!(
+                    "{why}, so there is no manifest to keep; {}",
+                    not_bundled_remedy(plan.resource)
+                ),
             })?;
             notes.push(format!(
                 "{addon}: template {template} is not bundled with rkers; keeping the manifest \
