@@ -275,6 +275,12 @@ pub async fn stored_manifest(api: &KubeApi, resource: &str) -> Result<Option<Str
 /// new manifest in RKE1's ConfigMap. [`observe_addon`] reads what it would change.
 pub async fn apply_addon(api: &KubeApi, plan: &AddonPlan) -> Result<AddonChange, AddonError> {
     let resource = plan.resource;
+    // Without its manifest an unbundled addon would read as turned off and be deleted.
+    if plan.unbundled && plan.manifest.is_none() {
+        return Err(AddonError::NoTemplate(
+            plan.template.clone().unwrap_or_default(),
+        ));
+    }
     let previous = stored_manifest(api, resource).await?;
     let new_objects = match &plan.manifest {
         Some(m) => parse_manifest(resource, m)?,

@@ -46,12 +46,23 @@ pub struct AddonPlan {
     pub manifest: Option<String>,
     /// RKE1 fails `up` when a system addon fails and only warns for user addons (§19.1).
     pub critical: bool,
+    /// `template` is not bundled with rkers, so `manifest` cannot be rendered: it is the one
+    /// the cluster runs, taken from RKE1's ConfigMap by [`render::keep_deployed`] (`None`
+    /// until then; such a plan is never applied unresolved).
+    pub unbundled: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum AddonError {
     #[error("no addon template {0} is bundled with rkers")]
     NoTemplate(String),
+    /// `why` says why no deployed manifest can be kept and ends with the remedies.
+    #[error("{addon}: template {template} is not bundled with rkers and {why}")]
+    NotBundled {
+        addon: String,
+        template: String,
+        why: String,
+    },
     #[error("no {addon} template found for Kubernetes version {version}")]
     NoTemplateForVersion { addon: String, version: String },
     #[error("rendering addon template {template}: {message}")]

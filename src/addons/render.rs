@@ -742,7 +742,33 @@ pub fn normalise_user_doc(doc: &str) -> String {
     out
 }
 
-/// Every addon in RKE1's order (§19.1), each rendered or marked for removal.
+/// A system addon's plan: its template rendered with its variables, marked unbundled when
+/// rkers lacks the template, or turned off (`None`).
+fn system_plan(
+    env: &Environment<'static>,
+    resource: &'static str,
+    selected: Option<(String, serde_json::Value)>,
+) -> Result<AddonPlan, AddonError> {
+    let mut plan = AddonPlan {
+        resource,
+        template: None,
+        manifest: None,
+        critical: true,
+        unbundled: false,
+    };
+    if let Some((key, vars)) = selected {
+        if env.get_template(&key).is_ok() {
+            plan.manifest = Some(render_template(env, &key, &vars)?);
+        } else {
+            plan.unbundled = true;
+        }
+        plan.template = Some(key);
+    }
+    Ok(plan)
+}
+
+/// Every addon in RKE1's order (§19.1), each rendered, marked for removal, or marked
+/// unbundled (resolved by [`keep_deployed`] once the cluster's ConfigMaps are read).
 /// `includes` are the texts of `addons_include`, already read, in config order.
 pub fn plan_addons(
     cfg: &RkeConfig,
@@ -750,20 +776,15 @@ pub fn plan_addons(
     includes: &[String],
 ) -> Result<Vec<AddonPlan>, AddonError> {
     let env = environment();
-    let render = |key: &str, vars: &serde_json::Value| render_template(&env, key, vars);
-    let mut plans = Vec::new();
-
-    let network = network_vars(cfg, catalog)?;
-    plans.push(AddonPlan {
-        resource: resource::NETWORK,
-        critical: true,
-        manifest: network.as_ref().map(|(k, v)| render(k, v)).transpose()?,
-        template: network.map(|(k, _)| k),
-    });
+    let mut plans = vec![system_plan(
+        &env,
+        resource::NETWORK,
+        network_vars(cfg, catalog)?,
+    )?];
 
     let dns = dns_vars(cfg, catalog)?;
     let provider = dns.as_ref().map(|(a, _, _)| *a);
-    let dns_manifest = dns.as_ref().map(|(_, k, v)| render(k, v)).transpose()?;
+    let dns_plan = system_plan(&env, resource::COREDNS, dns.map(|(_, k, v)| (k, v)))?;
     // The provider not selected goes first, as in RKE1, so that a switch removes the old one
     // even when the new one then fails. RKE1 removes nothing for `none` (§33.14); rkers removes
     // both, since `none` asks for no DNS addon.
@@ -774,41 +795,31 @@ pub fn plan_addons(
     dns_addons.sort_by_key(|(addon, _)| provider == Some(*addon));
     for (addon, res) in dns_addons {
         let selected = provider == Some(addon);
-        plans.push(AddonPlan {
-            resource: res,
-            critical: true,
-            manifest: if selected { dns_manifest.clone() } else { None },
-            template: if selected {
-                dns.as_ref().map(|(_, k, _)| k.clone())
-            } else {
-                None
-            },
+        plans.push(if selected {
+            AddonPlan {
+                resource: res,
+                ..dns_plan.clone()
+            }
+        } else {
+            system_plan(&env, res, None)?
         });
     }
 
-    let nodelocal = nodelocal_vars(cfg, catalog)?;
-    plans.push(AddonPlan {
-        resource: resource::NODELOCAL,
-        critical: true,
-        manifest: nodelocal.as_ref().map(|(k, v)| render(k, v)).transpose()?,
-        template: nodelocal.map(|(k, _)| k),
-    });
-
-    let metrics = metrics_vars(cfg, catalog)?;
-    plans.push(AddonPlan {
-        resource: resource::METRICS,
-        critical: true,
-        manifest: metrics.as_ref().map(|(k, v)| render(k, v)).transpose()?,
-        template: metrics.map(|(k, _)| k),
-    });
-
-    let ingress = ingress_vars(cfg, catalog)?;
-    plans.push(AddonPlan {
-        resource: resource::INGRESS,
-        critical: true,
-        manifest: ingress.as_ref().map(|(k, v)| render(k, v)).transpose()?,
-        template: ingress.map(|(k, _)| k),
-    });
+    plans.push(system_plan(
+        &env,
+        resource::NODELOCAL,
+        nodelocal_vars(cfg, catalog)?,
+    )?);
+    plans.push(system_plan(
+        &env,
+        resource::METRICS,
+        metrics_vars(cfg, catalog)?,
+    )?);
+    plans.push(system_plan(
+        &env,
+        resource::INGRESS,
+        ingress_vars(cfg, catalog)?,
+    )?);
 
     // User addons only warn on failure in RKE1 (§19.1); rkers keeps that.
     plans.push(AddonPlan {
@@ -816,6 +827,7 @@ pub fn plan_addons(
         critical: false,
         manifest: (!cfg.addons.trim().is_empty()).then(|| cfg.addons.clone()),
         template: None,
+        unbundled: false,
     });
     let included: String = includes.iter().map(|d| normalise_user_doc(d)).collect();
     plans.push(AddonPlan {
@@ -823,8 +835,78 @@ pub fn plan_addons(
         critical: false,
         manifest: (!included.trim().is_empty()).then_some(included),
         template: None,
+        unbundled: false,
     });
     Ok(plans)
+}
+
+/// The manifests RKE1's ConfigMaps hold, as far as they could be read: by resource name, or
+/// why none could be read (a new cluster, an API server that did not answer).
+pub type DeployedManifests<'a> = Result<&'a BTreeMap<String, String>, &'a str>;
+
+/// The addon an unbundled plan is for, as its KDM template key names it (`canal-v3.30.2` ->
+/// `canal`).
+fn addon_name(plan: &AddonPlan) -> &str {
+    let template = plan.template.as_deref().unwrap_or(plan.resource);
+    template.split_once("-v").map_or(template, |(name, _)| name)
+}
+
+/// How to get past an addon whose template is not bundled and which the cluster does not run.
+fn not_bundled_remedy(resource: &str) -> &'static str {
+    if resource == resource::NETWORK {
+        "choose another network plugin (network.plugin) or Kubernetes version \
+         (kubernetes_version) in cluster.yml, or deploy the plugin's manifest yourself as a \
+         user addon (addons or addons_include) with network.plugin: none"
+    } else {
+        "choose another provider or Kubernetes version (kubernetes_version) in cluster.yml, or \
+         deploy the addon's manifest yourself as a user addon (addons or addons_include) with \
+         its provider set to none"
+    }
+}
+
+/// Resolves every unbundled plan to the manifest the cluster already runs (RKE1's ConfigMap
+/// for its resource), so that it changes and prunes nothing, with one line per such addon
+/// saying so; or, when the cluster runs none, the error that names the addon, the template
+/// and the remedies. Bundled plans pass through unchanged.
+pub fn keep_deployed(
+    plans: Vec<AddonPlan>,
+    deployed: DeployedManifests,
+) -> Result<(Vec<AddonPlan>, Vec<String>), AddonError> {
+    let mut notes = Vec::new();
+    let mut out = Vec::with_capacity(plans.len());
+    for mut plan in plans {
+        if plan.unbundled && plan.manifest.is_none() {
+            let addon = addon_name(&plan).to_string();
+            let template = plan.template.clone().unwrap_or_default();
+            let configmap = format!(
+                "ConfigMap {}/{}",
+                super::apply::ADDON_NAMESPACE,
+                plan.resource
+            );
+            let stored = match deployed {
+                Ok(map) => map
+                    .get(plan.resource)
+                    .filter(|m| !m.trim().is_empty())
+                    .ok_or_else(|| format!("no {configmap} holds a deployed manifest of it")),
+                Err(why) => Err(format!("{configmap} could not be read ({why})")),
+            };
+            let manifest = stored.map_err(|why| AddonError::NotBundled {
+                addon: addon.clone(),
+                template: template.clone(),
+                why: format!(
+                    "{why}, so there is no manifest to keep; {}",
+                    not_bundled_remedy(plan.resource)
+                ),
+            })?;
+            notes.push(format!(
+                "{addon}: template {template} is not bundled with rkers; keeping the manifest \
+                 deployed in {configmap} (unchanged)"
+            ));
+            plan.manifest = Some(manifest.clone());
+        }
+        out.push(plan);
+    }
+    Ok((out, notes))
 }
 
 #[cfg(test)]
@@ -929,6 +1011,144 @@ mod tests {
                 !bundled.contains(key),
                 "{key} is bundled now: drop it from NOT_BUNDLED"
             );
+        }
+    }
+
+    /// A config with defaults and network `plugin`, on the newest supported version whose
+    /// template for it is bundled.
+    fn config(plugin: &str) -> (RkeConfig, &'static Catalog) {
+        let catalog = Catalog::embedded();
+        let version = catalog
+            .supported_versions()
+            .into_iter()
+            .rev()
+            .find(|v| {
+                catalog
+                    .addon_template(plugin, v)
+                    .is_some_and(|k| TEMPLATES.iter().any(|(t, _)| *t == k))
+            })
+            .unwrap_or_else(|| panic!("a supported version with {plugin} bundled"));
+        let yml = format!(
+            "kubernetes_version: {version}\nnetwork:\n  plugin: {plugin}\nnodes:\n  - address: 10.0.0.1\n    user: rancher\n    role: [controlplane, etcd, worker]\n"
+        );
+        let mut cfg = crate::config::load_str(&yml, "cluster.yml").unwrap().config;
+        crate::config::apply_defaults(&mut cfg, catalog);
+        (cfg, catalog)
+    }
+
+    /// The plans of `plugin` on a bundled version, with the network plugin's template swapped
+    /// for `template`, one KDM selects for newer versions and rkers does not bundle (the
+    /// embedded catalog stops before those versions).
+    fn plans_needing(plugin: &str, template: &str) -> Vec<AddonPlan> {
+        assert!(NOT_BUNDLED.contains(&template));
+        let (cfg, catalog) = config(plugin);
+        let mut plans = plan_addons(&cfg, catalog, &[]).unwrap();
+        let vars = network_vars(&cfg, catalog).unwrap().unwrap().1;
+        plans[0] = system_plan(
+            &environment(),
+            resource::NETWORK,
+            Some((template.into(), vars)),
+        )
+        .unwrap();
+        plans
+    }
+
+    fn network(plans: &[AddonPlan]) -> &AddonPlan {
+        plans
+            .iter()
+            .find(|p| p.resource == resource::NETWORK)
+            .unwrap()
+    }
+
+    const DEPLOYED: &str = "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: canal\n  namespace: kube-system\n";
+
+    #[test]
+    fn a_bundled_template_renders_and_keep_deployed_leaves_it_alone() {
+        let (cfg, catalog) = config("canal");
+        let plans = plan_addons(&cfg, catalog, &[]).unwrap();
+        let net = network(&plans);
+        let key = net.template.clone().unwrap();
+        assert!(key.starts_with("canal-"), "{key}");
+        assert!(!net.unbundled);
+        let vars = network_vars(&cfg, catalog).unwrap().unwrap().1;
+        let rendered = render_template(&environment(), &key, &vars).unwrap();
+        assert_eq!(net.manifest.as_deref(), Some(rendered.as_str()));
+        assert!(rendered.contains("kind: DaemonSet"));
+        // Nothing to keep: the same plans whatever the cluster holds, and no note.
+        let mut stored = BTreeMap::new();
+        stored.insert(resource::NETWORK.to_string(), DEPLOYED.to_string());
+        for deployed in [Ok(&stored), Err("new cluster")] {
+            let (kept, notes) = keep_deployed(plans.clone(), deployed).unwrap();
+            assert_eq!(kept, plans);
+            assert!(notes.is_empty(), "{notes:?}");
+        }
+    }
+
+    #[test]
+    fn an_unbundled_template_keeps_the_deployed_manifest_with_a_note() {
+        let plans = plans_needing("canal", "canal-v3.30.2");
+        let net = network(&plans);
+        let key = net.template.clone().unwrap();
+        assert!(NOT_BUNDLED.contains(&key.as_str()), "{key}");
+        assert!(net.unbundled && net.manifest.is_none());
+        let mut stored = BTreeMap::new();
+        stored.insert(resource::NETWORK.to_string(), DEPLOYED.to_string());
+        stored.insert(resource::COREDNS.to_string(), "not: kept".to_string());
+        let (kept, notes) = keep_deployed(plans.clone(), Ok(&stored)).unwrap();
+        assert_eq!(network(&kept).manifest.as_deref(), Some(DEPLOYED));
+        assert_eq!(network(&kept).template.as_deref(), Some(key.as_str()));
+        assert_eq!(
+            notes,
+            [format!(
+                "canal: template {key} is not bundled with rkers; keeping the manifest deployed \
+                 in ConfigMap kube-system/rke-network-plugin (unchanged)"
+            )]
+        );
+        // Every other addon is rendered as always, whatever its ConfigMap holds.
+        for (before, after) in plans.iter().zip(&kept) {
+            if before.resource != resource::NETWORK {
+                assert_eq!(before, after);
+            }
+        }
+    }
+
+    #[test]
+    fn an_unbundled_template_the_cluster_does_not_run_is_refused_with_the_remedies() {
+        let plans = plans_needing("calico", "calico-v3.29.0");
+        let key = network(&plans).template.clone().unwrap();
+        let empty = BTreeMap::new();
+        let mut blank = BTreeMap::new();
+        blank.insert(resource::NETWORK.to_string(), "\n".to_string());
+        for (deployed, why) in [
+            (
+                Ok(&empty),
+                "no ConfigMap kube-system/rke-network-plugin holds a deployed manifest",
+            ),
+            (
+                Ok(&blank),
+                "no ConfigMap kube-system/rke-network-plugin holds a deployed manifest",
+            ),
+            (
+                Err("new cluster"),
+                "ConfigMap kube-system/rke-network-plugin could not be read (new cluster)",
+            ),
+        ] {
+            let e = keep_deployed(plans.clone(), deployed)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with(&format!("calico: template {key} is not bundled")),
+                "{e}"
+            );
+            assert!(e.contains(why), "{e}");
+            for remedy in [
+                "network.plugin",
+                "kubernetes_version",
+                "addons_include",
+                "network.plugin: none",
+            ] {
+                assert!(e.contains(remedy), "{remedy}: {e}");
+            }
         }
     }
 

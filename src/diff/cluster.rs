@@ -272,6 +272,7 @@ mod tests {
                 template: None,
                 manifest: manifest.map(str::to_string),
                 critical: true,
+                unbundled: false,
             },
             vec!["ConfigMap kube-system/a".to_string()],
         )

@@ -44,6 +44,7 @@ pub(super) async fn plan_cluster(
     reporter: &Reporter,
 ) -> Result<PlannedCluster, UpError> {
     let addons = crate::phases::addons::addon_plans(cluster).await?;
+    let addons = keep_deployed(cluster, loaded.old_current.is_some(), addons, reporter).await?;
     let mut with_objects = Vec::new();
     for a in &addons {
         let objects = crate::phases::addons::manifest_objects(a)?;
@@ -100,6 +101,66 @@ pub(super) async fn plan_cluster(
     })
 }
 
+/// Addons whose template is not bundled keep the manifest the cluster runs (RKE1's ConfigMap),
+/// read here, before anything else is decided; each says so in one line, in the dry run as in
+/// the run. A cluster that runs none of it is refused before anything changes.
+async fn keep_deployed(
+    cluster: &Cluster,
+    existing: bool,
+    addons: Vec<crate::addons::AddonPlan>,
+    reporter: &Reporter,
+) -> Result<Vec<crate::addons::AddonPlan>, crate::addons::AddonError> {
+    let unbundled: Vec<&str> = addons
+        .iter()
+        .filter(|a| a.unbundled)
+        .map(|a| a.resource)
+        .collect();
+    if unbundled.is_empty() {
+        return Ok(addons);
+    }
+    let read = if existing {
+        read_stored_manifests(cluster, &unbundled).await
+    } else {
+        Err("new cluster".to_string())
+    };
+    let deployed = match &read {
+        Ok(map) => Ok(map),
+        Err(why) => Err(why.as_str()),
+    };
+    let (addons, notes) = crate::addons::render::keep_deployed(addons, deployed)?;
+    for note in notes {
+        reporter.warn(note);
+    }
+    Ok(addons)
+}
+
+/// The manifests RKE1's ConfigMaps hold for `resources`, read only.
+async fn read_stored_manifests(
+    cluster: &Cluster,
+    resources: &[&str],
+) -> Result<BTreeMap<String, String>, String> {
+    let api = connect(cluster).await?;
+    let mut out = BTreeMap::new();
+    for resource in resources {
+        if let Some(manifest) = crate::addons::apply::stored_manifest(&api, resource)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            out.insert(resource.to_string(), manifest);
+        }
+    }
+    Ok(out)
+}
+
+/// A client of the cluster's API server, through the kubeconfig rkers keeps.
+async fn connect(cluster: &Cluster) -> Result<KubeApi, String> {
+    let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path)
+        .map_err(|e| format!("{}: {e}", cluster.files.kubeconfig_path.display()))?;
+    KubeApi::from_kubeconfig(&kubeconfig)
+        .await
+        .map_err(|e| e.to_string())
+}
+
 /// Whether the authorization mode is RBAC (RKE1's default).
 pub(super) fn rbac(cluster: &Cluster) -> bool {
     cluster.config.authorization.mode.is_empty() || cluster.config.authorization.mode == "rbac"
@@ -112,11 +173,7 @@ async fn observe(
     addons: &[crate::addons::AddonPlan],
     rbac: bool,
 ) -> Result<ApiObserved, String> {
-    let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path)
-        .map_err(|e| format!("{}: {e}", cluster.files.kubeconfig_path.display()))?;
-    let api = KubeApi::from_kubeconfig(&kubeconfig)
-        .await
-        .map_err(|e| e.to_string())?;
+    let api = connect(cluster).await?;
     let state_secret = match api.read_state_secret().await.map_err(|e| e.to_string())? {
         Some(text) => {
             Some(comparable(serde_json::from_str(&text).map_err(|e| {
