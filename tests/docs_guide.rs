@@ -85,10 +85,13 @@ fn commands_quoted_in_the_example_readme_and_guide_exist() {
     for (name, _, text) in documents() {
         for rest in quoted_commands(&text) {
             let words: Vec<&str> = rest.split_whitespace().collect();
+            // The subcommands are the words before the first flag: a flag's value
+            // (`--name before-upgrade`) is no subcommand.
             let commands: Vec<&str> = words
                 .iter()
-                .take_while(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
-                .filter(|w| !w.starts_with('-'))
+                .take_while(|w| {
+                    !w.starts_with('-') && w.chars().all(|c| c.is_ascii_lowercase() || c == '-')
+                })
                 .copied()
                 .collect();
             let flags: Vec<&str> = words
