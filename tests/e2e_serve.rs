@@ -685,6 +685,7 @@ fn serve_refuses_bad_key_and_tokens_files() {
         );
     }
     mode(&tokens, 0o600);
+    mode(&key, 0o600);
     std::fs::write(&key, [7u8; 16]).unwrap();
     let out = run();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -721,6 +722,11 @@ fn serve_on_sigterm_interrupts_its_operations_and_ends_their_events() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("tokens"), format!("{TOKEN}\n")).unwrap();
     std::fs::write(dir.path().join("key"), [5u8; 32]).unwrap();
+    for file in ["tokens", "key"] {
+        use std::os::unix::fs::PermissionsExt;
+        let private = std::fs::Permissions::from_mode(0o600);
+        std::fs::set_permissions(dir.path().join(file), private).unwrap();
+    }
     let key = support::keygen(dir.path(), "id_ed25519", "ed25519", "");
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = silent.local_addr().unwrap().port();
