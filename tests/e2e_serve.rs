@@ -780,7 +780,7 @@ fn serve_on_sigterm_interrupts_its_operations_and_ends_their_events() {
         op["error"]
             .as_str()
             .unwrap_or_default()
-            .contains("replica first stopped"),
+            .contains("(replica first) stopped"),
         "{op}"
     );
     let mut replay = Stream::open(&second, &id);
