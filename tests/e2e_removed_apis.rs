@@ -174,7 +174,7 @@ async fn a_minor_change_names_what_later_minors_remove() {
 
 /// The version the state says the cluster runs.
 fn current_version(e2e: &E2e) -> String {
-    e2e.state()["currentState"]["rkeConfig"]["kubernetes_version"]
+    e2e.state()["currentState"]["rkeConfig"]["kubernetesVersion"]
         .as_str()
         .unwrap()
         .to_string()
