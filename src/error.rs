@@ -99,7 +99,7 @@ fn hosts_of(e: &(dyn Error + 'static)) -> Vec<String> {
         crate::phases::up::UpError,
         crate::phases::remove::RemoveError,
         crate::phases::cert_rotate::RotateError,
-        crate::doctor::guard::GuardError,
+        crate::checks::guard::GuardError,
         crate::phases::etcd_snapshot::SnapshotError,
         crate::phases::recover_state::RecoverError,
         crate::doctor::DoctorFailed,
@@ -178,7 +178,7 @@ mod tests {
             detail: "reset".into(),
         });
         assert_eq!(ErrorReport::of(&e).hosts, ["10.0.0.3"]);
-        let e = UpError::from(crate::doctor::guard::GuardError::CalicoFix {
+        let e = UpError::from(crate::checks::guard::GuardError::CalicoFix {
             host: "10.0.0.4".into(),
             detail: "host 10.0.0.4: writing calico's directories failed".into(),
         });

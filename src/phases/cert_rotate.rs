@@ -52,7 +52,7 @@ pub enum RotateError {
     #[error("{0}")]
     State(#[from] crate::state::StateError),
     #[error("{0}")]
-    Guard(#[from] crate::doctor::guard::GuardError),
+    Guard(#[from] crate::checks::guard::GuardError),
     #[error("Failed to rotate certificates: can't find old certificates in {}", .0.display())]
     NoCertificates(std::path::PathBuf),
     #[error("Failed to rotate certificates: {0}")]
@@ -142,7 +142,7 @@ pub async fn cert_rotate(
 ) -> Result<(), RotateError> {
     let runner = Runner::new(reporter.clone(), opts.ssh.concurrency);
     // incidents.md §3: rotation restarts system components and pods.
-    crate::doctor::guard::check_webhooks_before_changes(
+    crate::checks::guard::check_webhooks_before_changes(
         cluster,
         opts.ignore_blocking_webhooks,
         opts.dry_run,

@@ -63,7 +63,7 @@ pub enum UpError {
     #[error("{0}")]
     Addon(#[from] crate::addons::AddonError),
     #[error("{0}")]
-    Guard(#[from] crate::doctor::guard::GuardError),
+    Guard(#[from] crate::checks::guard::GuardError),
     #[error("upgrade_strategy: {0}")]
     UpgradeStrategy(#[source] crate::phases::upgrade::BudgetError),
     /// RKE1 would issue a new CA over a running cluster whose state is lost (§32 pain point 5).
