@@ -97,8 +97,16 @@ impl crate::error::HostContext for RotateError {
             RotateError::Stage { failures, .. } => {
                 failures.iter().map(|(h, _)| h.as_str()).collect()
             }
-            // The others name their hosts in their source, or concern none.
-            _ => Vec::new(),
+            RotateError::Phase(e) => crate::error::HostContext::hosts(e),
+            RotateError::Guard(e) => crate::error::HostContext::hosts(e),
+            RotateError::Unreachable { problems, .. } => crate::error::HostContext::hosts(problems),
+            // Pods are named by pod, not host.
+            RotateError::Cluster(_)
+            | RotateError::State(_)
+            | RotateError::NoCertificates(_)
+            | RotateError::Pki(_)
+            | RotateError::Plan(_)
+            | RotateError::Pods(_) => Vec::new(),
         }
     }
 }

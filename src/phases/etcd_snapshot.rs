@@ -112,8 +112,11 @@ impl crate::error::HostContext for SnapshotError {
             | SnapshotError::RestoreFailed { failures, .. } => {
                 failures.iter().map(|(h, _)| h.as_str()).collect()
             }
-            // The others name their hosts in their source, or concern none.
-            _ => Vec::new(),
+            SnapshotError::Unreachable(e) => crate::error::HostContext::hosts(e),
+            SnapshotError::Up { cause, .. } => crate::error::HostContext::hosts(cause),
+            SnapshotError::Cluster(_)
+            | SnapshotError::Invalid(_)
+            | SnapshotError::RestorePlan { .. } => Vec::new(),
         }
     }
 }
