@@ -69,8 +69,8 @@ impl ErrorReport {
 }
 
 /// An error that names the hosts it is about. Every error a command ends with implements it,
-/// so the final event's hosts come from the error's own type: [`crate::cli::CliError::failed`]
-/// and [`crate::api::ApiError::Operation`] take nothing else. An error that wraps another of
+/// so the final event's hosts come from the error's own type: the CLI's and the library API's
+/// final errors take nothing else. An error that wraps another of
 /// the library's asks it (its `match` has no catch-all, so a new variant decides too).
 pub trait HostContext: Error {
     /// The hosts, in the error's order; empty when the error is not about a host.
@@ -109,7 +109,7 @@ impl HostContext for Failure {
 macro_rules! about_no_host {
     ($($t:ty),* $(,)?) => {
         $(
-            impl HostContext for $t {
+            impl $crate::error::HostContext for $t {
                 fn hosts(&self) -> Vec<&str> {
                     Vec::new()
                 }
@@ -118,178 +118,16 @@ macro_rules! about_no_host {
     };
 }
 
+pub(crate) use about_no_host;
+
+// The pure core's errors (config, metadata, pki, state) concern files, never a host; the
+// library's other errors implement the trait next to their type.
 about_no_host!(
-    crate::cluster::ClusterError,
     crate::state::StateError,
     crate::state::LockError,
     crate::state::StoreError,
-    crate::kubeapi::KubeApiError,
-    crate::phases::cert_list::ListError,
     crate::metadata::MetadataError,
     crate::pki::PkiError,
     crate::config::ConfigError,
     std::io::Error,
 );
-
-impl HostContext for crate::hosts::HostError {
-    fn hosts(&self) -> Vec<&str> {
-        vec![self.host()]
-    }
-}
-
-impl HostContext for crate::hosts::HostProblems {
-    fn hosts(&self) -> Vec<&str> {
-        self.0.iter().map(|e| e.host()).collect()
-    }
-}
-
-impl HostContext for crate::phases::PhaseError {
-    fn hosts(&self) -> Vec<&str> {
-        use crate::phases::PhaseError;
-        match self {
-            PhaseError::Host { host, .. } => vec![host],
-            PhaseError::Hosts { failures, .. } => {
-                failures.iter().map(|(h, _)| h.as_str()).collect()
-            }
-            PhaseError::Phase { .. } | PhaseError::Interrupted => Vec::new(),
-        }
-    }
-}
-
-impl HostContext for crate::phases::executor::ExecError {
-    fn hosts(&self) -> Vec<&str> {
-        vec![&self.host]
-    }
-}
-
-impl HostContext for crate::phases::addons::DeployError {
-    fn hosts(&self) -> Vec<&str> {
-        use crate::phases::addons::DeployError;
-        match self {
-            DeployError::Apply(e) => e.hosts(),
-            DeployError::Wait(_) => Vec::new(),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::hosts::HostError;
-    use crate::phases::PhaseError;
-
-    #[derive(Debug, thiserror::Error)]
-    enum Outer {
-        #[error("{0}")]
-        Phase(#[from] PhaseError),
-        #[error("cannot read {path}: {source}")]
-        Read {
-            path: String,
-            #[source]
-            source: std::io::Error,
-        },
-    }
-
-    impl HostContext for Outer {
-        fn hosts(&self) -> Vec<&str> {
-            match self {
-                Outer::Phase(e) => e.hosts(),
-                Outer::Read { .. } => Vec::new(),
-            }
-        }
-    }
-
-    #[test]
-    fn a_wrapped_errors_hosts_are_asked_through_its_types() {
-        use crate::phases::etcd_snapshot::SnapshotError;
-        use crate::phases::up::UpError;
-        let unreachable = crate::hosts::HostProblems(vec![HostError::Ssh {
-            host: "10.0.0.5".into(),
-            detail: "reset".into(),
-        }]);
-        let e = SnapshotError::Up {
-            name: "before".into(),
-            cause: UpError::Unreachable(unreachable),
-        };
-        assert_eq!(ErrorReport::of(&e).hosts, ["10.0.0.5"]);
-        let api = crate::api::ApiError::Operation(Failure::new(e));
-        let r = ErrorReport::of(&api);
-        assert_eq!(r.hosts, ["10.0.0.5"]);
-        assert!(r.message.contains("before"), "{}", r.message);
-        assert!(
-            r.causes.iter().any(|c| c.contains("10.0.0.5")),
-            "{:?}",
-            r.causes
-        );
-    }
-
-    #[test]
-    fn a_wrapper_asks_the_error_it_wraps_for_its_host() {
-        let e = Outer::Phase(PhaseError::Host {
-            phase: "etcd plane".into(),
-            host: "10.0.0.2".into(),
-            message: "health check failed".into(),
-        });
-        let r = ErrorReport::of(&e);
-        assert_eq!(r.hosts, ["10.0.0.2"]);
-        assert_eq!(r.message, "[etcd plane] host 10.0.0.2: health check failed");
-        // The wrapper only repeats its source: no cause is listed twice.
-        assert!(r.causes.is_empty(), "{:?}", r.causes);
-    }
-
-    #[test]
-    fn up_names_the_host_of_a_boxed_host_error_and_of_a_nested_guard() {
-        use crate::phases::up::UpError;
-        let e = UpError::from(HostError::Ssh {
-            host: "10.0.0.3".into(),
-            detail: "reset".into(),
-        });
-        assert_eq!(ErrorReport::of(&e).hosts, ["10.0.0.3"]);
-        let e = UpError::from(crate::checks::guard::GuardError::CalicoFix {
-            host: "10.0.0.4".into(),
-            detail: "host 10.0.0.4: writing calico's directories failed".into(),
-        });
-        let r = ErrorReport::of(&e);
-        assert_eq!(r.hosts, ["10.0.0.4"]);
-        assert_eq!(
-            r.message,
-            "host 10.0.0.4: writing calico's directories failed"
-        );
-        // A failure about no host in particular names none.
-        assert!(ErrorReport::of(&UpError::NoEtcdMember).hosts.is_empty());
-    }
-
-    #[test]
-    fn several_hosts_are_listed_once_each_in_order() {
-        let problems = crate::hosts::HostProblems(vec![
-            HostError::Ssh {
-                host: "b".into(),
-                detail: "reset".into(),
-            },
-            HostError::Ssh {
-                host: "a".into(),
-                detail: "reset".into(),
-            },
-            HostError::Exec {
-                host: "b".into(),
-                command: "true".into(),
-                detail: "exit 1".into(),
-            },
-        ]);
-        assert_eq!(ErrorReport::of(&problems).hosts, ["b", "a"]);
-    }
-
-    #[test]
-    fn causes_follow_the_source_chain_and_no_host_is_made_up() {
-        let e = Outer::Read {
-            path: "/x/cluster.rkestate".into(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, "gone"),
-        };
-        let r = ErrorReport::of(&e);
-        assert_eq!(r.causes, ["gone"]);
-        assert!(r.hosts.is_empty());
-        let r = r.redacted(|t| t.replace("gone", "[REDACTED]"));
-        assert_eq!(r.causes, ["[REDACTED]"]);
-        assert_eq!(r.message, "cannot read /x/cluster.rkestate: [REDACTED]");
-    }
-}

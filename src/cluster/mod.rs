@@ -459,6 +459,8 @@ impl From<crate::metadata::ServiceOptions> for crate::plan::ServiceOptions {
     }
 }
 
+crate::error::about_no_host!(ClusterError);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -255,3 +255,9 @@ impl HostError {
         }
     }
 }
+
+impl crate::error::HostContext for HostError {
+    fn hosts(&self) -> Vec<&str> {
+        vec![self.host()]
+    }
+}

@@ -462,3 +462,9 @@ impl HostPool {
         }
     }
 }
+
+impl crate::error::HostContext for HostProblems {
+    fn hosts(&self) -> Vec<&str> {
+        self.0.iter().map(|e| e.host()).collect()
+    }
+}

@@ -409,6 +409,8 @@ pub async fn delete_pods_by_labels(api: &KubeApi, labels: &[&str]) -> Result<usi
     Ok(deleted)
 }
 
+crate::error::about_no_host!(KubeApiError);
+
 #[cfg(test)]
 mod tests {
     use super::*;

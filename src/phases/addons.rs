@@ -293,6 +293,15 @@ pub async fn deploy_addons(
     result
 }
 
+impl crate::error::HostContext for DeployError {
+    fn hosts(&self) -> Vec<&str> {
+        match self {
+            DeployError::Apply(e) => crate::error::HostContext::hosts(e),
+            DeployError::Wait(_) => Vec::new(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

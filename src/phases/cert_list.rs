@@ -206,6 +206,8 @@ fn rfc3339(t: time::OffsetDateTime) -> String {
         .unwrap_or_default()
 }
 
+crate::error::about_no_host!(ListError);
+
 #[cfg(test)]
 mod tests {
     use super::*;

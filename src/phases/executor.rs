@@ -909,3 +909,9 @@ pub fn docker_spec(spec: &plan::ContainerSpec) -> hosts::ContainerSpec {
         ..Default::default()
     }
 }
+
+impl crate::error::HostContext for ExecError {
+    fn hosts(&self) -> Vec<&str> {
+        vec![&self.host]
+    }
+}

@@ -175,6 +175,18 @@ impl HostName for &str {
     }
 }
 
+impl crate::error::HostContext for PhaseError {
+    fn hosts(&self) -> Vec<&str> {
+        match self {
+            PhaseError::Host { host, .. } => vec![host],
+            PhaseError::Hosts { failures, .. } => {
+                failures.iter().map(|(h, _)| h.as_str()).collect()
+            }
+            PhaseError::Phase { .. } | PhaseError::Interrupted => Vec::new(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
