@@ -13,6 +13,7 @@ mod terminal;
 
 pub use args::Cli;
 
+use crate::phases::interrupt::interrupt_signal;
 use clap::Parser;
 use std::process::ExitCode;
 
@@ -123,58 +124,6 @@ pub fn main() -> ExitCode {
 
 /// How long an interrupted run may spend undoing what it left (uncordoning nodes).
 const INTERRUPT_CLEANUP: std::time::Duration = std::time::Duration::from_secs(15);
-
-/// A signal that interrupts a run: SIGINT (Ctrl-C), SIGTERM (`kill`, a service manager) and
-/// SIGHUP (the terminal went away) all stop it the same way.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Interrupt {
-    Int,
-    Term,
-    Hup,
-}
-
-impl Interrupt {
-    /// 128 + the signal's number, as a shell reports a process the signal ended.
-    pub(crate) fn exit_code(self) -> u8 {
-        match self {
-            Interrupt::Int => 130,
-            Interrupt::Term => 143,
-            Interrupt::Hup => 129,
-        }
-    }
-
-    pub(crate) fn message(self) -> String {
-        match self {
-            Interrupt::Int => "interrupted".into(),
-            Interrupt::Term => "interrupted by SIGTERM".into(),
-            Interrupt::Hup => "interrupted by SIGHUP".into(),
-        }
-    }
-}
-
-/// The first interrupting signal; never resolves when none can be listened for. The signals
-/// are listened for from this call on (it must be made inside the runtime).
-pub(crate) fn interrupt_signal() -> impl std::future::Future<Output = Interrupt> {
-    use tokio::signal::unix::{Signal, SignalKind, signal};
-    async fn next(s: Option<Signal>) {
-        match s {
-            Some(mut s) => {
-                s.recv().await;
-            }
-            None => std::future::pending::<()>().await,
-        }
-    }
-    let int = signal(SignalKind::interrupt()).ok();
-    let term = signal(SignalKind::terminate()).ok();
-    let hup = signal(SignalKind::hangup()).ok();
-    async move {
-        tokio::select! {
-            _ = next(int) => Interrupt::Int,
-            _ = next(term) => Interrupt::Term,
-            _ = next(hup) => Interrupt::Hup,
-        }
-    }
-}
 
 /// clap's own message and exit code (0 for --help and --version, 2 otherwise); a run that asked
 /// for JSON still ends with its result event.

@@ -183,7 +183,7 @@ pub async fn run(args: &ServeArgs) -> Result<(), ServeError> {
             sweeper.abort();
             return r.map_err(|e| ServeError::Failed(format!("server on {addr}: {e}")));
         }
-        signal = crate::cli::interrupt_signal() => signal,
+        signal = crate::phases::interrupt::interrupt_signal() => signal,
     };
     sweeper.abort();
     // No new connection from now on; those open (event streams) go on.
@@ -203,7 +203,7 @@ const STOP_REQUESTS: std::time::Duration = std::time::Duration::from_secs(5);
 /// here. Then the requests in flight get a moment to finish.
 async fn stop_gracefully(
     app: &App,
-    signal: crate::cli::Interrupt,
+    signal: crate::phases::interrupt::Interrupt,
     server: impl std::future::Future<Output = std::io::Result<()>>,
 ) {
     let cancelled = app.running.close();
