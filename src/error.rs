@@ -26,27 +26,33 @@ impl ErrorReport {
         }
     }
 
-    /// Reads `e`'s hosts and causes from its source chain.
-    pub fn of(e: &(dyn Error + 'static)) -> Self {
+    /// Reads `e`'s hosts from its own type and its causes from its source chain.
+    pub fn of(e: &(dyn HostContext + 'static)) -> Self {
+        let mut report = Self::of_foreign(e);
+        for host in e.hosts() {
+            if !report.hosts.iter().any(|h| h == host) {
+                report.hosts.push(host.to_string());
+            }
+        }
+        report
+    }
+
+    /// The message and causes of an error from outside the library (a client library's), which
+    /// names no host of its own.
+    pub fn of_foreign(e: &(dyn Error + 'static)) -> Self {
         let message = e.to_string();
         let mut causes: Vec<String> = Vec::new();
-        let mut hosts = Vec::new();
-        let mut link: Option<&(dyn Error + 'static)> = Some(e);
+        let mut link = e.source();
         while let Some(current) = link {
-            if hosts.is_empty() {
-                hosts = hosts_of(current);
-            }
-            if !std::ptr::addr_eq(current, e) {
-                let text = current.to_string().trim_end().to_string();
-                if text != message.trim_end() && causes.last() != Some(&text) {
-                    causes.push(text);
-                }
+            let text = current.to_string().trim_end().to_string();
+            if text != message.trim_end() && causes.last() != Some(&text) {
+                causes.push(text);
             }
             link = current.source();
         }
         ErrorReport {
             message,
-            hosts,
+            hosts: Vec::new(),
             causes,
         }
     }
@@ -62,50 +68,68 @@ impl ErrorReport {
     }
 }
 
-/// An error that can name the hosts it is about. Implemented by the library's error types;
-/// [`ErrorReport::of`] asks every link of a source chain.
-pub trait HostContext {
-    /// The hosts, in the error's order; empty when the error is not about a host (or one of its
-    /// sources says which).
+/// An error that names the hosts it is about. Every error a command ends with implements it,
+/// so the final event's hosts come from the error's own type: [`crate::cli::CliError::failed`]
+/// and [`crate::api::ApiError::Operation`] take nothing else. An error that wraps another of
+/// the library's asks it (its `match` has no catch-all, so a new variant decides too).
+pub trait HostContext: Error {
+    /// The hosts, in the error's order; empty when the error is not about a host.
     fn hosts(&self) -> Vec<&str>;
 }
 
-/// The hosts one link of a chain names, if it is one of the library's typed errors.
-fn hosts_of(e: &(dyn Error + 'static)) -> Vec<String> {
-    fn owned(hosts: Vec<&str>) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for h in hosts {
-            if !out.iter().any(|o| o == h) {
-                out.push(h.to_string());
-            }
-        }
-        out
+/// One of the library's typed errors, boxed: what an operation of the library API ends with.
+#[derive(Debug)]
+pub struct Failure(pub Box<dyn HostContext + Send + Sync + 'static>);
+
+impl Failure {
+    pub fn new(e: impl HostContext + Send + Sync + 'static) -> Self {
+        Failure(Box::new(e))
     }
-    macro_rules! try_types {
-        ($($t:ty),* $(,)?) => {
-            $(
-                if let Some(typed) = e.downcast_ref::<$t>() {
-                    return owned(HostContext::hosts(typed));
-                }
-            )*
-        };
-    }
-    try_types!(
-        crate::hosts::HostError,
-        crate::hosts::HostProblems,
-        crate::hosts::preflight::PreflightFailed,
-        crate::phases::PhaseError,
-        crate::phases::executor::ExecError,
-        crate::phases::up::UpError,
-        crate::phases::remove::RemoveError,
-        crate::phases::cert_rotate::RotateError,
-        crate::doctor::guard::GuardError,
-        crate::phases::etcd_snapshot::SnapshotError,
-        crate::phases::recover_state::RecoverError,
-        crate::doctor::DoctorFailed,
-    );
-    Vec::new()
 }
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Error for Failure {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl HostContext for Failure {
+    fn hosts(&self) -> Vec<&str> {
+        self.0.hosts()
+    }
+}
+
+/// Errors that are never about a host (files, config, metadata, certificates).
+macro_rules! about_no_host {
+    ($($t:ty),* $(,)?) => {
+        $(
+            impl HostContext for $t {
+                fn hosts(&self) -> Vec<&str> {
+                    Vec::new()
+                }
+            }
+        )*
+    };
+}
+
+about_no_host!(
+    crate::cluster::ClusterError,
+    crate::state::StateError,
+    crate::state::LockError,
+    crate::state::StoreError,
+    crate::kubeapi::KubeApiError,
+    crate::phases::cert_list::ListError,
+    crate::metadata::MetadataError,
+    crate::pki::PkiError,
+    crate::config::ConfigError,
+    std::io::Error,
+);
 
 impl HostContext for crate::hosts::HostError {
     fn hosts(&self) -> Vec<&str> {
@@ -138,6 +162,16 @@ impl HostContext for crate::phases::executor::ExecError {
     }
 }
 
+impl HostContext for crate::phases::addons::DeployError {
+    fn hosts(&self) -> Vec<&str> {
+        use crate::phases::addons::DeployError;
+        match self {
+            DeployError::Apply(e) => e.hosts(),
+            DeployError::Wait(_) => Vec::new(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,8 +190,41 @@ mod tests {
         },
     }
 
+    impl HostContext for Outer {
+        fn hosts(&self) -> Vec<&str> {
+            match self {
+                Outer::Phase(e) => e.hosts(),
+                Outer::Read { .. } => Vec::new(),
+            }
+        }
+    }
+
     #[test]
-    fn the_host_comes_from_the_first_link_that_names_one() {
+    fn a_wrapped_errors_hosts_are_asked_through_its_types() {
+        use crate::phases::etcd_snapshot::SnapshotError;
+        use crate::phases::up::UpError;
+        let unreachable = crate::hosts::HostProblems(vec![HostError::Ssh {
+            host: "10.0.0.5".into(),
+            detail: "reset".into(),
+        }]);
+        let e = SnapshotError::Up {
+            name: "before".into(),
+            cause: UpError::Unreachable(unreachable),
+        };
+        assert_eq!(ErrorReport::of(&e).hosts, ["10.0.0.5"]);
+        let api = crate::api::ApiError::Operation(Failure::new(e));
+        let r = ErrorReport::of(&api);
+        assert_eq!(r.hosts, ["10.0.0.5"]);
+        assert!(r.message.contains("before"), "{}", r.message);
+        assert!(
+            r.causes.iter().any(|c| c.contains("10.0.0.5")),
+            "{:?}",
+            r.causes
+        );
+    }
+
+    #[test]
+    fn a_wrapper_asks_the_error_it_wraps_for_its_host() {
         let e = Outer::Phase(PhaseError::Host {
             phase: "etcd plane".into(),
             host: "10.0.0.2".into(),
@@ -178,7 +245,7 @@ mod tests {
             detail: "reset".into(),
         });
         assert_eq!(ErrorReport::of(&e).hosts, ["10.0.0.3"]);
-        let e = UpError::from(crate::doctor::guard::GuardError::CalicoFix {
+        let e = UpError::from(crate::checks::guard::GuardError::CalicoFix {
             host: "10.0.0.4".into(),
             detail: "host 10.0.0.4: writing calico's directories failed".into(),
         });

@@ -13,6 +13,8 @@
 //! - [`plan`]: pure functions from config + state + metadata to the desired state of each host.
 //! - [`diff`]: desired vs observed, giving the list of actions `--dry-run` prints.
 //! - [`kubeapi`]: the Kubernetes API: RBAC objects, the in-cluster state, node labels and taints.
+//! - [`checks`]: the cluster checks `doctor` reports and `up` and `cert rotate` run before
+//!   changing anything (CNI incidents, blocking webhooks, CNI readiness).
 //! - [`phases`]: ordered steps that apply actions, hosts in parallel under a concurrency limit.
 //! - [`output`]: progress on a TTY, plain lines otherwise, JSON events; secret redaction.
 //! - [`cli`]: the command line surface and exit codes.
@@ -22,6 +24,7 @@
 pub mod addons;
 pub mod api;
 pub mod build_info;
+pub mod checks;
 pub mod cli;
 pub mod cluster;
 /// [`rkers_core::diff`], plus [`diff::cluster`]: the cluster actions of `up`, decided from the

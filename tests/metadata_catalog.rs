@@ -17,48 +17,9 @@ const CURRENT: [&str; 3] = [
     "v1.31.14-rancher1-1",
     "v1.32.11-rancher1-1",
 ];
-/// Every Kubernetes version RKE v1.7.0 to v1.8.14 shipped (their release notes).
-const SHIPPED_BY_RKE_1_7_AND_1_8: [&str; 32] = [
-    "v1.28.15-rancher1-1",
-    "v1.29.10-rancher1-1",
-    "v1.29.11-rancher1-1",
-    "v1.29.12-rancher1-1",
-    "v1.29.13-rancher1-1",
-    "v1.30.6-rancher1-1",
-    "v1.30.7-rancher1-1",
-    "v1.30.8-rancher1-1",
-    "v1.30.9-rancher1-1",
-    "v1.30.10-rancher1-1",
-    "v1.30.11-rancher1-1",
-    "v1.30.12-rancher1-1",
-    "v1.30.13-rancher1-1",
-    "v1.30.14-rancher1-1",
-    "v1.31.2-rancher2-1",
-    "v1.31.3-rancher1-1",
-    "v1.31.4-rancher1-1",
-    "v1.31.5-rancher1-1",
-    "v1.31.6-rancher1-1",
-    "v1.31.7-rancher1-1",
-    "v1.31.8-rancher1-1",
-    "v1.31.9-rancher1-1",
-    "v1.31.14-rancher1-1",
-    "v1.32.2-rancher1-1",
-    "v1.32.3-rancher1-1",
-    "v1.32.4-rancher1-1",
-    "v1.32.5-rancher1-1",
-    "v1.32.11-rancher1-1",
-    "v1.32.12-rancher1-1",
-    "v1.32.13-rancher1-1",
-    "v1.32.13-rancher1-2",
-    "v1.32.13-rancher1-3",
-];
-/// RKE Extended Life releases whose metadata was never published.
-const UNPUBLISHED: [&str; 4] = [
-    "v1.32.12-rancher1-1",
-    "v1.32.13-rancher1-1",
-    "v1.32.13-rancher1-2",
-    "v1.32.13-rancher1-3",
-];
+#[path = "support/rke1_releases.rs"]
+mod rke1_releases;
+use rke1_releases::{PATCH_RANGES, SHIPPED_BY_RKE_1_7_AND_1_8, UNPUBLISHED};
 
 fn catalog() -> &'static Catalog {
     Catalog::embedded()
@@ -145,6 +106,33 @@ fn every_version_rke_1_7_and_1_8_shipped_is_known() {
         assert_eq!(c.is_unpublished(v), unpublished, "{v}");
     }
     assert!(!c.is_unpublished("v1.32.11-rancher1-1"));
+}
+
+#[test]
+fn every_patch_of_rke_1_7_and_1_8s_minors_is_known() {
+    let c = catalog();
+    let known: Vec<K8sVersion> = c
+        .supported_versions()
+        .iter()
+        .chain(
+            UNPUBLISHED
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .iter(),
+        )
+        .map(|v| K8sVersion::parse(v).unwrap())
+        .collect();
+    for (minor, first, last) in PATCH_RANGES {
+        for patch in first..=last {
+            assert!(
+                known
+                    .iter()
+                    .any(|v| v.major() == 1 && v.minor() == minor && v.patch() == patch),
+                "no v1.{minor}.{patch}-rancherN-M known"
+            );
+        }
+    }
 }
 
 #[test]

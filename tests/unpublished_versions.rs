@@ -9,37 +9,9 @@ use rkers::metadata::Catalog;
 use rkers::output::{OutputFormat, Reporter};
 use rkers::state::{ClusterFiles, ClusterState, StateFile};
 
-/// Every Kubernetes version RKE v1.7.0 to v1.8.14 shipped (their release notes).
-const SHIPPED: [&str; 28] = [
-    "v1.28.15-rancher1-1",
-    "v1.29.10-rancher1-1",
-    "v1.29.11-rancher1-1",
-    "v1.29.12-rancher1-1",
-    "v1.29.13-rancher1-1",
-    "v1.30.6-rancher1-1",
-    "v1.30.7-rancher1-1",
-    "v1.30.8-rancher1-1",
-    "v1.30.9-rancher1-1",
-    "v1.30.12-rancher1-1",
-    "v1.30.13-rancher1-1",
-    "v1.30.14-rancher1-1",
-    "v1.31.2-rancher2-1",
-    "v1.31.3-rancher1-1",
-    "v1.31.4-rancher1-1",
-    "v1.31.5-rancher1-1",
-    "v1.31.8-rancher1-1",
-    "v1.31.9-rancher1-1",
-    "v1.31.14-rancher1-1",
-    "v1.32.4-rancher1-1",
-    "v1.32.5-rancher1-1",
-    "v1.32.11-rancher1-1",
-    "v1.32.12-rancher1-1",
-    "v1.32.13-rancher1-1",
-    "v1.32.13-rancher1-2",
-    "v1.32.13-rancher1-3",
-    "v1.30.10-rancher1-1",
-    "v1.31.6-rancher1-1",
-];
+#[path = "support/rke1_releases.rs"]
+mod rke1_releases;
+use rke1_releases::SHIPPED_BY_RKE_1_7_AND_1_8 as SHIPPED;
 
 const UNPUBLISHED: &str = "v1.32.13-rancher1-2";
 

@@ -204,8 +204,20 @@ pub enum ApiError {
     /// The operation failed with one of the library's typed errors. Only inside an operation:
     /// its hosts and causes go into the `result` event, and the caller gets it back as
     /// [`ApiError::Failed`], its text masked like the events.
-    #[error("{0}")]
-    Operation(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+    #[error(transparent)]
+    Operation(crate::error::Failure),
+}
+
+impl crate::error::HostContext for ApiError {
+    fn hosts(&self) -> Vec<&str> {
+        match self {
+            ApiError::Operation(e) => e.hosts(),
+            ApiError::InvalidConfig(_)
+            | ApiError::Store(_)
+            | ApiError::Cancelled
+            | ApiError::Failed(_) => Vec::new(),
+        }
+    }
 }
 
 impl ApiError {
@@ -397,7 +409,7 @@ pub async fn remove(op: &Operation, req: RemoveRequest) -> Result<Outcome, ApiEr
                 .await
                 .map_err(|e| match e {
                     phases::remove::RemoveError::Cluster(c) => cluster_error(c),
-                    other => ApiError::Operation(Box::new(other)),
+                    other => ApiError::Operation(crate::error::Failure::new(other)),
                 })
         })
     })
@@ -432,7 +444,7 @@ pub async fn cert_rotate(op: &Operation, req: CertRotateRequest) -> Result<Outco
                 .await
                 .map_err(|e| match e {
                     phases::cert_rotate::RotateError::Cluster(c) => cluster_error(c),
-                    other => ApiError::Operation(Box::new(other)),
+                    other => ApiError::Operation(crate::error::Failure::new(other)),
                 })
         })
     })
@@ -572,14 +584,14 @@ fn cluster_error(c: ClusterError) -> ApiError {
     if c.is_invalid_config() {
         ApiError::InvalidConfig(c.to_string())
     } else {
-        ApiError::Operation(Box::new(c))
+        ApiError::Operation(crate::error::Failure::new(c))
     }
 }
 
 fn up_error(e: phases::up::UpError) -> ApiError {
     match e {
         phases::up::UpError::Cluster(c) => cluster_error(c),
-        other => ApiError::Operation(Box::new(other)),
+        other => ApiError::Operation(crate::error::Failure::new(other)),
     }
 }
 
@@ -592,7 +604,7 @@ fn snapshot_error(e: phases::etcd_snapshot::SnapshotError) -> ApiError {
             cause: phases::up::UpError::Cluster(c),
             ..
         } if c.is_invalid_config() => ApiError::InvalidConfig(c.to_string()),
-        other => ApiError::Operation(Box::new(other)),
+        other => ApiError::Operation(crate::error::Failure::new(other)),
     }
 }
 

@@ -31,7 +31,7 @@ pub enum CliError {
     /// The operation failed with one of the library's typed errors (exit 1): its hosts and
     /// causes reach the final JSON event.
     #[error("{0}")]
-    Error(Box<dyn std::error::Error + Send + Sync + 'static>),
+    Error(Box<dyn crate::error::HostContext + Send + Sync + 'static>),
 }
 
 impl CliError {
@@ -44,7 +44,7 @@ impl CliError {
     }
 
     /// An operation's typed error, kept whole for the final event.
-    pub fn failed(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+    pub fn failed(e: impl crate::error::HostContext + Send + Sync + 'static) -> Self {
         CliError::Error(Box::new(e))
     }
 

@@ -4,90 +4,21 @@
 //! engineer checks first (SSH and Docker, RKE containers, certificates, etcd, node conditions).
 //!
 //! Every check yields [`Finding`]s: a status, the node it concerns, the evidence it read and the
-//! fix as commands. `--fix CHECK` applies the safe fixes (see [`fix`]); `up` reuses the same
-//! checks to prevent the incidents (see [`guard`]).
+//! fix as commands. `--fix CHECK` applies the safe fixes (see [`fix`]); `up` runs the same
+//! checks, from [`crate::checks`], to prevent the incidents.
 
 pub mod basics;
-pub mod calico;
-pub mod cni;
 pub mod fix;
-pub mod flannel;
-pub mod guard;
-pub mod probe;
 pub mod run;
-pub mod selector;
-pub mod webhooks;
+
+// The checks live below both `doctor` and the commands that run them before changing anything.
+pub use crate::checks::{
+    Finding, Status, calico, cni, flannel, guard, last_lines, probe, selector, webhooks,
+};
 
 pub use run::{DoctorOptions, run_doctor};
 
 use serde::Serialize;
-
-/// How bad a finding is. Ordered so that sorting descending puts the worst first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Ok,
-    Warn,
-    Fail,
-}
-
-impl std::fmt::Display for Status {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Status::Ok => "ok",
-            Status::Warn => "warn",
-            Status::Fail => "FAIL",
-        })
-    }
-}
-
-/// One result of one check on one node (or on the cluster).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Finding {
-    /// Machine name of the check, e.g. `calico-runtime`, `flannel-nat`, `webhook`.
-    pub check: String,
-    pub status: Status,
-    /// The node it concerns (node name, as Kubernetes knows it), `None` for the cluster.
-    pub node: Option<String>,
-    /// One line saying what was found.
-    pub summary: String,
-    /// What was read: file modes, iptables lines, webhook rules, pod states, log lines.
-    pub evidence: Vec<String>,
-    /// Commands (or the rkers command) that repair it; empty when nothing is to be done.
-    pub fix: Vec<String>,
-}
-
-impl Finding {
-    pub fn new(
-        check: &str,
-        status: Status,
-        node: Option<&str>,
-        summary: impl Into<String>,
-    ) -> Self {
-        Finding {
-            check: check.to_string(),
-            status,
-            node: node.map(str::to_string),
-            summary: summary.into(),
-            evidence: Vec::new(),
-            fix: Vec::new(),
-        }
-    }
-
-    pub fn ok(check: &str, node: Option<&str>, summary: impl Into<String>) -> Self {
-        Self::new(check, Status::Ok, node, summary)
-    }
-
-    pub fn evidence(mut self, lines: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.evidence.extend(lines.into_iter().map(Into::into));
-        self
-    }
-
-    pub fn fix(mut self, lines: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.fix.extend(lines.into_iter().map(Into::into));
-        self
-    }
-}
 
 /// Everything one `doctor` run found.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -223,15 +154,6 @@ impl Report {
             "exit_code": self.exit_code(),
         })
     }
-}
-
-/// The last `n` lines of `text`, trimmed, for evidence.
-pub fn last_lines(text: &str, n: usize) -> Vec<String> {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(n)..]
-        .iter()
-        .map(|l| l.trim_end().to_string())
-        .collect()
 }
 
 #[cfg(test)]

@@ -91,7 +91,7 @@ async fn fetch_url(
     let fetch = async {
         // hyper's client names only "client error (Connect)": its causes say what failed.
         let resp = client.get(uri).await.map_err(|e| {
-            let report = crate::error::ErrorReport::of(&e);
+            let report = crate::error::ErrorReport::of_foreign(&e);
             std::iter::once(report.message)
                 .chain(report.causes)
                 .collect::<Vec<_>>()

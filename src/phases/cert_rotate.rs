@@ -52,7 +52,7 @@ pub enum RotateError {
     #[error("{0}")]
     State(#[from] crate::state::StateError),
     #[error("{0}")]
-    Guard(#[from] crate::doctor::guard::GuardError),
+    Guard(#[from] crate::checks::guard::GuardError),
     #[error("Failed to rotate certificates: can't find old certificates in {}", .0.display())]
     NoCertificates(std::path::PathBuf),
     #[error("Failed to rotate certificates: {0}")]
@@ -97,8 +97,16 @@ impl crate::error::HostContext for RotateError {
             RotateError::Stage { failures, .. } => {
                 failures.iter().map(|(h, _)| h.as_str()).collect()
             }
-            // The others name their hosts in their source, or concern none.
-            _ => Vec::new(),
+            RotateError::Phase(e) => crate::error::HostContext::hosts(e),
+            RotateError::Guard(e) => crate::error::HostContext::hosts(e),
+            RotateError::Unreachable { problems, .. } => crate::error::HostContext::hosts(problems),
+            // Pods are named by pod, not host.
+            RotateError::Cluster(_)
+            | RotateError::State(_)
+            | RotateError::NoCertificates(_)
+            | RotateError::Pki(_)
+            | RotateError::Plan(_)
+            | RotateError::Pods(_) => Vec::new(),
         }
     }
 }
@@ -142,7 +150,7 @@ pub async fn cert_rotate(
 ) -> Result<(), RotateError> {
     let runner = Runner::new(reporter.clone(), opts.ssh.concurrency);
     // incidents.md §3: rotation restarts system components and pods.
-    crate::doctor::guard::check_webhooks_before_changes(
+    crate::checks::guard::check_webhooks_before_changes(
         cluster,
         opts.ignore_blocking_webhooks,
         opts.dry_run,

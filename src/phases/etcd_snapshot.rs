@@ -16,7 +16,6 @@
 //! (kubelets included) before finding out whether the snapshot restores; the worker plane is
 //! kept here, its kubelets reconnect to the restored API.
 
-use crate::cli::args::S3Args;
 use crate::cluster::{Cluster, ClusterError};
 use crate::config::{EtcdService, RkeConfig, S3BackupConfig};
 use crate::diff::Action;
@@ -112,8 +111,11 @@ impl crate::error::HostContext for SnapshotError {
             | SnapshotError::RestoreFailed { failures, .. } => {
                 failures.iter().map(|(h, _)| h.as_str()).collect()
             }
-            // The others name their hosts in their source, or concern none.
-            _ => Vec::new(),
+            SnapshotError::Unreachable(e) => crate::error::HostContext::hosts(e),
+            SnapshotError::Up { cause, .. } => crate::error::HostContext::hosts(cause),
+            SnapshotError::Cluster(_)
+            | SnapshotError::Invalid(_)
+            | SnapshotError::RestorePlan { .. } => Vec::new(),
         }
     }
 }
@@ -214,35 +216,6 @@ pub fn check_snapshot_name(name: &str) -> Result<(String, Option<String>), Snaps
         )));
     }
     Ok((base, warning))
-}
-
-/// The `backup_config.s3backupconfig` the command line asks for (RKE1's `setOptionsFromCLI`):
-/// `None` without `--s3`. The CA file is read and embedded as `custom_ca`.
-pub fn s3_from_args(args: &S3Args) -> Result<Option<S3BackupConfig>, SnapshotError> {
-    if !args.s3 {
-        return Ok(None);
-    }
-    let custom_ca = match &args.s3_endpoint_ca {
-        Some(path) => std::fs::read_to_string(path).map_err(|e| {
-            SnapshotError::Invalid(format!("--s3-endpoint-ca {}: {e}", path.display()))
-        })?,
-        None => String::new(),
-    };
-    let s3 = S3BackupConfig {
-        access_key: args.access_key.clone().unwrap_or_default(),
-        secret_key: args.secret_key.clone().unwrap_or_default(),
-        bucket_name: args.bucket_name.clone().unwrap_or_default(),
-        region: args.region.clone().unwrap_or_default(),
-        endpoint: args.s3_endpoint.clone(),
-        custom_ca,
-        folder: args.folder.clone().unwrap_or_default(),
-    };
-    if s3.bucket_name.is_empty() {
-        return Err(SnapshotError::Invalid(
-            "--s3 needs --bucket-name".to_string(),
-        ));
-    }
-    Ok(Some(s3))
 }
 
 /// Masks the S3 secret (and its base64 form, which the helper's environment carries) in every
@@ -1221,23 +1194,6 @@ mod tests {
         assert_eq!(
             effective_s3(&etcd, Some(&cli)).unwrap().bucket_name,
             "other"
-        );
-
-        let args = S3Args {
-            s3: true,
-            s3_endpoint: "e".into(),
-            s3_endpoint_ca: None,
-            access_key: None,
-            secret_key: None,
-            bucket_name: None,
-            region: None,
-            folder: None,
-        };
-        assert!(
-            s3_from_args(&args)
-                .unwrap_err()
-                .to_string()
-                .contains("--bucket-name")
         );
     }
 

@@ -359,7 +359,7 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                 self.write_batch(&batch).await
             }
             Action::EnsureCniDirectory { image, .. } | Action::WriteTmpfilesEntry { image, .. } => {
-                crate::doctor::probe::apply_calico_fix(
+                crate::checks::probe::apply_calico_fix(
                     self.host()?.docker(),
                     image,
                     &exec.registries,

@@ -51,7 +51,7 @@ impl crate::error::HostContext for RecoverError {
             RecoverError::Rebuild { problems, .. } => {
                 problems.iter().map(crate::hosts::HostError::host).collect()
             }
-            RecoverError::Unreachable(_) => Vec::new(),
+            RecoverError::Unreachable(e) => crate::error::HostContext::hosts(e),
         }
     }
 }

@@ -60,8 +60,9 @@ impl crate::error::HostContext for RemoveError {
     fn hosts(&self) -> Vec<&str> {
         match self {
             RemoveError::Hosts(failures) => failures.iter().map(|(h, _)| h.as_str()).collect(),
-            // The others name their hosts in their source, or concern none.
-            _ => Vec::new(),
+            RemoveError::Unreachable(e) => crate::error::HostContext::hosts(e),
+            RemoveError::Host(e) | RemoveError::ListDirectories(e) => vec![e.host()],
+            RemoveError::Cluster(_) => Vec::new(),
         }
     }
 }

@@ -92,7 +92,7 @@ pub struct Strategy {
     pub ready_timeout: Duration,
     /// With a calico, canal or flannel CNI: wait for the node's CNI (pod Ready, flannel's NAT
     /// chain back) before the next host (incidents.md §1, §2).
-    pub cni_wait: Option<Arc<crate::doctor::guard::CniWait>>,
+    pub cni_wait: Option<Arc<crate::checks::guard::CniWait>>,
 }
 
 /// Upgrades `hosts` with `upgrade(address)`, which brings the host's containers to their

@@ -1,11 +1,12 @@
 //! `rkers etcd snapshot-save` and `rkers etcd snapshot-restore`.
 
 use crate::cli::CliError;
-use crate::cli::args::EtcdCommand;
+use crate::cli::args::{EtcdCommand, S3Args};
 use crate::cluster::Cluster;
+use crate::config::S3BackupConfig;
 use crate::output::Reporter;
 use crate::phases::etcd_snapshot::{
-    self, RestoreOptions, SaveOptions, SnapshotError, check_snapshot_name, s3_from_args,
+    self, RestoreOptions, SaveOptions, SnapshotError, check_snapshot_name,
 };
 use crate::phases::up::{UpError, UpOptions};
 
@@ -120,5 +121,63 @@ pub async fn run(
                 .await
                 .map_err(cli_error)
         }
+    }
+}
+
+/// The `backup_config.s3backupconfig` the command line asks for (RKE1's `setOptionsFromCLI`):
+/// `None` without `--s3`. The CA file is read and embedded as `custom_ca`.
+fn s3_from_args(args: &S3Args) -> Result<Option<S3BackupConfig>, SnapshotError> {
+    if !args.s3 {
+        return Ok(None);
+    }
+    let custom_ca = match &args.s3_endpoint_ca {
+        Some(path) => std::fs::read_to_string(path).map_err(|e| {
+            SnapshotError::Invalid(format!("--s3-endpoint-ca {}: {e}", path.display()))
+        })?,
+        None => String::new(),
+    };
+    let s3 = S3BackupConfig {
+        access_key: args.access_key.clone().unwrap_or_default(),
+        secret_key: args.secret_key.clone().unwrap_or_default(),
+        bucket_name: args.bucket_name.clone().unwrap_or_default(),
+        region: args.region.clone().unwrap_or_default(),
+        endpoint: args.s3_endpoint.clone(),
+        custom_ca,
+        folder: args.folder.clone().unwrap_or_default(),
+    };
+    if s3.bucket_name.is_empty() {
+        return Err(SnapshotError::Invalid(
+            "--s3 needs --bucket-name".to_string(),
+        ));
+    }
+    Ok(Some(s3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s3_needs_a_bucket_and_nothing_without_s3() {
+        let mut args = S3Args {
+            s3: true,
+            s3_endpoint: "e".into(),
+            s3_endpoint_ca: None,
+            access_key: None,
+            secret_key: None,
+            bucket_name: None,
+            region: None,
+            folder: None,
+        };
+        assert!(
+            s3_from_args(&args)
+                .unwrap_err()
+                .to_string()
+                .contains("--bucket-name")
+        );
+        args.bucket_name = Some("snaps".into());
+        assert_eq!(s3_from_args(&args).unwrap().unwrap().bucket_name, "snaps");
+        args.s3 = false;
+        assert!(s3_from_args(&args).unwrap().is_none());
     }
 }

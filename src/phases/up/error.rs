@@ -63,7 +63,7 @@ pub enum UpError {
     #[error("{0}")]
     Addon(#[from] crate::addons::AddonError),
     #[error("{0}")]
-    Guard(#[from] crate::doctor::guard::GuardError),
+    Guard(#[from] crate::checks::guard::GuardError),
     #[error("upgrade_strategy: {0}")]
     UpgradeStrategy(#[source] crate::phases::upgrade::BudgetError),
     /// RKE1 would issue a new CA over a running cluster whose state is lost (§32 pain point 5).
@@ -120,7 +120,9 @@ impl From<HostError> for UpError {
     }
 }
 
-impl crate::error::HostContext for UpError {
+use crate::error::HostContext;
+
+impl HostContext for UpError {
     fn hosts(&self) -> Vec<&str> {
         match self {
             UpError::Host(e) => vec![e.host()],
@@ -134,8 +136,26 @@ impl crate::error::HostContext for UpError {
             UpError::PortChecks(failures) => failures.iter().map(|f| f.host.as_str()).collect(),
             UpError::PortsInUse(errors) => errors.iter().map(HostError::host).collect(),
             UpError::ExistingCluster { busy, .. } => busy.iter().map(|(h, _)| h.as_str()).collect(),
-            // The others name their hosts in their source, or concern none.
-            _ => Vec::new(),
+            UpError::Phase(e) => e.hosts(),
+            UpError::Unreachable(e) => e.hosts(),
+            UpError::Guard(e) => e.hosts(),
+            UpError::AddonsDeploy(e) => e.hosts(),
+            UpError::Cluster(_)
+            | UpError::Adoption(_)
+            | UpError::State(_)
+            | UpError::StateConfig { .. }
+            | UpError::ReadKubeconfig { .. }
+            | UpError::KubeApi(_)
+            | UpError::Windows { .. }
+            | UpError::EtcdPlaneReplaced(_)
+            | UpError::Plan(_)
+            | UpError::Addon(_)
+            | UpError::UpgradeStrategy(_)
+            | UpError::MinorStep(_)
+            | UpError::RemovedApis(_)
+            | UpError::NoEtcdMember
+            | UpError::EncryptionOff(_)
+            | UpError::Task(_) => Vec::new(),
         }
     }
 }

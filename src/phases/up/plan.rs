@@ -225,9 +225,9 @@ pub(super) async fn plan(
         }
     }
     // calico/canal: the runtime directories and their tmpfiles.d entry (incidents.md §1).
-    let calico = crate::doctor::guard::calico_actions(cluster, &pool).await?;
+    let calico = crate::checks::guard::calico_actions(cluster, &pool).await?;
     for (address, extra) in calico {
-        crate::doctor::guard::append(&mut actions, &mut all_actions, &address, extra);
+        crate::checks::guard::append(&mut actions, &mut all_actions, &address, extra);
     }
     // Each host's list in the order the run applies it, which is what the dry run shows.
     for shown in all_actions.iter_mut() {
@@ -382,7 +382,7 @@ pub(super) async fn confirm(
     reporter: &Reporter,
 ) -> Result<(), UpError> {
     if loaded.old_current.is_some() {
-        crate::doctor::guard::check_webhooks_before_changes(
+        crate::checks::guard::check_webhooks_before_changes(
             cluster,
             opts.ignore_blocking_webhooks,
             opts.dry_run,

@@ -165,7 +165,7 @@ pub(super) async fn upgrade_control_plane(
     let both: Vec<&str> = CONTROL_PLANE.iter().chain(WORKER_PLANE).copied().collect();
     let hosts = upgrade_hosts(run, old, &both, |h| h.roles.controlplane);
     let mut strategy = upgrade_strategy(cluster, |s| &s.max_unavailable_controlplane, hosts.len())?;
-    strategy.cni_wait = Some(crate::doctor::guard::CniWait::for_cluster(
+    strategy.cni_wait = Some(crate::checks::guard::CniWait::for_cluster(
         cluster,
         run.pool.hosts(),
     ));
@@ -199,7 +199,7 @@ pub(super) async fn upgrade_worker_plane(
     });
     let mut one_at_a_time = upgrade_strategy(cluster, |s| &s.max_unavailable_worker, 1)?;
     one_at_a_time.budget = 1;
-    one_at_a_time.cni_wait = Some(crate::doctor::guard::CniWait::for_cluster(
+    one_at_a_time.cni_wait = Some(crate::checks::guard::CniWait::for_cluster(
         cluster,
         run.pool.hosts(),
     ));

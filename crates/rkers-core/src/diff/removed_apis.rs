@@ -410,7 +410,7 @@ mod tests {
                 removed_release: Some("1.23".into()),
             },
         );
-        let verdict = decide((1, 22), (1, 23), &[unknown.clone()], table());
+        let verdict = decide((1, 22), (1, 23), std::slice::from_ref(&unknown), table());
         assert!(verdict.refuses());
         assert_eq!(verdict.findings[0].removal.removed_in, "v1.23");
         // Without a release label and a row, a request count says nothing.
