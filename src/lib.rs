@@ -1,7 +1,8 @@
 //! rkers: an SSH-driven Kubernetes cluster orchestrator that reads RKE1's `cluster.yml` and
 //! `cluster.rkestate` as they are.
 //!
-//! The crate is split by job, each module owning one concern:
+//! The crate is split by job, each module owning one concern; `config`, `metadata`, `state`,
+//! `pki`, `plan` and `diff` are the pure core's (the `rkers-core` crate, re-exported here):
 //! - [`cluster`]: a cluster as a command sees it: config, metadata, files, state; and the
 //!   mapping of the config into the inputs of the other modules.
 //! - [`config`]: the cluster.yml model, defaults and validation (errors carry file:line:column).
@@ -26,16 +27,20 @@ pub mod build_info;
 pub mod checks;
 pub mod cli;
 pub mod cluster;
-pub mod config;
-pub mod diff;
+/// [`rkers_core::diff`], plus [`diff::cluster`]: the cluster actions of `up`, decided from the
+/// Node objects read through the Kubernetes API (k8s-openapi's types, which the core does not
+/// depend on).
+pub mod diff {
+    pub use rkers_core::diff::*;
+    pub mod cluster;
+}
 pub mod doctor;
 pub mod error;
 pub mod hosts;
 pub mod kubeapi;
-pub mod metadata;
 pub mod output;
 pub mod phases;
-pub mod pki;
-pub mod plan;
 pub mod serve;
-pub mod state;
+
+// The pure core, at the paths it had before it became its own crate.
+pub use rkers_core::{config, metadata, pki, plan, state};

@@ -96,6 +96,7 @@ fn every_section_reference_in_the_source_resolves() {
             .collect();
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("crates"), &mut files);
     let mut missing = Vec::new();
     let mut checked = 0;
     for file in files {

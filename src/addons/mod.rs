@@ -36,21 +36,7 @@ pub mod resource {
     pub const USER_INCLUDES: &str = "rke-user-includes-addons";
 }
 
-/// One addon of a run: what to deploy under its resource name, or `None` to remove whatever a
-/// previous run deployed there.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AddonPlan {
-    pub resource: &'static str,
-    /// The KDM template key the manifest was rendered from (system addons only).
-    pub template: Option<String>,
-    pub manifest: Option<String>,
-    /// RKE1 fails `up` when a system addon fails and only warns for user addons (§19.1).
-    pub critical: bool,
-    /// `template` is not bundled with rkers, so `manifest` cannot be rendered: it is the one
-    /// the cluster runs, taken from RKE1's ConfigMap by [`render::keep_deployed`] (`None`
-    /// until then; such a plan is never applied unresolved).
-    pub unbundled: bool,
-}
+pub use rkers_core::addon::AddonPlan;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AddonError {

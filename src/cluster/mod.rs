@@ -5,12 +5,11 @@
 
 pub mod targets;
 
-use crate::config::{self, ConfigError, Diagnostic, RkeConfig, VersionCatalog};
+use crate::config::{self, ConfigError, Diagnostic, RkeConfig};
 use crate::metadata::{Catalog, MetadataError};
 use crate::output::{Redactor, Reporter};
 use crate::pki::{self, PkiError, PkiHost, PkiSpec};
 use crate::state::{ClusterFiles, ClusterState, StateError, StateFile};
-use std::collections::BTreeMap;
 use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
@@ -38,27 +37,6 @@ pub enum ClusterError {
 impl ClusterError {
     pub fn is_invalid_config(&self) -> bool {
         matches!(self, ClusterError::Config(e) if e.exit_code() == 2)
-    }
-}
-
-impl VersionCatalog for Catalog {
-    fn default_version(&self) -> String {
-        Catalog::default_version(self)
-    }
-    fn system_images(&self, version: &str) -> Option<BTreeMap<String, String>> {
-        Catalog::system_images(self, version)
-    }
-    fn is_supported(&self, version: &str) -> bool {
-        Catalog::is_supported(self, version)
-    }
-    fn supported_versions(&self) -> Vec<String> {
-        Catalog::supported_versions(self)
-    }
-    fn is_unpublished(&self, version: &str) -> bool {
-        Catalog::is_unpublished(self, version)
-    }
-    fn nearest_versions(&self, version: &str) -> Vec<String> {
-        Catalog::nearest_versions(self, version)
     }
 }
 
@@ -443,19 +421,6 @@ fn json_minus(a: &serde_json::Value, b: &serde_json::Value) -> Option<serde_json
             (!out.is_empty()).then_some(Value::Object(out))
         }
         _ => None,
-    }
-}
-
-impl From<crate::metadata::ServiceOptions> for crate::plan::ServiceOptions {
-    fn from(o: crate::metadata::ServiceOptions) -> Self {
-        crate::plan::ServiceOptions {
-            etcd: o.etcd,
-            kube_api: o.kubeapi,
-            kube_controller: o.kube_controller,
-            scheduler: o.scheduler,
-            kubelet: o.kubelet,
-            kubeproxy: o.kubeproxy,
-        }
     }
 }
 

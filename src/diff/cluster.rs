@@ -9,7 +9,7 @@
 
 use super::Action;
 use crate::addons::AddonPlan;
-use crate::kubeapi::{HOSTNAME_LABEL, NodeSync};
+use crate::kubeapi::{ApplyToNode, HOSTNAME_LABEL, NodeSync};
 use k8s_openapi::api::core::v1::{Node, Taint};
 use std::collections::BTreeMap;
 

@@ -1,6 +1,6 @@
-//! The desired shape of a container ([`ContainerSpec`], produced by `plan`) and what a host
-//! actually runs ([`ObservedContainer`], read back by `inspect`), plus their mapping to and
-//! from the Docker API types.
+//! The desired shape of a container ([`ContainerSpec`], produced by `plan`; rkers-core owns it)
+//! and what a host actually runs ([`ObservedContainer`], read back by `inspect`), plus their
+//! mapping to and from the Docker API types.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -8,78 +8,20 @@ use bollard::models::{
     ContainerCreateBody, ContainerInspectResponse, HostConfig, HostConfigLogConfig,
     PortBinding as DockerPortBinding, RestartPolicy as DockerRestartPolicy, RestartPolicyNameEnum,
 };
+pub use rkers_core::container::{ContainerSpec, PortBinding, RestartPolicy};
 use serde::{Deserialize, Serialize};
-
-/// A container as rkers wants it. Field meanings follow `docker run`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ContainerSpec {
-    pub image: String,
-    /// Overrides the image's entrypoint when non-empty.
-    pub entrypoint: Vec<String>,
-    pub cmd: Vec<String>,
-    /// `KEY=value` entries.
-    pub env: Vec<String>,
-    /// `host:container[:options]` entries.
-    pub binds: Vec<String>,
-    /// `host`, `bridge`, `none`, `container:<name>`; `None` means Docker's default.
-    pub network_mode: Option<String>,
-    pub pid_mode: Option<String>,
-    pub privileged: bool,
-    pub restart_policy: Option<RestartPolicy>,
-    pub volumes_from: Vec<String>,
-    pub labels: BTreeMap<String, String>,
-    pub security_opt: Vec<String>,
-    pub user: Option<String>,
-    pub ports: Vec<PortBinding>,
-    pub tty: bool,
-    /// Logging driver and its options; `None` means the daemon's default.
-    pub log_driver: Option<String>,
-    pub log_opts: BTreeMap<String, String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RestartPolicy {
-    No,
-    Always,
-    UnlessStopped,
-    OnFailure,
-}
-
-/// A published port: `host_ip:host_port -> container_port/protocol`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PortBinding {
-    #[serde(default)]
-    pub host_ip: String,
-    pub host_port: u16,
-    pub container_port: u16,
-    #[serde(default = "tcp")]
-    pub protocol: String,
-}
-
-fn tcp() -> String {
-    "tcp".into()
-}
-
-impl PortBinding {
-    pub fn tcp(host_port: u16, container_port: u16) -> Self {
-        PortBinding {
-            host_ip: "0.0.0.0".into(),
-            host_port,
-            container_port,
-            protocol: tcp(),
-        }
-    }
-}
 
 fn none_if_empty<T>(v: Vec<T>) -> Option<Vec<T>> {
     (!v.is_empty()).then_some(v)
 }
 
-impl ContainerSpec {
-    /// The body of `POST /containers/create`.
-    pub fn to_create_body(&self) -> ContainerCreateBody {
+/// The body of `POST /containers/create` for a spec.
+pub trait ToCreateBody {
+    fn to_create_body(&self) -> ContainerCreateBody;
+}
+
+impl ToCreateBody for ContainerSpec {
+    fn to_create_body(&self) -> ContainerCreateBody {
         let mut exposed = Vec::new();
         let mut port_map: HashMap<String, Option<Vec<DockerPortBinding>>> = HashMap::new();
         for p in &self.ports {

@@ -20,7 +20,7 @@ use futures::StreamExt;
 use hyper_util::rt::TokioIo;
 use serde::Serialize;
 
-use super::container::{ContainerSpec, ObservedContainer};
+use super::container::{ContainerSpec, ObservedContainer, ToCreateBody};
 use super::error::HostError;
 use super::link::HostLink;
 use super::ssh::{BoxedStream, SshSession, UnixOpenError};

@@ -21,7 +21,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use tokio::io::AsyncWriteExt;
 
-use super::container::ContainerSpec;
+use super::container::{ContainerSpec, ToCreateBody};
 use super::docker::{DockerClient, StreamOpener};
 use super::error::HostError;
 use super::link::{HostLink, LinkOpener};

@@ -31,7 +31,7 @@ pub mod target;
 
 pub use error::HostError;
 
-pub use container::{ContainerSpec, ObservedContainer, PortBinding, RestartPolicy};
+pub use container::{ContainerSpec, ObservedContainer, PortBinding, RestartPolicy, ToCreateBody};
 pub use docker::{
     DockerClient, DockerTransport, OneShotResult, PullProgress, TransportReason, UploadOptions,
 };

@@ -6,7 +6,7 @@ pub mod drain;
 pub mod nodes;
 pub mod removed_apis;
 
-pub use nodes::{HOSTNAME_LABEL, NodeSync, TaintSpec, find_node, sync_node};
+pub use nodes::{ApplyToNode, HOSTNAME_LABEL, NodeSync, TaintSpec, find_node, sync_node};
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};

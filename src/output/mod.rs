@@ -5,10 +5,9 @@
 //! events: `Progress` draws a live line per host under a phase header (indicatif), `Plain`
 //! prints one timestamped line per event, `Json` prints one JSON object per event.
 
-mod redact;
 pub mod timing;
 
-pub use redact::{Redactor, is_secret_name, mask_secret_assignment, redact};
+pub use rkers_core::redact::{Redactor, is_secret_name, mask_secret_assignment, redact};
 pub use timing::PhaseTiming;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};

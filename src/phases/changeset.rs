@@ -13,7 +13,6 @@
 
 use crate::diff::{Action, HostActions};
 use crate::phases::{HostName, Runner};
-use serde::Serialize;
 use std::future::Future;
 
 /// Pseudo-host of the actions that call the Kubernetes API.
@@ -21,47 +20,7 @@ pub const CLUSTER: &str = "cluster";
 /// Pseudo-host of the actions on the machine rkers runs on.
 pub const LOCAL: &str = "local";
 
-/// One file of an [`Action::WriteFileSet`]. Its contents (keys, certificates) are never
-/// serialized nor shown; freshly generated contents differ between a dry run and the run, so
-/// the action names the file, its mode and why, not a hash.
-#[derive(Clone, PartialEq, Eq, Serialize)]
-pub struct FileWrite {
-    /// Relative to the action's `dir`.
-    pub path: String,
-    #[serde(serialize_with = "octal")]
-    pub mode: u32,
-    pub reason: String,
-    #[serde(skip)]
-    pub contents: Vec<u8>,
-}
-
-/// The files of a `WriteFileSet`, as the file writers take them.
-pub fn desired_files(files: &[FileWrite]) -> Vec<crate::phases::files::DesiredFile> {
-    files
-        .iter()
-        .map(|f| crate::phases::files::DesiredFile {
-            relative_path: f.path.clone(),
-            contents: f.contents.clone(),
-            mode: f.mode,
-        })
-        .collect()
-}
-
-fn octal<S: serde::Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&format!("{mode:04o}"))
-}
-
-impl std::fmt::Debug for FileWrite {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Contents are keys and certificates: never in debug output.
-        f.debug_struct("FileWrite")
-            .field("path", &self.path)
-            .field("mode", &format_args!("{:04o}", self.mode))
-            .field("reason", &self.reason)
-            .field("contents", &format_args!("<{} bytes>", self.contents.len()))
-            .finish()
-    }
-}
+pub use rkers_core::files::{FileWrite, desired_files};
 
 /// Hosts of a stage that run their actions together or one after the other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

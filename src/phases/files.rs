@@ -12,26 +12,7 @@ use std::collections::BTreeMap;
 const MOUNT: &str = "/etc/kubernetes";
 const HELPER: &str = "rkers-file-sync";
 
-/// A file under `/etc/kubernetes`, by its path relative to that directory.
-#[derive(Clone, PartialEq, Eq)]
-pub struct DesiredFile {
-    pub relative_path: String,
-    pub contents: Vec<u8>,
-    pub mode: u32,
-}
-
-impl std::fmt::Debug for DesiredFile {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Contents are keys and certificates: never in debug output.
-        write!(
-            f,
-            "DesiredFile({}, {} bytes, {:o})",
-            self.relative_path,
-            self.contents.len(),
-            self.mode
-        )
-    }
-}
+pub use rkers_core::files::DesiredFile;
 
 /// A file's mode and owner as the host's filesystem reports them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

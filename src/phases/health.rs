@@ -12,22 +12,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// TLS material for a check: the CA that signed the server, and an optional client certificate.
-#[derive(Clone, PartialEq, Eq)]
-pub struct TlsMaterial {
-    pub ca_pem: Option<String>,
-    pub client_cert_pem: Option<String>,
-    pub client_key_pem: Option<String>,
-}
-
-impl std::fmt::Debug for TlsMaterial {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TlsMaterial")
-            .field("ca", &self.ca_pem.is_some())
-            .field("client_cert", &self.client_cert_pem.is_some())
-            .finish()
-    }
-}
+pub use rkers_core::health::TlsMaterial;
 
 /// One GET of `url` through the node; returns the status and body.
 pub async fn get(

@@ -3,7 +3,7 @@
 //! [`crate::metadata::RemovedApis`]) becomes a finding. Removals up to the target minor refuse
 //! the run; removals in later minors are warnings, and so are stale traces of removals the
 //! cluster already went through. The observation itself is
-//! [`crate::kubeapi::removed_apis`]'s.
+//! the root package's `kubeapi::removed_apis`'s.
 
 use crate::metadata::{RemovedApi, RemovedApis, removed_apis::api_version};
 use serde::Serialize;

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 
 pub use certdir::{CsrReport, CustomCerts, generate_csrs, load_custom_certs};
 pub use certificate::{CertInfo, CertificatePki};
-pub(crate) use generate::cert_object;
+pub use generate::cert_object;
 pub use generate::{
     Changes, check_ca_certificate, check_signing_ca, generate_bundle, reconcile_bundle,
 };

@@ -99,7 +99,7 @@ pub trait StateStore: Send + Sync {
 /// changed by hand, by RKE1 or by another rkers between load and save is a conflict.
 ///
 /// ```
-/// use rkers::state::{FileStateStore, StateFile, StateStore, StateVersion};
+/// use rkers_core::state::{FileStateStore, StateFile, StateStore, StateVersion};
 /// let dir = tempfile::tempdir().unwrap();
 /// let store = FileStateStore::new(dir.path().join("cluster.rkestate"));
 /// let loaded = store.load().unwrap();

@@ -160,7 +160,7 @@ struct Table {
 }
 
 static TABLE: LazyLock<Result<Table, String>> = LazyLock::new(|| {
-    serde_json::from_str(include_str!("../../data/docker-api.json"))
+    serde_json::from_str(include_str!("../../../../data/docker-api.json"))
         .map_err(|e| format!("data/docker-api.json: {e}"))
 });
 

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
-const EMBEDDED_JSON: &str = include_str!("../../data/removed-apis.json");
+const EMBEDDED_JSON: &str = include_str!("../../../../data/removed-apis.json");
 
 /// One API version of one kind that a Kubernetes minor no longer serves.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]

@@ -12,7 +12,6 @@
 //! restarts a running one, so adopted clusters are unaffected.
 
 mod action;
-pub mod cluster;
 mod content;
 pub mod encryption;
 pub mod minor;
@@ -111,7 +110,7 @@ pub fn compare(
         if want != have {
             // A credential's value (a registry's docker config, an S3 key) is never shown, old
             // or new: the change says only that it changed.
-            let shown = |v: &&String| crate::output::mask_secret_assignment(v);
+            let shown = |v: &&String| crate::redact::mask_secret_assignment(v);
             changes.push(FieldChange {
                 field,
                 added: want.difference(&have).map(shown).collect(),

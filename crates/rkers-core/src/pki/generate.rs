@@ -416,7 +416,7 @@ pub(crate) fn normalize_key_pem(name: &str, text: &str) -> Result<String, PkiErr
 
 /// RKE1's `ToCertObject`: the bundle entry with env names, node paths and, for components that
 /// have one, the node-side kubeconfig.
-pub(crate) fn cert_object(
+pub fn cert_object(
     name: &str,
     bundle_cn: Option<&str>,
     bundle_ou: &str,

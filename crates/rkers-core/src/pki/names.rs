@@ -77,7 +77,7 @@ pub fn has_node_kubeconfig(cert_name: &str) -> bool {
 }
 
 /// The bundle's `commonName` / `ouName` fields for a certificate read from a cert dir.
-pub(crate) fn bundle_names_for_dir_entry(cert_name: &str) -> (String, String) {
+pub fn bundle_names_for_dir_entry(cert_name: &str) -> (String, String) {
     match cert_name {
         KUBE_NODE_CERT_NAME => (
             KUBE_NODE_COMMON_NAME.to_string(),

@@ -13,7 +13,7 @@ use super::kdm;
 use super::version::{K8sVersion, VersionRange, minor_key_of};
 
 /// The catalog compiled into the binary.
-const EMBEDDED_JSON: &str = include_str!("../../data/versions.json");
+const EMBEDDED_JSON: &str = include_str!("../../../../data/versions.json");
 
 /// Environment variable RKE reads for an alternative metadata file (RKE also accepts URLs;
 /// rkers only accepts local paths).
@@ -665,6 +665,40 @@ pub(crate) fn linux_images(images: &BTreeMap<String, String>) -> BTreeSet<String
         .filter(|(key, image)| key.as_str() != "windows_pod_infra_container" && !image.is_empty())
         .map(|(_, image)| image.clone())
         .collect()
+}
+
+impl crate::config::VersionCatalog for Catalog {
+    fn default_version(&self) -> String {
+        Catalog::default_version(self)
+    }
+    fn system_images(&self, version: &str) -> Option<BTreeMap<String, String>> {
+        Catalog::system_images(self, version)
+    }
+    fn is_supported(&self, version: &str) -> bool {
+        Catalog::is_supported(self, version)
+    }
+    fn supported_versions(&self) -> Vec<String> {
+        Catalog::supported_versions(self)
+    }
+    fn is_unpublished(&self, version: &str) -> bool {
+        Catalog::is_unpublished(self, version)
+    }
+    fn nearest_versions(&self, version: &str) -> Vec<String> {
+        Catalog::nearest_versions(self, version)
+    }
+}
+
+impl From<crate::metadata::ServiceOptions> for crate::plan::ServiceOptions {
+    fn from(o: crate::metadata::ServiceOptions) -> Self {
+        crate::plan::ServiceOptions {
+            etcd: o.etcd,
+            kube_api: o.kubeapi,
+            kube_controller: o.kube_controller,
+            scheduler: o.scheduler,
+            kubelet: o.kubelet,
+            kubeproxy: o.kubeproxy,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1032,7 +1032,7 @@ fn check_services(cfg: &RkeConfig, report: &mut Report) {
                         &format!("services.{service}.{key}[{i}]"),
                         format!(
                             "\"{}\" is not NAME=value",
-                            crate::output::mask_secret_assignment(entry)
+                            crate::redact::mask_secret_assignment(entry)
                         ),
                     );
                 }

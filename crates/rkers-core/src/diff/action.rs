@@ -51,7 +51,7 @@ pub enum Action {
         path: String,
         reason: String,
         #[serde(skip)]
-        file: Box<crate::phases::files::DesiredFile>,
+        file: Box<crate::files::DesiredFile>,
     },
     RemoveFile {
         path: String,
@@ -165,7 +165,7 @@ pub enum Action {
     /// of the state): `cert rotate`, `encrypt rotate-key`, `etcd snapshot-save`.
     WriteFileSet {
         dir: String,
-        files: Vec<crate::phases::changeset::FileWrite>,
+        files: Vec<crate::files::FileWrite>,
     },
     /// Stop and start a container, then wait until its health check passes (when it has one).
     RestartAndCheck {
@@ -215,7 +215,7 @@ pub enum Action {
         /// What it does, e.g. `save snapshot s1 as /opt/rke/etcd-snapshots/s1.zip`.
         purpose: String,
         #[serde(skip)]
-        spec: Box<crate::hosts::ContainerSpec>,
+        spec: Box<crate::container::ContainerSpec>,
     },
     /// Copy the etcd snapshot `path` from host `from` onto this host (same path).
     CopySnapshotFrom {
@@ -265,7 +265,7 @@ pub enum Action {
         node: String,
         changes: Vec<String>,
         #[serde(skip)]
-        sync: Box<crate::kubeapi::NodeSync>,
+        sync: Box<crate::node::NodeSync>,
     },
     /// Pseudo-host `cluster`: an addon's manifest applied (§19): `changed` are the objects that
     /// are created or change, `pruned` those an earlier run deployed that go. The manifest is
@@ -276,7 +276,7 @@ pub enum Action {
         pruned: Vec<String>,
         reason: String,
         #[serde(skip)]
-        plan: Box<crate::addons::AddonPlan>,
+        plan: Box<crate::addon::AddonPlan>,
     },
     /// Pseudo-host `cluster`: an addon turned off: what an earlier run deployed under
     /// `resource` is deleted, with RKE1's ConfigMap and deploy Job.
@@ -285,7 +285,7 @@ pub enum Action {
         pruned: Vec<String>,
         reason: String,
         #[serde(skip)]
-        plan: Box<crate::addons::AddonPlan>,
+        plan: Box<crate::addon::AddonPlan>,
     },
 }
 
@@ -313,7 +313,7 @@ impl std::fmt::Debug for Sealed {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HealthProbe {
     pub url: String,
-    pub tls: Option<crate::phases::health::TlsMaterial>,
+    pub tls: Option<crate::health::TlsMaterial>,
 }
 
 impl Action {

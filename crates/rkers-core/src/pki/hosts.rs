@@ -15,7 +15,7 @@ use super::{Bundle, CertificatePki, PkiHost, PkiSpec};
 /// helpers RKE1 runs on a node (`etcd-rolling-snapshots`, `etcd-snapshot-once`, the restore
 /// and its `serve`/download pair, §26) use that node's `kube-node` or own `kube-etcd-<node>`
 /// pair. rkers' state recovery from the hosts reads every host and takes each pair from the
-/// host that holds it ([`crate::phases::recover_state`]).
+/// host that holds it (the root package's `phases::recover_state`).
 pub fn cert_names_for_host(spec: &PkiSpec, host: &PkiHost) -> BTreeSet<String> {
     let mut names: BTreeSet<String> = [CA_CERT_NAME, KUBE_PROXY_CERT_NAME, KUBE_NODE_CERT_NAME]
         .into_iter()

@@ -5,7 +5,7 @@
 //! are), before the files step removes the provider file.
 
 use super::{Action, HealthProbe};
-use crate::phases::changeset::FileWrite;
+use crate::files::FileWrite;
 
 /// A controlplane host as the plan step found it.
 pub struct ApiserverHost {
