@@ -30,10 +30,10 @@ fn action_events(out: &str, kind: &str) -> Actions {
     {
         let host = v["host"].as_str().expect("an action event names its host");
         let data = serde_json::from_str(&timeless(&v["data"].to_string())).unwrap();
-        by_host.entry(host.to_string()).or_default().push((
-            timeless(v["action"].as_str().unwrap_or_default()),
-            data,
-        ));
+        by_host
+            .entry(host.to_string())
+            .or_default()
+            .push((timeless(v["action"].as_str().unwrap_or_default()), data));
     }
     by_host
 }
@@ -216,7 +216,8 @@ async fn other_commands_apply_exactly_their_dry_run() {
     let plan = dry_run_is_the_truth(&cluster, &["up"], &[]);
     let actions = texts(&plan, &h1);
     assert!(
-        actions[0].starts_with("take etcd snapshot rkers-pre-<time> first (kube-apiserver recreated on "),
+        actions[0]
+            .starts_with("take etcd snapshot rkers-pre-<time> first (kube-apiserver recreated on "),
         "{}",
         show(&plan)
     );
@@ -433,7 +434,10 @@ async fn up_undoing_a_failed_recreate_applies_its_dry_run_and_the_undo() {
     assert!(ok, "{dry}");
     let planned = action_events(&dry, "planned");
     let (ok, real) = cluster.rkers(&["up", "--output", "json"]);
-    assert!(!ok, "up must fail with an unknown kube-apiserver flag:\n{real}");
+    assert!(
+        !ok,
+        "up must fail with an unknown kube-apiserver flag:\n{real}"
+    );
     let applied = action_events(&real, "applied");
     let plan = &planned[&h1];
     let recreate = plan
@@ -441,9 +445,9 @@ async fn up_undoing_a_failed_recreate_applies_its_dry_run_and_the_undo() {
         .position(|(t, _)| t.starts_with("recreate container kube-apiserver"))
         .unwrap_or_else(|| panic!("{}", show(&planned)));
     assert!(
-        plan[recreate]
-            .0
-            .ends_with("keep kube-apiserver as old-kube-apiserver until https://localhost:6443/healthz answers"),
+        plan[recreate].0.ends_with(
+            "keep kube-apiserver as old-kube-apiserver until https://localhost:6443/healthz answers"
+        ),
         "{}",
         show(&planned)
     );
@@ -466,7 +470,12 @@ async fn up_undoing_a_failed_recreate_applies_its_dry_run_and_the_undo() {
         failed.len() == 1 && failed[0].contains("recreate container kube-apiserver"),
         "{failed:?}"
     );
-    assert_eq!(applied.keys().collect::<Vec<_>>(), [&h1], "{}", show(&applied));
+    assert_eq!(
+        applied.keys().collect::<Vec<_>>(),
+        [&h1],
+        "{}",
+        show(&applied)
+    );
 
     // Back to the standard config for the tests that follow.
     cluster.standard().await;

@@ -86,7 +86,10 @@ async fn a_failed_apiserver_upgrade_is_undone_after_a_snapshot() {
 
     // The run: the snapshot, then kube-apiserver fails its check and is put back.
     let (ok, out) = cluster.rkers(&["up", "--output", "json"]);
-    assert!(!ok, "up must fail with an unknown kube-apiserver flag:\n{out}");
+    assert!(
+        !ok,
+        "up must fail with an unknown kube-apiserver flag:\n{out}"
+    );
     let events: Vec<Value> = out
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
@@ -130,7 +133,11 @@ async fn a_failed_apiserver_upgrade_is_undone_after_a_snapshot() {
         assert!(text.contains(part), "the error lacks {part:?}:\n{text}");
     }
     let after_second = check_undone(&cluster, &state_before, &apiserver_before).await;
-    assert_eq!(after_second.len(), after_first.len() + 1, "{after_second:?}");
+    assert_eq!(
+        after_second.len(),
+        after_first.len() + 1,
+        "{after_second:?}"
+    );
 
     // Back to the config the cluster runs: up succeeds, nothing old- anywhere.
     cluster.reset_config(3);
@@ -142,7 +149,7 @@ async fn a_failed_apiserver_upgrade_is_undone_after_a_snapshot() {
     // next up, and only it.
     cluster.env.on_host(
         "host2",
-        "docker create --name old-kube-proxy \"$(docker inspect -f '{{.Config.Image}}' kube-proxy)\" >/dev/null",
+        "docker create --name old-kube-proxy \"$(docker inspect -f '{{.Config.Image}}' kube-proxy)\" /bin/true >/dev/null",
     );
     let plan = cluster.dry_run();
     assert!(

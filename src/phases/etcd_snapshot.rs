@@ -660,7 +660,9 @@ pub async fn save(
             ));
             continue;
         }
-        for action in member_snapshot_steps(cluster, host, member, name, state.as_deref(), s3).await? {
+        for action in
+            member_snapshot_steps(cluster, host, member, name, state.as_deref(), s3).await?
+        {
             changes.push(SAVE_STAGE, Pace::OneAtATime, &member.address, action);
         }
     }

@@ -96,12 +96,7 @@ fn restore_outcome(failed: Option<&ExecFailure>) -> String {
     }
 }
 
-fn unhealthy(
-    container: &str,
-    cause: &str,
-    logs: &str,
-    restored: Option<&ExecFailure>,
-) -> String {
+fn unhealthy(container: &str, cause: &str, logs: &str, restored: Option<&ExecFailure>) -> String {
     let mut out = format!("the new {container} failed its health check: {cause}");
     if !logs.trim().is_empty() {
         out.push_str(&format!("\n  last log lines of the new {container}:"));
@@ -831,7 +826,10 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
             if let Err(cause) =
                 crate::phases::health::wait_component(host, name, &check.url, tls.as_ref()).await
             {
-                let logs = docker.logs(name, UNHEALTHY_LOG_LINES).await.unwrap_or_default();
+                let logs = docker
+                    .logs(name, UNHEALTHY_LOG_LINES)
+                    .await
+                    .unwrap_or_default();
                 let undone = self.restore_reported(name, was_running).await;
                 return Err(ExecFailure::Unhealthy {
                     container: name.to_string(),

@@ -289,9 +289,7 @@ pub(super) async fn plan(
     super::snapshot::plan_snapshot(
         cluster,
         opts.no_snapshot,
-        old_current
-            .as_ref()
-            .map(|c| c.kubernetes_version.as_str()),
+        old_current.as_ref().map(|c| c.kubernetes_version.as_str()),
         &pool,
         &observed,
         &mut actions,

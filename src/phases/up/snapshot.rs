@@ -58,7 +58,9 @@ pub(super) fn decide(
     }
     let mut reasons = Vec::new();
     if let Some(old) = old_version.filter(|v| !v.is_empty() && *v != new_version) {
-        reasons.push(format!("kubernetes_version changes from {old} to {new_version}"));
+        reasons.push(format!(
+            "kubernetes_version changes from {old} to {new_version}"
+        ));
     }
     for (host, list) in actions {
         let recreated: Vec<&str> = list
@@ -265,7 +267,10 @@ mod tests {
 
     #[test]
     fn a_recreated_control_plane_component_takes_a_snapshot() {
-        let actions = on("10.0.0.1", vec![recreate("kube-apiserver"), recreate("etcd")]);
+        let actions = on(
+            "10.0.0.1",
+            vec![recreate("kube-apiserver"), recreate("etcd")],
+        );
         assert_eq!(
             decide(Some("v1.20.2"), "v1.20.2", &actions, true, false),
             PreChange::Take("kube-apiserver, etcd recreated on 10.0.0.1".into())
@@ -283,7 +288,10 @@ mod tests {
 
     #[test]
     fn worker_changes_and_no_ops_take_none() {
-        let kubelet = on("10.0.0.2", vec![recreate("kubelet"), recreate("kube-proxy")]);
+        let kubelet = on(
+            "10.0.0.2",
+            vec![recreate("kubelet"), recreate("kube-proxy")],
+        );
         assert_eq!(
             decide(Some("v1.20.2"), "v1.20.2", &kubelet, true, false),
             PreChange::NotNeeded
