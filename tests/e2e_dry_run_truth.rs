@@ -2,7 +2,10 @@
 //! command itself with `--output json` on the sandbox; the `planned` events of the first must
 //! equal the `applied` events of the second, action for action and in order per host (the host
 //! keys include the pseudo-hosts `cluster` and `local`), every applied action succeeded, and
-//! the dry run changed nothing on the hosts.
+//! the dry run changed nothing on the hosts. A failed `up` whose recreated kube-apiserver is
+//! undone applies its dry run up to that recreate, then the undo it promised. `up`'s
+//! pre-change etcd snapshot is named after the moment of each plan: that time is the one thing
+//! left out of the comparison.
 //!
 //! One cluster serves the commands that leave it running (`etcd snapshot-save`, `cert rotate
 //! --service kubelet`, `encrypt rotate-key`, then `up` turning encryption off); `remove` comes
