@@ -454,13 +454,16 @@ async fn up_undoing_a_failed_recreate_applies_its_dry_run_and_the_undo() {
         "{}",
         show(&planned)
     );
-    let mut expected = plan[..=recreate].to_vec();
+    // The undo is reported as it happens, inside the recreate, whose failure is reported once
+    // it returns: the restore's event comes first.
+    let mut expected = plan[..recreate].to_vec();
     expected.push((
         "put back and start the previous container kube-apiserver (from old-kube-apiserver: its \
          replacement failed)"
             .to_string(),
         serde_json::json!({"action": "restore_container", "name": "kube-apiserver", "start": true}),
     ));
+    expected.push(plan[recreate].clone());
     assert_eq!(
         applied[&h1],
         expected,
