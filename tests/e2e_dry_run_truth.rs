@@ -2,7 +2,10 @@
 //! command itself with `--output json` on the sandbox; the `planned` events of the first must
 //! equal the `applied` events of the second, action for action and in order per host (the host
 //! keys include the pseudo-hosts `cluster` and `local`), every applied action succeeded, and
-//! the dry run changed nothing on the hosts.
+//! the dry run changed nothing on the hosts. A failed `up` whose recreated kube-apiserver is
+//! undone applies its dry run up to that recreate, then the undo it promised. `up`'s
+//! pre-change etcd snapshot is named after the moment of each plan: that time is the one thing
+//! left out of the comparison.
 //!
 //! One cluster serves the commands that leave it running (`etcd snapshot-save`, `cert rotate
 //! --service kubelet`, `encrypt rotate-key`, then `up` turning encryption off); `remove` comes
@@ -29,12 +32,33 @@ fn action_events(out: &str, kind: &str) -> Actions {
         .filter(|v| v["event"] == kind)
     {
         let host = v["host"].as_str().expect("an action event names its host");
-        by_host.entry(host.to_string()).or_default().push((
-            v["action"].as_str().unwrap_or_default().to_string(),
-            v["data"].clone(),
-        ));
+        let data = serde_json::from_str(&timeless(&v["data"].to_string())).unwrap();
+        by_host
+            .entry(host.to_string())
+            .or_default()
+            .push((timeless(v["action"].as_str().unwrap_or_default()), data));
     }
     by_host
+}
+
+/// `up`'s pre-change snapshot is named after the moment its plan was made
+/// (`rkers-pre-20261127T163600Z`), which differs between a dry run and the run after it: the
+/// time is left out of the comparison, nothing else.
+fn timeless(text: &str) -> String {
+    const PREFIX: &str = "rkers-pre-";
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(PREFIX) {
+        out.push_str(&rest[..at + PREFIX.len()]);
+        rest = &rest[at + PREFIX.len()..];
+        let time_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == 'T' || c == 'Z'))
+            .unwrap_or(rest.len());
+        out.push_str("<time>");
+        rest = &rest[time_len..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Failed `applied` events, as `host: action: error`.
@@ -189,10 +213,18 @@ async fn other_commands_apply_exactly_their_dry_run() {
     // Encryption turned off through `up`: host1 (the one controlplane host) first writes the
     // identity-first provider file and restarts kube-apiserver with it, the cluster rewrites
     // every Secret in plain text, and only then does host1 drop the provider file and
-    // recreate kube-apiserver without it.
+    // recreate kube-apiserver without it. Before all of it, since kube-apiserver is recreated,
+    // host1 (the etcd host) takes an etcd snapshot.
     cluster.reset_config(3);
     let plan = dry_run_is_the_truth(&cluster, &["up"], &[]);
     let actions = texts(&plan, &h1);
+    assert!(
+        actions[0]
+            .starts_with("take etcd snapshot rkers-pre-<time> first (kube-apiserver recreated on "),
+        "{}",
+        show(&plan)
+    );
+    let actions = &actions[1..];
     assert!(
         actions.len() > 3
             && actions[0].starts_with(
@@ -381,6 +413,74 @@ async fn up_with_one_changed_flag_applies_exactly_its_dry_run() {
         ],
         "{}",
         show(&plan)
+    );
+
+    // Back to the standard config for the tests that follow.
+    cluster.standard().await;
+}
+
+/// `up` whose new kube-apiserver fails its health check (an unknown flag): what it applied is
+/// its dry run up to that recreate, which failed, then the undo the recreate's "keep … until"
+/// promised (the previous container put back), and nothing after it.
+#[tokio::test(flavor = "multi_thread")]
+async fn up_undoing_a_failed_recreate_applies_its_dry_run_and_the_undo() {
+    let Some(cluster) = E2e::new() else { return };
+    cluster.standard().await;
+    let h1 = cluster.env.ip(1);
+    cluster.edit(|t| {
+        t.replace(
+            "services:\n",
+            "services:\n  kube-api:\n    extra_args:\n      no-such-flag: \"1\"\n",
+        )
+    });
+    let (ok, dry) = cluster.rkers(&["up", "--dry-run", "--output", "json"]);
+    assert!(ok, "{dry}");
+    let planned = action_events(&dry, "planned");
+    let (ok, real) = cluster.rkers(&["up", "--output", "json"]);
+    assert!(
+        !ok,
+        "up must fail with an unknown kube-apiserver flag:\n{real}"
+    );
+    let applied = action_events(&real, "applied");
+    let plan = &planned[&h1];
+    let recreate = plan
+        .iter()
+        .position(|(t, _)| t.starts_with("recreate container kube-apiserver"))
+        .unwrap_or_else(|| panic!("{}", show(&planned)));
+    assert!(
+        plan[recreate].0.ends_with(
+            "keep kube-apiserver as old-kube-apiserver until https://localhost:6443/healthz answers"
+        ),
+        "{}",
+        show(&planned)
+    );
+    // The undo is reported as it happens, inside the recreate, whose failure is reported once
+    // it returns: the restore's event comes first.
+    let mut expected = plan[..recreate].to_vec();
+    expected.push((
+        "put back and start the previous container kube-apiserver (from old-kube-apiserver: its \
+         replacement failed)"
+            .to_string(),
+        serde_json::json!({"action": "restore_container", "name": "kube-apiserver", "start": true}),
+    ));
+    expected.push(plan[recreate].clone());
+    assert_eq!(
+        applied[&h1],
+        expected,
+        "applied (left) differs from the dry run and its undo (right):\n{}",
+        show(&applied)
+    );
+    // Only the recreate failed; the other hosts and the cluster were not touched.
+    let failed = failed_actions(&real);
+    assert!(
+        failed.len() == 1 && failed[0].contains("recreate container kube-apiserver"),
+        "{failed:?}"
+    );
+    assert_eq!(
+        applied.keys().collect::<Vec<_>>(),
+        [&h1],
+        "{}",
+        show(&applied)
     );
 
     // Back to the standard config for the tests that follow.

@@ -113,9 +113,12 @@ async fn cluster_lifecycle_on_the_sandbox() {
     });
     let plan = cluster.dry_run();
     assert!(plan.contains("recreate container kube-apiserver"), "{plan}");
-    // With its log links, and the state Secret that records the new flag.
+    // With the etcd snapshot taken first, its log links, and the state Secret that records
+    // the new flag.
     assert!(
-        plan.contains("link the logs of kube-apiserver") && plan.contains("3 actions on 4 hosts"),
+        plan.contains("take etcd snapshot rkers-pre-")
+            && plan.contains("link the logs of kube-apiserver")
+            && plan.contains("4 actions on 4 hosts"),
         "{plan}"
     );
     cluster.up();

@@ -138,6 +138,8 @@ pub struct UpRequest {
     /// Go on with a minor upgrade although the target minor stops serving API versions the
     /// cluster uses (`--ignore-removed-apis`).
     pub ignore_removed_apis: bool,
+    /// Take no etcd snapshot before a change to etcd or the control plane (`--no-snapshot`).
+    pub no_snapshot: bool,
 }
 
 /// What [`plan_with`] takes, the dry run's part of [`UpRequest`].
@@ -577,6 +579,7 @@ fn up_options(run: &Run, req: &UpRequest, dry_run: bool) -> phases::up::UpOption
         ignore_blocking_webhooks: false,
         ignore_removed_apis: req.ignore_removed_apis,
         dind: false,
+        no_snapshot: req.no_snapshot,
     }
 }
 

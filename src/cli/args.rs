@@ -174,6 +174,10 @@ pub struct UpArgs {
     /// cluster uses (objects, addon manifests, last-applied configurations, requests).
     #[arg(long)]
     pub ignore_removed_apis: bool,
+    /// Take no etcd snapshot (rkers-pre-<UTC time>) before a change to etcd or the control
+    /// plane; a change that fails half-way can then only be undone from an older snapshot.
+    #[arg(long)]
+    pub no_snapshot: bool,
 }
 
 #[derive(Args, Debug)]

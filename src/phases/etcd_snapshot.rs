@@ -526,6 +526,54 @@ async fn pull_if_missing(
 
 const SAVE_STAGE: &str = "etcd snapshot";
 
+/// What saving snapshot `name` takes on one member whose etcd runs (§26.1 step 3): the state
+/// file `state` put beside the snapshot (when there is one), the helper image when the host
+/// lacks it, and the one-shot helper that takes, zips and (with S3) uploads the snapshot.
+pub async fn member_snapshot_steps(
+    cluster: &Cluster,
+    host: &Host,
+    member: &EtcdMember,
+    name: &str,
+    state: Option<&[u8]>,
+    s3: Option<&S3BackupConfig>,
+) -> Result<Vec<Action>, crate::hosts::HostError> {
+    let image = backup_image(cluster);
+    let etcd = &cluster.config.services.etcd;
+    let zip = format!("{SNAPSHOT_DIR}/{name}.zip");
+    let purpose = match s3 {
+        Some(s3) => format!(
+            "save snapshot {name} as {zip} and upload it to {}",
+            s3_location(s3, name)
+        ),
+        None => format!("save snapshot {name} as {zip}"),
+    };
+    let prefix = prefix_of(cluster, host);
+    let mut steps = Vec::new();
+    if let Some(state) = state {
+        steps.push(Action::WriteFileSet {
+            dir: plan::join_path(&[&prefix, "/etc/kubernetes"]),
+            files: vec![FileWrite {
+                path: format!("{name}.rkestate"),
+                mode: 0o600,
+                reason: "the cluster state, zipped with the snapshot".into(),
+                contents: state.to_vec(),
+            }],
+        });
+    }
+    if !host.docker().image_exists(&image).await? {
+        steps.push(Action::PullImage {
+            image: image.clone(),
+        });
+    }
+    steps.push(Action::RunOneShot {
+        container: SNAPSHOT_ONCE.into(),
+        image: image.clone(),
+        purpose,
+        spec: Box::new(snapshot_once_spec(&image, name, member, &prefix, etcd, s3)),
+    });
+    Ok(steps)
+}
+
 /// `rkers etcd snapshot-save` (§26.1): on every etcd host, one after the other, the local state
 /// file is put beside the snapshot and `etcd-snapshot-once` takes, zips and (with S3) uploads it.
 /// Hosts that cannot be reached, whose etcd is not running, or that fail are named; the command
@@ -568,16 +616,6 @@ pub async fn save(
         }
     }
     let pool = HostPool::from_attempts(reachable, opts.ssh.concurrency).await?;
-    let image = backup_image(cluster);
-    let etcd = &cluster.config.services.etcd;
-    let zip = format!("{SNAPSHOT_DIR}/{name}.zip");
-    let purpose = match s3 {
-        Some(s3) => format!(
-            "save snapshot {name} as {zip} and upload it to {}",
-            s3_location(s3, name)
-        ),
-        None => format!("save snapshot {name} as {zip}"),
-    };
     let mut changes = Changeset::default();
     for member in &members {
         let Some(host) = pool.get(&member.address) else {
@@ -595,35 +633,11 @@ pub async fn save(
             ));
             continue;
         }
-        let prefix = prefix_of(cluster, host);
-        if let Some(state) = &state {
-            changes.push(
-                SAVE_STAGE,
-                Pace::OneAtATime,
-                &member.address,
-                Action::WriteFileSet {
-                    dir: plan::join_path(&[&prefix, "/etc/kubernetes"]),
-                    files: vec![FileWrite {
-                        path: format!("{name}.rkestate"),
-                        mode: 0o600,
-                        reason: "the cluster state, zipped with the snapshot".into(),
-                        contents: state.clone(),
-                    }],
-                },
-            );
+        for action in
+            member_snapshot_steps(cluster, host, member, name, state.as_deref(), s3).await?
+        {
+            changes.push(SAVE_STAGE, Pace::OneAtATime, &member.address, action);
         }
-        pull_if_missing(&mut changes, SAVE_STAGE, host, &image).await?;
-        changes.push(
-            SAVE_STAGE,
-            Pace::OneAtATime,
-            &member.address,
-            Action::RunOneShot {
-                container: SNAPSHOT_ONCE.into(),
-                image: image.clone(),
-                purpose: purpose.clone(),
-                spec: Box::new(snapshot_once_spec(&image, name, member, &prefix, etcd, s3)),
-            },
-        );
     }
     phase.done();
     if opts.dry_run {

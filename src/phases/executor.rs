@@ -25,6 +25,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// How many of a failed replacement's last log lines its error shows.
+const UNHEALTHY_LOG_LINES: usize = 10;
+
 /// How often a learner's promotion is tried (once a second) before the join counts as failed.
 const PROMOTE_ATTEMPTS: u32 = 45;
 
@@ -69,6 +72,16 @@ pub enum ExecFailure {
         cause: Box<ExecFailure>,
         restored: Option<Box<ExecFailure>>,
     },
+    /// A replacement container started but failed its health check (`cause`, which names the
+    /// check); `logs` are its last lines. `restored` is why the previous container could not
+    /// be put back (`None`: the host runs what it ran before).
+    #[error("{}", unhealthy(.container, .cause, .logs, .restored.as_deref()))]
+    Unhealthy {
+        container: String,
+        cause: String,
+        logs: String,
+        restored: Option<Box<ExecFailure>>,
+    },
     /// The action needs something its command did not give the executor (a connected host,
     /// the API, an etcd member to go through, the state to save): a bug in the command or a
     /// host that could not be reached, never the input.
@@ -81,6 +94,30 @@ fn restore_outcome(failed: Option<&ExecFailure>) -> String {
         None => "the previous container was put back under its name".to_string(),
         Some(e) => format!("the previous container could not be put back either: {e}"),
     }
+}
+
+fn unhealthy(container: &str, cause: &str, logs: &str, restored: Option<&ExecFailure>) -> String {
+    let mut out = format!("the new {container} failed its health check: {cause}");
+    if !logs.trim().is_empty() {
+        out.push_str(&format!("\n  last log lines of the new {container}:"));
+        for line in logs.lines() {
+            out.push_str(&format!("\n    {line}"));
+        }
+    }
+    let old = format!("{}{container}", plan::OLD_PREFIX);
+    out.push_str(&match restored {
+        None => format!(
+            "\n  the host was restored: the previous {container} runs again under its name; \
+             fix cluster.yml (or what the log names) and run `rkers up` again"
+        ),
+        Some(e) => format!(
+            "\n  the host was NOT restored: the previous {container} could not be put back: {e}\n  \
+             remedy: on the host, `docker rm -f {container}; docker rename {old} {container}; \
+             docker start {container}` if {old} still exists, else fix cluster.yml and run \
+             `rkers up` again"
+        ),
+    });
+    out
 }
 
 impl From<HostError> for ExecFailure {
@@ -107,6 +144,9 @@ pub struct Executor<'a> {
     one_shot_logs: Mutex<BTreeMap<String, String>>,
     /// `rkers up` for a snapshot restore's last step.
     up: Option<RunUp<'a>>,
+    /// The certificates a recreated container's health check presents (the cluster CA, a
+    /// client certificate); without them a check is made without TLS material.
+    certificates: crate::pki::Bundle,
 }
 
 /// Runs `rkers up` (a snapshot restore's last step). Given by the command as a closure: `up`
@@ -132,7 +172,33 @@ impl<'a> Executor<'a> {
             one_shot_timeout: Duration::from_secs(300),
             one_shot_logs: Mutex::new(BTreeMap::new()),
             up: None,
+            certificates: crate::pki::Bundle::new(),
         }
+    }
+
+    /// The certificates health checks present.
+    pub fn with_certificates(mut self, bundle: crate::pki::Bundle) -> Self {
+        self.certificates = bundle;
+        self
+    }
+
+    /// The TLS material of a planned health check: the cluster CA, and the client
+    /// certificate the check names.
+    pub fn health_tls(
+        &self,
+        check: &plan::HealthCheck,
+    ) -> Option<crate::phases::health::TlsMaterial> {
+        let bundle = &self.certificates;
+        check
+            .client_certificate
+            .as_ref()
+            .map(|c| crate::phases::health::TlsMaterial {
+                ca_pem: bundle
+                    .get(crate::pki::names::CA_CERT_NAME)
+                    .map(|ca| ca.certificate_pem.clone()),
+                client_cert_pem: bundle.get(c).map(|c| c.certificate_pem.clone()),
+                client_key_pem: bundle.get(c).map(|c| c.key_pem.clone()),
+            })
     }
 
     /// The hosts actions are applied on, by their names.
@@ -577,6 +643,13 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                     .insert(format!("{}/{container}", self.name), logs);
                 Ok(())
             }
+            // The steps `etcd snapshot-save` takes for one member, as one action of `up`.
+            Action::SaveEtcdSnapshot { steps, .. } => {
+                for step in steps {
+                    Box::pin(self.run(step)).await?;
+                }
+                Ok(())
+            }
             Action::CopySnapshotFrom { from, path, image } => {
                 let source = exec
                     .hosts
@@ -717,10 +790,12 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
         create_and_start(docker, name, spec, start).await
     }
 
-    /// RKE1's rolling replace (§22.1): the old container is kept aside until the new one
-    /// runs. When the new one cannot be created or started, the old one is put back under its
-    /// name and started again (reported as a [`Action::RestoreContainer`] of its own), so the
-    /// host keeps the component it had, and the failure names the cause.
+    /// RKE1's rolling replace (§22.1): the old container is kept aside as `old-<name>` until
+    /// the new one runs and, when it has a health check, passes it. When the new one cannot be
+    /// created or started, or fails its check, the old one is put back under its name and
+    /// started again (reported as a [`Action::RestoreContainer`] of its own), so the host
+    /// keeps the component it had, and the failure names the cause (with the failed
+    /// container's last log lines).
     async fn recreate(
         &self,
         name: &str,
@@ -737,23 +812,50 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
         docker.stop_container(name).await?;
         docker.rename_container(name, &old).await?;
         if let Err(failed) = create_and_start(docker, name, spec, start).await {
-            let restore = Action::RestoreContainer {
-                name: name.to_string(),
-                start: was_running,
-            };
-            let undone = self.restore(name, was_running).await;
-            self.exec.reporter.applied(
-                self.name,
-                &restore,
-                undone.as_ref().err().map(|e| e.to_string()).as_deref(),
-            );
+            let undone = self.restore_reported(name, was_running).await;
             return Err(ExecFailure::Replace {
                 cause: Box::new(failed),
                 restored: undone.err().map(Box::new),
             });
         }
+        if crate::diff::undo_check(start, spec).is_some()
+            && let Some(check) = &spec.health_check
+        {
+            let tls = self.exec.health_tls(check);
+            let host = self.host()?;
+            if let Err(cause) =
+                crate::phases::health::wait_component(host, name, &check.url, tls.as_ref()).await
+            {
+                let logs = docker
+                    .logs(name, UNHEALTHY_LOG_LINES)
+                    .await
+                    .unwrap_or_default();
+                let undone = self.restore_reported(name, was_running).await;
+                return Err(ExecFailure::Unhealthy {
+                    container: name.to_string(),
+                    cause,
+                    logs,
+                    restored: undone.err().map(Box::new),
+                });
+            }
+        }
         docker.remove_container(&old).await?;
         Ok(())
+    }
+
+    /// [`Self::restore`], reported as the applied [`Action::RestoreContainer`] it is.
+    async fn restore_reported(&self, name: &str, start: bool) -> Result<(), ExecFailure> {
+        let restore = Action::RestoreContainer {
+            name: name.to_string(),
+            start,
+        };
+        let undone = self.restore(name, start).await;
+        self.exec.reporter.applied(
+            self.name,
+            &restore,
+            undone.as_ref().err().map(|e| e.to_string()).as_deref(),
+        );
+        undone
     }
 
     /// Puts `old-<name>` back as `<name>` (a half-made replacement removed first), started

@@ -115,6 +115,8 @@ pub async fn run(
                     ignore_removed_apis: false,
                     // `etcd snapshot-restore` has no `--dind`.
                     dind: false,
+                    // etcd was just restored from a snapshot, and `up` recreates nothing.
+                    no_snapshot: true,
                 },
             };
             etcd_snapshot::restore(cluster, &opts, reporter)

@@ -55,6 +55,7 @@ pub async fn run(
         ignore_blocking_webhooks: args.ignore_blocking_webhooks,
         ignore_removed_apis: args.ignore_removed_apis,
         dind: args.dind,
+        no_snapshot: args.no_snapshot,
     };
     if let Some(links) = links {
         opts.ssh.links = links;

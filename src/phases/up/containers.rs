@@ -4,8 +4,7 @@
 use super::run::Run;
 use crate::diff::Action;
 use crate::hosts::Host;
-use crate::phases::health::{self, TlsMaterial};
-use crate::pki;
+use crate::phases::health;
 use crate::plan::{self, HostPlan};
 
 /// Brings one container to its planned state, then checks its health; once per run (a
@@ -79,7 +78,7 @@ async fn wait_healthy(run: &Run, host: &Host, h: &HostPlan, name: &str) -> Resul
     if spec.start
         && let Some(check) = &spec.health_check
     {
-        let tls = check_tls(run, check);
+        let tls = run.exec.health_tls(check);
         health::wait_component(host, name, &check.url, tls.as_ref()).await?;
     }
     Ok(())
@@ -100,15 +99,4 @@ pub(super) async fn remove_unplanned(
         .apply(&actions)
         .await
         .map_err(|e| e.to_string())
-}
-
-pub(super) fn check_tls(run: &Run, check: &plan::HealthCheck) -> Option<TlsMaterial> {
-    check.client_certificate.as_ref().map(|c| TlsMaterial {
-        ca_pem: run
-            .bundle
-            .get(pki::names::CA_CERT_NAME)
-            .map(|ca| ca.certificate_pem.clone()),
-        client_cert_pem: run.bundle.get(c).map(|c| c.certificate_pem.clone()),
-        client_key_pem: run.bundle.get(c).map(|c| c.key_pem.clone()),
-    })
 }

@@ -2,7 +2,6 @@
 //! (as learners when etcd supports them, promoted once caught up, removed again on failure).
 
 use super::UpError;
-use super::containers::check_tls;
 use super::run::{ETCD_PLANE, Run};
 use crate::diff::Action;
 use crate::hosts::{Host, HostPool};
@@ -266,7 +265,7 @@ pub(super) async fn join_etcd_members(run: &Arc<Run>, runner: &Runner) -> Result
                             .and_then(|c| c.health_check.clone())
                     });
                 if let Some(check) = check {
-                    let tls = check_tls(run, &check);
+                    let tls = run.exec.health_tls(&check);
                     health::wait_healthy(
                         host.link().as_ref(),
                         &check.url,

@@ -40,7 +40,7 @@ pub(super) fn observed_view(c: &hosts::ObservedContainer) -> diff::ObservedConta
 }
 
 /// Puts one host's actions in the order `up` applies them, which is what the dry run shows:
-/// files first (every host at once), calico's directories, images; on a new cluster's Linux
+/// what comes before any change (the pre-change snapshot, stale `old-…` containers), files (every host at once), calico's directories, images; on a new cluster's Linux
 /// host (`early_workers`) its [`EARLY_WORKER_PLANE`]; wins; etcd members leaving (their etcd
 /// containers with them), then joining; then the containers plane by plane, in the order of
 /// `planes` (the host's etcd, control and worker planes) and of each plane's list, a Windows
@@ -66,10 +66,11 @@ pub(crate) fn in_run_order(actions: &mut [Action], early_workers: bool, planes: 
     };
     let rank = |a: &Action| -> (usize, usize) {
         match a {
+            _ if super::snapshot::before_changes(a) => (0, 0),
             Action::UploadFile { .. }
             | Action::RemoveFile { .. }
             | Action::SetFileMode { .. }
-            | Action::CreateDirectories { .. } => (0, 0),
+            | Action::CreateDirectories { .. } => (0, 1),
             Action::EnsureCniDirectory { .. } | Action::WriteTmpfilesEntry { .. } => (1, 0),
             Action::PullImage { .. } => (2, 0),
             // A member leaving: its etcd containers and data directory go with it.
@@ -245,6 +246,7 @@ pub(super) fn host_actions(
             });
         }
     }
+    actions.extend(super::snapshot::stale_old_containers(obs));
     replaced_by_worker_plane(&mut actions);
     // A Windows worker whose worker plane changes: wins is about to start processes, and one
     // that outlived its wins server makes every start fail at wins' rename (windows-wins.md

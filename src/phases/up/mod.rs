@@ -9,7 +9,8 @@
 //!    with what each host runs and holds (`host_actions`), and what the cluster holds through
 //!    its API (`cluster_actions`); the result is the list of actions `--dry-run` prints
 //!    (`dry_run`).
-//! 4. apply: `files` and certificates, images, Windows hosts' wins (`windows`), the etcd
+//! 4. apply: first what comes before any change (`snapshot`: the etcd snapshot a change to
+//!    etcd or the control plane takes, stale `old-…` containers), then `files` and certificates, images, Windows hosts' wins (`windows`), the etcd
 //!    plane (`etcd_members`, `etcd`), the control plane (`planes`, `rolling`), RBAC and
 //!    the current state (`cluster`), the worker plane, node labels and taints and log links
 //!    (`nodes`), hosts that left (`removed_hosts`), in RKE1's order, hosts in parallel where
@@ -35,6 +36,7 @@ mod removed_apis;
 mod removed_hosts;
 mod rolling;
 mod run;
+mod snapshot;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -75,6 +77,8 @@ pub struct UpOptions {
     pub ignore_removed_apis: bool,
     /// `--dind`: the plan takes RKE1's docker-in-docker flags.
     pub dind: bool,
+    /// `--no-snapshot`: no etcd snapshot before a change to etcd or the control plane.
+    pub no_snapshot: bool,
 }
 
 pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Result<(), UpError> {
@@ -103,6 +107,9 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     let old_current = loaded.old_current.as_ref();
 
     // 4. apply
+    // The etcd snapshot a change to etcd or the control plane takes first, and the `old-…`
+    // containers an interrupted run left; a failure here stops the run with nothing changed.
+    snapshot::apply_before_changes(&run, &runner).await?;
     // Encryption turned off: Secrets go back to plain text while the cluster still runs as it
     // was, before the files step removes the provider file; done after it, the step wrote the
     // file back and the next `up` had to remove it again (§23).

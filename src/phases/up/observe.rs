@@ -30,6 +30,11 @@ pub(super) async fn observe(
                 obs.containers.insert(name.to_string(), c);
             }
         }
+        for old in super::snapshot::old_names() {
+            if docker.inspect_container(&old).await?.is_some() {
+                obs.stale_old.push(old);
+            }
+        }
         let mut images: BTreeSet<&str> = h.containers.values().map(|c| c.image.as_str()).collect();
         images.insert(helper_image);
         for image in images {

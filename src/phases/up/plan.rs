@@ -285,6 +285,18 @@ pub(super) async fn plan(
                 &all_actions,
             )
         });
+    // Before any change: the etcd snapshot, when etcd or the control plane changes.
+    super::snapshot::plan_snapshot(
+        cluster,
+        opts.no_snapshot,
+        old_current.as_ref().map(|c| c.kubernetes_version.as_str()),
+        &pool,
+        &observed,
+        &mut actions,
+        &mut all_actions,
+        reporter,
+    )
+    .await?;
     // Each Linux host's log links follow from its created containers: its last action.
     for shown in all_actions.iter_mut() {
         let windows = cluster_plan.windows.contains_key(&shown.host);

@@ -60,6 +60,8 @@ pub(super) struct Observed {
     pub(super) images: BTreeMap<String, Option<Vec<String>>>,
     /// Windows workers: directories and wins as found (`files` holds their files).
     pub(super) windows: Option<crate::phases::windows::WindowsObserved>,
+    /// `old-…` containers an interrupted replacement left.
+    pub(super) stale_old: Vec<String>,
 }
 
 /// A host that left the cluster, as `up` found it.
@@ -111,7 +113,8 @@ impl Run {
                     .filter_map(|r| r.reachable.as_ref().map(|(h, _)| h)),
             )
             .with_kubeconfig(kubeconfig)
-            .with_rbac(planned.rbac);
+            .with_rbac(planned.rbac)
+            .with_certificates(planned.bundle.clone());
         Run {
             exec,
             pool: planned.pool,

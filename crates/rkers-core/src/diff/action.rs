@@ -31,9 +31,9 @@ pub enum Action {
     StartContainer {
         name: String,
     },
-    /// Never planned: what a failed [`Action::RecreateContainer`] does to undo itself. The
-    /// previous container, kept aside as `old-<name>`, gets its name back and is started again
-    /// when it ran.
+    /// Never planned: what a failed [`Action::RecreateContainer`] does to undo itself (the new
+    /// container did not start, or failed its health check). The previous container, kept
+    /// aside as `old-<name>`, gets its name back and is started again when it ran.
     RestoreContainer {
         name: String,
         start: bool,
@@ -217,6 +217,15 @@ pub enum Action {
         #[serde(skip)]
         spec: Box<crate::container::ContainerSpec>,
     },
+    /// `up`, before it changes etcd or the control plane: the etcd snapshot `name` of this
+    /// member, taken by `steps` (what `etcd snapshot-save` plans for one member: the state
+    /// file beside it, the helper image when missing, the one-shot helper).
+    SaveEtcdSnapshot {
+        name: String,
+        /// Why a snapshot is taken first, e.g. `kube-apiserver is recreated on 10.0.0.1`.
+        reason: String,
+        steps: Vec<Action>,
+    },
     /// Copy the etcd snapshot `path` from host `from` onto this host (same path).
     CopySnapshotFrom {
         from: String,
@@ -328,6 +337,16 @@ impl Action {
     }
 }
 
+/// The health check a recreated container must pass before the container it replaces is
+/// dropped (and that puts the previous one back when it fails): the new container runs and
+/// has a check.
+pub fn undo_check(start: bool, spec: &crate::plan::ContainerSpec) -> Option<&str> {
+    spec.health_check
+        .as_ref()
+        .filter(|_| start)
+        .map(|c| c.url.as_str())
+}
+
 fn octal<S: serde::Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format!("{mode:04o}"))
 }
@@ -346,10 +365,22 @@ impl std::fmt::Display for Action {
                 let verb = if *start { "create and start" } else { "create" };
                 write!(f, "{verb} container {name} ({image})")
             }
-            Action::RecreateContainer { name, changes, .. } => {
+            Action::RecreateContainer {
+                name,
+                changes,
+                start,
+                spec,
+            } => {
                 write!(f, "recreate container {name}")?;
                 for c in changes {
                     write!(f, "\n      {c}")?;
+                }
+                if let Some(url) = undo_check(*start, spec) {
+                    write!(
+                        f,
+                        "\n      keep {name} as {}{name} until {url} answers",
+                        crate::plan::OLD_PREFIX
+                    )?;
                 }
                 Ok(())
             }
@@ -493,6 +524,18 @@ impl std::fmt::Display for Action {
                 purpose,
                 ..
             } => write!(f, "{purpose} (one-shot container {container}, {image})"),
+            Action::SaveEtcdSnapshot {
+                name,
+                reason,
+                steps,
+            } => {
+                write!(f, "take etcd snapshot {name} first ({reason}):")?;
+                for step in steps {
+                    let step = step.to_string().replace('\n', "\n  ");
+                    write!(f, "\n      {step}")?;
+                }
+                Ok(())
+            }
             Action::CopySnapshotFrom { from, path, .. } => {
                 write!(f, "copy {path} from host {from}")
             }

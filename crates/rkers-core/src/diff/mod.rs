@@ -18,7 +18,7 @@ pub mod minor;
 mod reasons;
 pub mod removed_apis;
 
-pub use action::{Action, HealthProbe, HostActions, Sealed, render_dry_run};
+pub use action::{Action, HealthProbe, HostActions, Sealed, render_dry_run, undo_check};
 pub use content::same_file_content;
 pub use reasons::{newer_default_for_change, newer_default_for_file};
 

@@ -1,0 +1,185 @@
+//! Upgrades that undo themselves (issue 30, items 1 and 2) on the sandbox: a change to the
+//! control plane takes an etcd snapshot first, and a recreated kube-apiserver that fails its
+//! health check (an unknown flag) is replaced by the one it replaced: the run fails naming
+//! the host, the container, the check and the log, the API answers again, no `old-…`
+//! container is left, the state keeps what the cluster runs, and a second identical `up` fails
+//! the same way without making anything worse. Reverting the config then succeeds, and a
+//! stale `old-…` container a killed run left is cleaned up by the next `up`.
+//!
+//! nextest runs this binary in the `sandbox` group (one at a time on the shared hosts).
+
+mod support;
+
+use serde_json::Value;
+use std::time::Duration;
+use support::e2e::{E2e, HOSTS, wait_nodes_ready};
+
+const BAD_FLAG: &str = "services:\n  kube-api:\n    extra_args:\n      no-such-flag: \"1\"\n";
+
+/// The `rkers-pre-…` snapshot archives on `host`.
+fn pre_change_snapshots(cluster: &E2e, host: &str) -> Vec<String> {
+    cluster
+        .env
+        .on_host(host, "ls /opt/rke/etcd-snapshots/ 2>/dev/null || true")
+        .lines()
+        .filter(|l| l.starts_with("rkers-pre-") && l.ends_with(".zip"))
+        .map(str::to_string)
+        .collect()
+}
+
+fn old_containers(cluster: &E2e) -> Vec<String> {
+    HOSTS
+        .iter()
+        .flat_map(|h| {
+            cluster
+                .env
+                .container_names(h)
+                .into_iter()
+                .filter(|n| n.starts_with("old-"))
+                .map(move |n| format!("{h}/{n}"))
+        })
+        .collect()
+}
+
+/// The API answers through the kubeconfig (the kube-apiserver that runs on host1).
+async fn api_answers(cluster: &E2e) {
+    for _ in 0..60 {
+        let (ok, _) = cluster.kubectl(&["get", "--raw", "/readyz"]);
+        if ok {
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    panic!("the API does not answer after the undo");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_apiserver_upgrade_is_undone_after_a_snapshot() {
+    let Some(cluster) = E2e::new() else { return };
+    let api = cluster.standard().await;
+    let h1 = cluster.env.ip(1);
+    let state_before = cluster.state()["currentState"].clone();
+    let apiserver_before = cluster.env.container_ids(&["host1"])["host1/kube-apiserver"].clone();
+    let snapshots_before = pre_change_snapshots(&cluster, "host1");
+
+    cluster.edit(|t| t.replacen("services:\n", BAD_FLAG, 1));
+    // The dry run says what the run keeps for its undo and that it takes a snapshot first.
+    let plan = cluster.dry_run();
+    assert!(
+        plan.contains("take etcd snapshot rkers-pre-")
+            && plan.contains("(kube-apiserver recreated on ")
+            && plan.contains(
+                "keep kube-apiserver as old-kube-apiserver until https://localhost:6443/healthz \
+                 answers"
+            ),
+        "{plan}"
+    );
+    // `--no-snapshot` plans none, and says what that risks.
+    let (ok, no_snapshot) = cluster.rkers(&["up", "--dry-run", "--no-snapshot"]);
+    assert!(ok, "{no_snapshot}");
+    assert!(
+        !no_snapshot.contains("take etcd snapshot")
+            && no_snapshot.contains("--no-snapshot: no etcd snapshot is taken")
+            && no_snapshot.contains("older snapshot"),
+        "{no_snapshot}"
+    );
+
+    // The run: the snapshot, then kube-apiserver fails its check and is put back.
+    let (ok, out) = cluster.rkers(&["up", "--output", "json"]);
+    assert!(
+        !ok,
+        "up must fail with an unknown kube-apiserver flag:\n{out}"
+    );
+    let events: Vec<Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let applied = |kind: &str| {
+        events
+            .iter()
+            .filter(|v| v["event"] == "applied" && v["data"]["action"] == kind)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let restores = applied("restore_container");
+    assert_eq!(restores.len(), 1, "{out}");
+    assert_eq!(restores[0]["host"], h1.as_str(), "{out}");
+    assert_eq!(restores[0]["data"]["name"], "kube-apiserver", "{out}");
+    assert_eq!(restores[0]["status"], "ok", "{out}");
+    let snapshots = applied("save_etcd_snapshot");
+    assert!(
+        snapshots.len() == 1 && snapshots[0]["status"] == "ok",
+        "{out}"
+    );
+    let after_first = check_undone(&cluster, &state_before, &apiserver_before).await;
+    assert_eq!(
+        after_first.len(),
+        snapshots_before.len() + 1,
+        "one more rkers-pre- snapshot on host1: {after_first:?}"
+    );
+
+    // The same `up` again: it fails the same way, and leaves the host as it was again.
+    let (ok, text) = cluster.rkers(&["up"]);
+    assert!(!ok, "{text}");
+    for part in [
+        h1.as_str(),
+        "kube-apiserver",
+        "https://localhost:6443/healthz",
+        "failed its health check",
+        "last log lines of the new kube-apiserver",
+        "no-such-flag",
+        "the host was restored",
+    ] {
+        assert!(text.contains(part), "the error lacks {part:?}:\n{text}");
+    }
+    let after_second = check_undone(&cluster, &state_before, &apiserver_before).await;
+    assert_eq!(
+        after_second.len(),
+        after_first.len() + 1,
+        "{after_second:?}"
+    );
+
+    // Back to the config the cluster runs: up succeeds, nothing old- anywhere.
+    cluster.reset_config(3);
+    cluster.up();
+    assert_eq!(old_containers(&cluster), Vec::<String>::new());
+    wait_nodes_ready(&api, &HOSTS, Duration::from_secs(180)).await;
+
+    // A stale old- container (a run killed between its rename and its removal) goes with the
+    // next up, and only it.
+    cluster.env.on_host(
+        "host2",
+        "docker create --name old-kube-proxy \"$(docker inspect -f '{{.Config.Image}}' kube-proxy)\" /bin/true >/dev/null",
+    );
+    let plan = cluster.dry_run();
+    assert!(
+        plan.contains("remove container old-kube-proxy (left aside by an interrupted run)")
+            && plan.contains("1 action on 3 hosts"),
+        "{plan}"
+    );
+    cluster.up();
+    assert_eq!(old_containers(&cluster), Vec::<String>::new());
+    let plan = cluster.dry_run();
+    assert!(plan.contains("0 actions on 3 hosts"), "{plan}");
+}
+
+/// After a failed, undone `up`: the API answers through the kube-apiserver that ran before,
+/// no `old-…` container is left, and the state still says what the cluster ran. Returns the
+/// `rkers-pre-…` snapshots on host1.
+async fn check_undone(cluster: &E2e, state_before: &Value, apiserver_before: &str) -> Vec<String> {
+    api_answers(cluster).await;
+    assert_eq!(
+        cluster.env.container_ids(&["host1"])["host1/kube-apiserver"],
+        apiserver_before,
+        "kube-apiserver is the container that ran before"
+    );
+    assert_eq!(old_containers(cluster), Vec::<String>::new());
+    assert_eq!(
+        &cluster.state()["currentState"],
+        state_before,
+        "the state's current side must stay what the cluster runs"
+    );
+    let snapshots = pre_change_snapshots(cluster, "host1");
+    assert!(!snapshots.is_empty(), "no rkers-pre- snapshot on host1");
+    snapshots
+}
