@@ -287,9 +287,7 @@ fn next_pause(previous: Duration, waited: Duration) -> Duration {
     if waited >= Duration::from_secs(30) {
         return Duration::from_secs(5);
     }
-    (previous.mul_f32(1.5))
-        .max(FIRST)
-        .min(Duration::from_secs(1))
+    previous.mul_f32(1.5).max(FIRST).min(Duration::from_secs(1))
 }
 
 /// etcd's `/health` answers `{"health":"true"}` (older releases `{"health": "true"}`).
