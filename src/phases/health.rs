@@ -175,8 +175,8 @@ impl rustls::client::danger::ServerCertVerifier for AcceptAnyServer {
 /// Retries a check until it answers 200 (and `accept` agrees with the body), as RKE1 does
 /// (10 × 5 s for components, 18 × 5 s for etcd). `attempts` sets the time allowed, as long as
 /// that many attempts took before (1 s apart for the first 5, then 5 s), but the check is asked
-/// more often (`poll_pause`): a component that turns healthy is seen within a quarter second
-/// of it, not up to 5 s later, which every plane of `up` waited for on every host.
+/// far more often ([`next_pause`]): a component that turns healthy is seen within a tenth of a
+/// second of it at first, not up to 5 s later.
 pub async fn wait_healthy(
     ssh: &dyn HostLink,
     url: &str,
@@ -184,9 +184,25 @@ pub async fn wait_healthy(
     attempts: u32,
     accept: impl Fn(&str) -> bool,
 ) -> Result<(), String> {
+    wait_healthy_watching(ssh, url, tls, attempts, accept, None).await
+}
+
+/// [`wait_healthy`], and when `container` names the container that serves the check, a look
+/// at it after each unanswered request: a container that stopped for good or keeps crashing is
+/// reported at once, with its exit code, instead of after the whole wait.
+async fn wait_healthy_watching(
+    ssh: &dyn HostLink,
+    url: &str,
+    tls: Option<&TlsMaterial>,
+    attempts: u32,
+    accept: impl Fn(&str) -> bool,
+    container: Option<(&crate::hosts::DockerClient, &str)>,
+) -> Result<(), String> {
     let attempts = attempts.max(1);
     let allowed = Duration::from_secs(u64::from(attempts.min(5) + 5 * attempts.saturating_sub(5)));
     let started = tokio::time::Instant::now();
+    let mut pause = Duration::ZERO;
+    let mut restarts_before: Option<i64> = None;
     let mut last;
     loop {
         match get(ssh, url, tls, Duration::from_secs(10)).await {
@@ -199,26 +215,64 @@ pub async fn wait_healthy(
             }
             Err(e) => last = e,
         }
+        if let Some((docker, name)) = container {
+            // A Docker API call that fails says nothing about the container: keep polling.
+            if let Ok(seen) = docker.inspect_container(name).await {
+                let baseline = *restarts_before
+                    .get_or_insert_with(|| seen.as_ref().map_or(0, |c| c.restart_count));
+                if let Some(crash) = crashed(seen.as_ref(), baseline) {
+                    return Err(format!("{url} not healthy: {crash}"));
+                }
+            }
+        }
         let waited = started.elapsed();
         if waited >= allowed {
             break;
         }
-        tokio::time::sleep(poll_pause(waited)).await;
+        pause = next_pause(pause, waited);
+        tokio::time::sleep(pause).await;
     }
     Err(format!("{url} not healthy: {last}"))
 }
 
-/// The pause before the next health request, `waited` into the wait: 250 ms for the first 5 s
-/// (most components answer within seconds), 1 s up to 30 s, then 5 s as RKE1 (a component that
-/// slow is usually failing, and 30 hosts asking 4 times a second would load the machine).
-fn poll_pause(waited: Duration) -> Duration {
-    if waited < Duration::from_secs(5) {
-        Duration::from_millis(250)
-    } else if waited < Duration::from_secs(30) {
-        Duration::from_secs(1)
-    } else {
-        Duration::from_secs(5)
+/// Restarts by Docker's restart policy, seen during one wait, that make a crash loop: the
+/// policy's own back-off (0.1 s, doubling) lets a container that exits at once reach this in
+/// a few seconds, while one that exits once on its way up (waiting for a peer) does not.
+const CRASH_LOOP_RESTARTS: i64 = 3;
+
+/// Why the container a health check waits on will not answer, when that is already certain:
+/// it is gone, it stopped and Docker will not start it again, or it keeps crashing
+/// (`restarts_before`: its restart count when the wait began).
+fn crashed(
+    container: Option<&crate::hosts::ObservedContainer>,
+    restarts_before: i64,
+) -> Option<String> {
+    let Some(c) = container else {
+        return Some("its container is gone".into());
+    };
+    let exit = c.exit_code.map_or_else(
+        || "no exit code".to_string(),
+        |code| format!("exit code {code}"),
+    );
+    let stopped = !c.running && !c.restarting && matches!(c.status.as_str(), "exited" | "dead");
+    if stopped {
+        return Some(format!("its container stopped ({exit})"));
     }
+    let restarts = c.restart_count - restarts_before;
+    (restarts >= CRASH_LOOP_RESTARTS)
+        .then(|| format!("its container keeps crashing ({restarts} restarts, last {exit})"))
+}
+
+/// The pause before the next health request, after a pause of `previous`, `waited` into the
+/// wait: 100 ms at first, half as long again each time, at most 1 s up to 30 s into the wait
+/// (most components answer within seconds), then 5 s as RKE1 (a component that slow is usually
+/// failing, and 30 hosts asking often would load the machine).
+fn next_pause(previous: Duration, waited: Duration) -> Duration {
+    const FIRST: Duration = Duration::from_millis(100);
+    if waited >= Duration::from_secs(30) {
+        return Duration::from_secs(5);
+    }
+    previous.mul_f32(1.5).max(FIRST).min(Duration::from_secs(1))
 }
 
 /// etcd's `/health` answers `{"health":"true"}` (older releases `{"health": "true"}`).
@@ -230,8 +284,9 @@ pub fn etcd_body_healthy(body: &str) -> bool {
 }
 
 /// Waits until a component answers its health check, as RKE1 checks each one it starts (§9):
-/// etcd has fewer tries and must report itself healthy in the body. A failure carries the
-/// component's last log line, the first thing an operator needs.
+/// etcd has fewer tries and must report itself healthy in the body. Its container is watched
+/// meanwhile, so a crash fails at once. A failure carries the component's last log lines, the
+/// first thing an operator needs.
 pub async fn wait_component(
     host: &crate::hosts::Host,
     name: &str,
@@ -241,11 +296,19 @@ pub async fn wait_component(
     let etcd = name == crate::plan::ETCD;
     let attempts = if etcd { 18 } else { 24 };
     let accept = |body: &str| !etcd || etcd_body_healthy(body);
-    if let Err(e) = wait_healthy(host.link().as_ref(), url, tls, attempts, accept).await {
+    let watched = Some((host.docker(), name));
+    if let Err(e) =
+        wait_healthy_watching(host.link().as_ref(), url, tls, attempts, accept, watched).await
+    {
         let logs = host.docker().logs(name, 5).await.unwrap_or_default();
-        let last = logs.lines().last().unwrap_or("").trim();
+        let last: Vec<&str> = logs
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
         return Err(format!(
-            "{name}: Failed to verify healthcheck: {e}, log: {last}"
+            "{name}: Failed to verify healthcheck: {e}, log: {}",
+            last[last.len().saturating_sub(3)..].join(" | ")
         ));
     }
     Ok(())
@@ -254,6 +317,7 @@ pub async fn wait_component(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hosts::ObservedContainer;
 
     #[test]
     fn etcd_health_bodies() {
@@ -266,11 +330,72 @@ mod tests {
     }
 
     #[test]
-    fn health_is_asked_often_first_then_rarely() {
-        let pause = |s: u64| poll_pause(Duration::from_secs(s));
-        assert_eq!(pause(0), Duration::from_millis(250));
-        assert_eq!(pause(4), Duration::from_millis(250));
-        assert_eq!(pause(10), Duration::from_secs(1));
-        assert_eq!(pause(60), Duration::from_secs(5));
+    fn health_is_asked_often_first_then_backs_off() {
+        let mut pause = Duration::ZERO;
+        let mut pauses = Vec::new();
+        for _ in 0..10 {
+            pause = next_pause(pause, Duration::from_secs(2));
+            pauses.push(pause.as_millis());
+        }
+        assert_eq!(pauses[..4], [100, 150, 225, 337]);
+        assert!(pauses.windows(2).all(|w| w[0] <= w[1]), "{pauses:?}");
+        assert_eq!(*pauses.last().unwrap(), 1000);
+        assert_eq!(
+            next_pause(Duration::from_millis(100), Duration::from_secs(31)),
+            Duration::from_secs(5)
+        );
+    }
+
+    fn container(
+        status: &str,
+        running: bool,
+        restarting: bool,
+        restarts: i64,
+    ) -> ObservedContainer {
+        ObservedContainer {
+            status: status.into(),
+            running,
+            restarting,
+            restart_count: restarts,
+            exit_code: Some(1),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_crashed_container_is_reported_before_the_wait_ends() {
+        let exited = container("exited", false, false, 0);
+        assert_eq!(
+            crashed(Some(&exited), 0).as_deref(),
+            Some("its container stopped (exit code 1)")
+        );
+        assert_eq!(crashed(None, 0).as_deref(), Some("its container is gone"));
+        let looping = container("restarting", false, true, 7);
+        assert_eq!(
+            crashed(Some(&looping), 4).as_deref(),
+            Some("its container keeps crashing (3 restarts, last exit code 1)")
+        );
+    }
+
+    #[test]
+    fn a_container_on_its_way_up_is_waited_for() {
+        assert_eq!(
+            crashed(Some(&container("running", true, false, 0)), 0),
+            None
+        );
+        // Restarted before the wait began, or once or twice on its way up.
+        assert_eq!(
+            crashed(Some(&container("running", true, false, 9)), 9),
+            None
+        );
+        assert_eq!(
+            crashed(Some(&container("restarting", false, true, 2)), 0),
+            None
+        );
+        // Created, not started yet.
+        assert_eq!(
+            crashed(Some(&container("created", false, false, 0)), 0),
+            None
+        );
     }
 }

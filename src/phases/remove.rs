@@ -255,7 +255,15 @@ pub async fn remove(
             );
             continue;
         }
-        let stage_failures = exec.apply_stage(stage, &runner).await;
+        let stage_failures = if stage.phase == HOST_STAGE {
+            changeset::apply_stage(stage, &runner, |host: String, actions: Vec<Action>| {
+                let exec = &exec;
+                async move { apply_in_waves(exec, &host, &actions).await }
+            })
+            .await
+        } else {
+            exec.apply_stage(stage, &runner).await
+        };
         if stage.phase == LOCAL_STAGE {
             // As before: a local file that cannot be deleted is only a warning.
             for (_, e) in stage_failures {
@@ -290,51 +298,14 @@ async fn plan_removal(
     keep_backups: bool,
 ) -> Result<Changeset, RemoveError> {
     let mut changes = Changeset::default();
-    for w in work {
+    let per_host = futures::future::try_join_all(work.iter().map(|w| {
         let host = pool.get(&w.address).expect("connected host");
-        let mut push = |a: Action| changes.push(HOST_STAGE, Pace::Parallel, &w.address, a);
-        if host.facts().is_windows() {
-            let cleanup = reconcile::HostCleanup::windows(&context.windows_image);
-            for c in cleanup.containers(&[]) {
-                if host.docker().inspect_container(c).await?.is_some() {
-                    push(Action::RemoveContainer {
-                        name: c.to_string(),
-                        reason: "remove the cluster".into(),
-                    });
-                }
-            }
-            push(cleanup.action());
-            continue;
-        }
-        for name in containers_to_remove(w.roles, context.external_etcd) {
-            for name in [name.to_string(), format!("{}{name}", plan::OLD_PREFIX)] {
-                if host.docker().inspect_container(&name).await?.is_some() {
-                    push(Action::RemoveContainer {
-                        name,
-                        reason: "remove the cluster".into(),
-                    });
-                }
-            }
-        }
-        let prefix = plan::host_prefix_path(&context.prefix, &host.facts().operating_system);
-        let mut wanted = directories_to_clean(&prefix, context.external_etcd);
-        wanted.push(RKE_LOG_DIR.to_string());
-        let mut dirs = existing_directories(host, &wanted).await?;
-        let log_dir = dirs.iter().any(|d| d == RKE_LOG_DIR);
-        dirs.retain(|d| d != RKE_LOG_DIR);
-        if (!dirs.is_empty() || log_dir) && !host.docker().image_exists(&context.image).await? {
-            push(Action::PullImage {
-                image: context.image.clone(),
-            });
-        }
-        if !dirs.is_empty() {
-            push(Action::CleanDirectories { paths: dirs });
-        }
-        if log_dir {
-            push(Action::CleanLogLinks {
-                dir: RKE_LOG_DIR.to_string(),
-                image: context.image.clone(),
-            });
+        host_teardown(host, w.roles, context)
+    }))
+    .await?;
+    for (w, actions) in work.iter().zip(per_host) {
+        for a in actions {
+            changes.push(HOST_STAGE, Pace::Parallel, &w.address, a);
         }
     }
     if unreachable.is_empty() {
@@ -352,6 +323,115 @@ async fn plan_removal(
         }
     }
     Ok(changes)
+}
+
+/// One host's teardown: the RKE containers it has, the directories that exist, the dangling
+/// log links, in RKE1's order; the cleaner image is pulled only when the host lacks it.
+async fn host_teardown(
+    host: &Host,
+    roles: Roles,
+    context: &CleanContext,
+) -> Result<Vec<Action>, RemoveError> {
+    let mut actions = Vec::new();
+    let remove = |name: String| Action::RemoveContainer {
+        name,
+        reason: "remove the cluster".into(),
+    };
+    // Every name is looked at once, all at once; the order stays RKE1's.
+    let present = |names: Vec<String>| async move {
+        let seen =
+            futures::future::try_join_all(names.iter().map(|n| host.docker().inspect_container(n)))
+                .await?;
+        Ok::<_, RemoveError>(
+            names
+                .into_iter()
+                .zip(seen)
+                .filter_map(|(n, c)| c.map(|_| n))
+                .collect::<Vec<_>>(),
+        )
+    };
+    if host.facts().is_windows() {
+        let cleanup = reconcile::HostCleanup::windows(&context.windows_image);
+        let names = cleanup
+            .containers(&[])
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        actions.extend(present(names).await?.into_iter().map(remove));
+        actions.push(cleanup.action());
+        return Ok(actions);
+    }
+    let names = containers_to_remove(roles, context.external_etcd)
+        .into_iter()
+        .flat_map(|n| [n.to_string(), format!("{}{n}", plan::OLD_PREFIX)])
+        .collect();
+    let prefix = plan::host_prefix_path(&context.prefix, &host.facts().operating_system);
+    let mut wanted = directories_to_clean(&prefix, context.external_etcd);
+    wanted.push(RKE_LOG_DIR.to_string());
+    let (names, mut dirs, has_image) =
+        futures::future::try_join3(present(names), existing_directories(host, &wanted), async {
+            host.docker()
+                .image_exists(&context.image)
+                .await
+                .map_err(RemoveError::from)
+        })
+        .await?;
+    actions.extend(names.into_iter().map(remove));
+    let log_dir = dirs.iter().any(|d| d == RKE_LOG_DIR);
+    dirs.retain(|d| d != RKE_LOG_DIR);
+    if (!dirs.is_empty() || log_dir) && !has_image {
+        actions.push(Action::PullImage {
+            image: context.image.clone(),
+        });
+    }
+    if !dirs.is_empty() {
+        actions.push(Action::CleanDirectories { paths: dirs });
+    }
+    if log_dir {
+        actions.push(Action::CleanLogLinks {
+            dir: RKE_LOG_DIR.to_string(),
+            image: context.image.clone(),
+        });
+    }
+    Ok(actions)
+}
+
+/// Which actions of a host's teardown run together: its containers go (and the cleaner image
+/// comes) at once, then its directories and log links are cleaned at once (different
+/// directories, helper containers of different names); anything else runs alone.
+fn wave_of(action: &Action) -> Option<u8> {
+    match action {
+        Action::RemoveContainer { .. } | Action::PullImage { .. } => Some(0),
+        Action::CleanDirectories { .. } | Action::CleanLogLinks { .. } => Some(1),
+        _ => None,
+    }
+}
+
+/// Consecutive actions of the same wave, in the planned order.
+fn waves(actions: &[Action]) -> Vec<&[Action]> {
+    actions
+        .chunk_by(|a, b| wave_of(a).is_some() && wave_of(a) == wave_of(b))
+        .collect()
+}
+
+/// Applies one host's teardown wave by wave ([`waves`]), each wave's actions at once. Every
+/// action is reported in the planned order, as the dry run lists it; a wave with a failure
+/// stops the host after the whole wave is reported.
+async fn apply_in_waves(exec: &Executor<'_>, host: &str, actions: &[Action]) -> Result<(), String> {
+    let on = exec.on(host);
+    for wave in waves(actions) {
+        let results = futures::future::join_all(wave.iter().map(|a| on.run(a))).await;
+        let mut first_error = None;
+        for (action, result) in wave.iter().zip(results) {
+            if let Err(e) = on.report(action, result) {
+                first_error.get_or_insert(e.to_string());
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 /// The hosts to clean, in config order, each once with the union of its roles.
