@@ -172,8 +172,17 @@ fn accepted(host: &str, action: &str) -> bool {
             && action.contains(newer_default))
         || (host.ends_with(".11")
             && action.starts_with("recreate container kube-apiserver")
-            && action.lines().skip(1).all(|l| l.contains(newer_default)))
+            && action.lines().skip(1).all(|l| {
+                l.contains(newer_default)
+                    || l.trim() == "keep kube-apiserver as old-kube-apiserver until https://localhost:6443/healthz answers"
+            }))
         || (host.ends_with(".11") && action == "link the logs of kube-apiserver")
+        // The undo's snapshot before that recreate, on every etcd host; it restarts nothing.
+        || (action.starts_with("take etcd snapshot rkers-pre-")
+            && action
+                .lines()
+                .next()
+                .is_some_and(|l| l.contains(" first (kube-apiserver recreated on ")))
         // The state as RKE1 wrote it lacks what rkers records.
         || (host == "cluster"
             && action == "save the state in Secret kube-system/full-cluster-state (the state changed)")
