@@ -818,9 +818,7 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                 restored: undone.err().map(Box::new),
             });
         }
-        if crate::diff::undo_check(start, spec).is_some()
-            && let Some(check) = &spec.health_check
-        {
+        if let Some(check) = crate::diff::undo_check(start, spec) {
             let tls = self.exec.health_tls(check);
             let host = self.host()?;
             if let Err(cause) =

@@ -87,15 +87,12 @@ pub(super) fn decide(
 
 /// `rkers-pre-20261127T163600Z`: sortable, and a plain file name on every host and in S3.
 pub(super) fn snapshot_name(now: time::OffsetDateTime) -> String {
+    let stamp = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
     let now = now.to_offset(time::UtcOffset::UTC);
+    // The description has no part a date cannot fill.
     format!(
-        "{PRE_CHANGE_PREFIX}{:04}{:02}{:02}T{:02}{:02}{:02}Z",
-        now.year(),
-        u8::from(now.month()),
-        now.day(),
-        now.hour(),
-        now.minute(),
-        now.second()
+        "{PRE_CHANGE_PREFIX}{}",
+        now.format(&stamp).unwrap_or_default()
     )
 }
 
@@ -227,7 +224,7 @@ pub(super) async fn apply_before_changes(run: &Arc<Run>, runner: &Runner) -> Res
             run.executor(&address)
                 .apply(&picked)
                 .await
-                .map_err(|e| format!("{e}\nnothing was changed on any host"))
+                .map_err(|e| format!("{e}\nno component was changed on any host"))
         }
     };
     let mut result = Ok(());

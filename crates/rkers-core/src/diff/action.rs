@@ -340,11 +340,11 @@ impl Action {
 /// The health check a recreated container must pass before the container it replaces is
 /// dropped (and that puts the previous one back when it fails): the new container runs and
 /// has a check.
-pub fn undo_check(start: bool, spec: &crate::plan::ContainerSpec) -> Option<&str> {
-    spec.health_check
-        .as_ref()
-        .filter(|_| start)
-        .map(|c| c.url.as_str())
+pub fn undo_check(
+    start: bool,
+    spec: &crate::plan::ContainerSpec,
+) -> Option<&crate::plan::HealthCheck> {
+    spec.health_check.as_ref().filter(|_| start)
 }
 
 fn octal<S: serde::Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
@@ -375,11 +375,12 @@ impl std::fmt::Display for Action {
                 for c in changes {
                     write!(f, "\n      {c}")?;
                 }
-                if let Some(url) = undo_check(*start, spec) {
+                if let Some(check) = undo_check(*start, spec) {
                     write!(
                         f,
-                        "\n      keep {name} as {}{name} until {url} answers",
-                        crate::plan::OLD_PREFIX
+                        "\n      keep {name} as {}{name} until {} answers",
+                        crate::plan::OLD_PREFIX,
+                        check.url
                     )?;
                 }
                 Ok(())
