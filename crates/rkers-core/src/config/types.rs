@@ -157,9 +157,75 @@ pub struct BaseServiceRef<'a> {
     pub win_extra_env: &'a [String],
 }
 
-macro_rules! base_service {
-    ($($ty:ty),*) => {$(
-        impl $ty {
+/// Declares one of the six service structs: RKE1 inlines its `BaseService` (image, extra args,
+/// binds and env, for Linux and Windows) into each, so every service has these nine fields first,
+/// with the same YAML keys, aliases and null handling, then its own fields.
+macro_rules! service_struct {
+    (
+        $(#[$attr:meta])*
+        pub struct $name:ident {
+            $($(#[$fattr:meta])* pub $field:ident: $fty:ty,)*
+        }
+    ) => {
+        $(#[$attr])*
+        pub struct $name {
+            #[serde(
+                deserialize_with = "nullable",
+                skip_serializing_if = "String::is_empty"
+            )]
+            pub image: String,
+            #[serde(
+                alias = "extraArgs",
+                deserialize_with = "nullable",
+                skip_serializing_if = "BTreeMap::is_empty"
+            )]
+            pub extra_args: BTreeMap<String, String>,
+            #[serde(
+                alias = "extraArgsArray",
+                deserialize_with = "nullable",
+                skip_serializing_if = "BTreeMap::is_empty"
+            )]
+            pub extra_args_array: BTreeMap<String, Vec<String>>,
+            #[serde(
+                alias = "extraBinds",
+                deserialize_with = "nullable",
+                skip_serializing_if = "Vec::is_empty"
+            )]
+            pub extra_binds: Vec<String>,
+            #[serde(
+                alias = "extraEnv",
+                deserialize_with = "nullable",
+                skip_serializing_if = "Vec::is_empty"
+            )]
+            pub extra_env: Vec<String>,
+            #[serde(
+                alias = "winExtraArgs",
+                deserialize_with = "nullable",
+                skip_serializing_if = "BTreeMap::is_empty"
+            )]
+            pub win_extra_args: BTreeMap<String, String>,
+            #[serde(
+                alias = "winExtraArgsArray",
+                deserialize_with = "nullable",
+                skip_serializing_if = "BTreeMap::is_empty"
+            )]
+            pub win_extra_args_array: BTreeMap<String, Vec<String>>,
+            #[serde(
+                alias = "winExtraBinds",
+                deserialize_with = "nullable",
+                skip_serializing_if = "Vec::is_empty"
+            )]
+            pub win_extra_binds: Vec<String>,
+            #[serde(
+                alias = "winExtraEnv",
+                deserialize_with = "nullable",
+                skip_serializing_if = "Vec::is_empty"
+            )]
+            pub win_extra_env: Vec<String>,
+            $($(#[$fattr])* pub $field: $fty,)*
+        }
+
+        impl $name {
             /// The shared service fields (`image`, `extra_args`, `extra_binds`, ...).
             pub fn base(&self) -> BaseServiceRef<'_> {
                 BaseServiceRef {
@@ -175,16 +241,8 @@ macro_rules! base_service {
                 }
             }
         }
-    )*};
+    };
 }
-base_service!(
-    EtcdService,
-    KubeApiService,
-    KubeControllerService,
-    SchedulerService,
-    KubeletService,
-    KubeproxyService
-);
 
 impl RkeConfig {
     /// The `rkeConfig` object as RKE1 writes it into `cluster.rkestate` (JSON tags).
@@ -817,107 +875,56 @@ pub struct Services {
     pub kubeproxy: KubeproxyService,
 }
 
-#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, rename_all(serialize = "camelCase"))]
-pub struct EtcdService {
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub image: String,
-    #[serde(
-        alias = "extraArgs",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub extra_args: BTreeMap<String, String>,
-    #[serde(
-        alias = "extraArgsArray",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub extra_args_array: BTreeMap<String, Vec<String>>,
-    #[serde(
-        alias = "extraBinds",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub extra_binds: Vec<String>,
-    #[serde(
-        alias = "extraEnv",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub extra_env: Vec<String>,
-    #[serde(
-        alias = "winExtraArgs",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub win_extra_args: BTreeMap<String, String>,
-    #[serde(
-        alias = "winExtraArgsArray",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub win_extra_args_array: BTreeMap<String, Vec<String>>,
-    #[serde(
-        alias = "winExtraBinds",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub win_extra_binds: Vec<String>,
-    #[serde(
-        alias = "winExtraEnv",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub win_extra_env: Vec<String>,
-    #[serde(
-        alias = "externalUrls",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub external_urls: Vec<String>,
-    #[serde(
-        alias = "caCert",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub ca_cert: String,
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub cert: String,
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub key: String,
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub path: String,
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_zero")]
-    pub uid: i64,
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_zero")]
-    pub gid: i64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub snapshot: Option<bool>,
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub retention: String,
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub creation: String,
-    #[serde(alias = "backupConfig", skip_serializing_if = "Option::is_none")]
-    pub backup_config: Option<BackupConfig>,
+service_struct! {
+    #[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+    #[serde(default, rename_all(serialize = "camelCase"))]
+    pub struct EtcdService {
+        #[serde(
+            alias = "externalUrls",
+            deserialize_with = "nullable",
+            skip_serializing_if = "Vec::is_empty"
+        )]
+        pub external_urls: Vec<String>,
+        #[serde(
+            alias = "caCert",
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub ca_cert: String,
+        #[serde(
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub cert: String,
+        #[serde(
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub key: String,
+        #[serde(
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub path: String,
+        #[serde(deserialize_with = "nullable", skip_serializing_if = "is_zero")]
+        pub uid: i64,
+        #[serde(deserialize_with = "nullable", skip_serializing_if = "is_zero")]
+        pub gid: i64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub snapshot: Option<bool>,
+        #[serde(
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub retention: String,
+        #[serde(
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub creation: String,
+        #[serde(alias = "backupConfig", skip_serializing_if = "Option::is_none")]
+        pub backup_config: Option<BackupConfig>,
+    }
 }
 
 impl fmt::Debug for EtcdService {
@@ -947,100 +954,49 @@ impl fmt::Debug for EtcdService {
     }
 }
 
-#[derive(Clone, Default, PartialEq, Serialize, Deserialize, Debug)]
-#[serde(default, rename_all(serialize = "camelCase"))]
-pub struct KubeApiService {
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub image: String,
-    #[serde(
-        alias = "extraArgs",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub extra_args: BTreeMap<String, String>,
-    #[serde(
-        alias = "extraArgsArray",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub extra_args_array: BTreeMap<String, Vec<String>>,
-    #[serde(
-        alias = "extraBinds",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub extra_binds: Vec<String>,
-    #[serde(
-        alias = "extraEnv",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub extra_env: Vec<String>,
-    #[serde(
-        alias = "winExtraArgs",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub win_extra_args: BTreeMap<String, String>,
-    #[serde(
-        alias = "winExtraArgsArray",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub win_extra_args_array: BTreeMap<String, Vec<String>>,
-    #[serde(
-        alias = "winExtraBinds",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub win_extra_binds: Vec<String>,
-    #[serde(
-        alias = "winExtraEnv",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub win_extra_env: Vec<String>,
-    #[serde(
-        alias = "serviceClusterIpRange",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub service_cluster_ip_range: String,
-    #[serde(
-        alias = "serviceNodePortRange",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub service_node_port_range: String,
-    #[serde(
-        alias = "podSecurityConfiguration",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub pod_security_configuration: String,
-    #[serde(
-        alias = "alwaysPullImages",
-        deserialize_with = "nullable",
-        skip_serializing_if = "is_false"
-    )]
-    pub always_pull_images: bool,
-    #[serde(
-        alias = "secretsEncryptionConfig",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub secrets_encryption_config: Option<SecretsEncryptionConfig>,
-    #[serde(alias = "auditLog", skip_serializing_if = "Option::is_none")]
-    pub audit_log: Option<AuditLog>,
-    #[serde(
-        alias = "admissionConfiguration",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub admission_configuration: Option<serde_json::Value>,
-    #[serde(alias = "eventRateLimit", skip_serializing_if = "Option::is_none")]
-    pub event_rate_limit: Option<EventRateLimit>,
+service_struct! {
+    #[derive(Clone, Default, PartialEq, Serialize, Deserialize, Debug)]
+    #[serde(default, rename_all(serialize = "camelCase"))]
+    pub struct KubeApiService {
+        #[serde(
+            alias = "serviceClusterIpRange",
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub service_cluster_ip_range: String,
+        #[serde(
+            alias = "serviceNodePortRange",
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub service_node_port_range: String,
+        #[serde(
+            alias = "podSecurityConfiguration",
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub pod_security_configuration: String,
+        #[serde(
+            alias = "alwaysPullImages",
+            deserialize_with = "nullable",
+            skip_serializing_if = "is_false"
+        )]
+        pub always_pull_images: bool,
+        #[serde(
+            alias = "secretsEncryptionConfig",
+            skip_serializing_if = "Option::is_none"
+        )]
+        pub secrets_encryption_config: Option<SecretsEncryptionConfig>,
+        #[serde(alias = "auditLog", skip_serializing_if = "Option::is_none")]
+        pub audit_log: Option<AuditLog>,
+        #[serde(
+            alias = "admissionConfiguration",
+            skip_serializing_if = "Option::is_none"
+        )]
+        pub admission_configuration: Option<serde_json::Value>,
+        #[serde(alias = "eventRateLimit", skip_serializing_if = "Option::is_none")]
+        pub event_rate_limit: Option<EventRateLimit>,
+    }
 }
 
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize, Debug)]
@@ -1096,278 +1052,72 @@ pub struct AuditLogConfig {
     pub policy: Option<serde_json::Value>,
 }
 
-#[derive(Clone, Default, PartialEq, Serialize, Deserialize, Debug)]
-#[serde(default, rename_all(serialize = "camelCase"))]
-pub struct KubeControllerService {
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub image: String,
-    #[serde(
-        alias = "extraArgs",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub extra_args: BTreeMap<String, String>,
-    #[serde(
-        alias = "extraArgsArray",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub extra_args_array: BTreeMap<String, Vec<String>>,
-    #[serde(
-        alias = "extraBinds",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub extra_binds: Vec<String>,
-    #[serde(
-        alias = "extraEnv",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub extra_env: Vec<String>,
-    #[serde(
-        alias = "winExtraArgs",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub win_extra_args: BTreeMap<String, String>,
-    #[serde(
-        alias = "winExtraArgsArray",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub win_extra_args_array: BTreeMap<String, Vec<String>>,
-    #[serde(
-        alias = "winExtraBinds",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub win_extra_binds: Vec<String>,
-    #[serde(
-        alias = "winExtraEnv",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub win_extra_env: Vec<String>,
-    #[serde(
-        alias = "clusterCidr",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub cluster_cidr: String,
-    #[serde(
-        alias = "serviceClusterIpRange",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub service_cluster_ip_range: String,
+service_struct! {
+    #[derive(Clone, Default, PartialEq, Serialize, Deserialize, Debug)]
+    #[serde(default, rename_all(serialize = "camelCase"))]
+    pub struct KubeControllerService {
+        #[serde(
+            alias = "clusterCidr",
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub cluster_cidr: String,
+        #[serde(
+            alias = "serviceClusterIpRange",
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub service_cluster_ip_range: String,
+    }
 }
 
-#[derive(Clone, Default, PartialEq, Serialize, Deserialize, Debug)]
-#[serde(default, rename_all(serialize = "camelCase"))]
-pub struct KubeletService {
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub image: String,
-    #[serde(
-        alias = "extraArgs",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub extra_args: BTreeMap<String, String>,
-    #[serde(
-        alias = "extraArgsArray",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub extra_args_array: BTreeMap<String, Vec<String>>,
-    #[serde(
-        alias = "extraBinds",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub extra_binds: Vec<String>,
-    #[serde(
-        alias = "extraEnv",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub extra_env: Vec<String>,
-    #[serde(
-        alias = "winExtraArgs",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub win_extra_args: BTreeMap<String, String>,
-    #[serde(
-        alias = "winExtraArgsArray",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub win_extra_args_array: BTreeMap<String, Vec<String>>,
-    #[serde(
-        alias = "winExtraBinds",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub win_extra_binds: Vec<String>,
-    #[serde(
-        alias = "winExtraEnv",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub win_extra_env: Vec<String>,
-    #[serde(
-        alias = "clusterDomain",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub cluster_domain: String,
-    #[serde(
-        alias = "infraContainerImage",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub infra_container_image: String,
-    #[serde(
-        alias = "clusterDnsServer",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub cluster_dns_server: String,
-    #[serde(
-        alias = "failSwapOn",
-        deserialize_with = "nullable",
-        skip_serializing_if = "is_false"
-    )]
-    pub fail_swap_on: bool,
-    #[serde(
-        alias = "generateServingCertificate",
-        deserialize_with = "nullable",
-        skip_serializing_if = "is_false"
-    )]
-    pub generate_serving_certificate: bool,
+service_struct! {
+    #[derive(Clone, Default, PartialEq, Serialize, Deserialize, Debug)]
+    #[serde(default, rename_all(serialize = "camelCase"))]
+    pub struct KubeletService {
+        #[serde(
+            alias = "clusterDomain",
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub cluster_domain: String,
+        #[serde(
+            alias = "infraContainerImage",
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub infra_container_image: String,
+        #[serde(
+            alias = "clusterDnsServer",
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub cluster_dns_server: String,
+        #[serde(
+            alias = "failSwapOn",
+            deserialize_with = "nullable",
+            skip_serializing_if = "is_false"
+        )]
+        pub fail_swap_on: bool,
+        #[serde(
+            alias = "generateServingCertificate",
+            deserialize_with = "nullable",
+            skip_serializing_if = "is_false"
+        )]
+        pub generate_serving_certificate: bool,
+    }
 }
 
-#[derive(Clone, Default, PartialEq, Serialize, Deserialize, Debug)]
-#[serde(default, rename_all(serialize = "camelCase"))]
-pub struct KubeproxyService {
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub image: String,
-    #[serde(
-        alias = "extraArgs",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub extra_args: BTreeMap<String, String>,
-    #[serde(
-        alias = "extraArgsArray",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub extra_args_array: BTreeMap<String, Vec<String>>,
-    #[serde(
-        alias = "extraBinds",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub extra_binds: Vec<String>,
-    #[serde(
-        alias = "extraEnv",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub extra_env: Vec<String>,
-    #[serde(
-        alias = "winExtraArgs",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub win_extra_args: BTreeMap<String, String>,
-    #[serde(
-        alias = "winExtraArgsArray",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub win_extra_args_array: BTreeMap<String, Vec<String>>,
-    #[serde(
-        alias = "winExtraBinds",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub win_extra_binds: Vec<String>,
-    #[serde(
-        alias = "winExtraEnv",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub win_extra_env: Vec<String>,
+service_struct! {
+    #[derive(Clone, Default, PartialEq, Serialize, Deserialize, Debug)]
+    #[serde(default, rename_all(serialize = "camelCase"))]
+    pub struct KubeproxyService {}
 }
 
-#[derive(Clone, Default, PartialEq, Serialize, Deserialize, Debug)]
-#[serde(default, rename_all(serialize = "camelCase"))]
-pub struct SchedulerService {
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub image: String,
-    #[serde(
-        alias = "extraArgs",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub extra_args: BTreeMap<String, String>,
-    #[serde(
-        alias = "extraArgsArray",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub extra_args_array: BTreeMap<String, Vec<String>>,
-    #[serde(
-        alias = "extraBinds",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub extra_binds: Vec<String>,
-    #[serde(
-        alias = "extraEnv",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub extra_env: Vec<String>,
-    #[serde(
-        alias = "winExtraArgs",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub win_extra_args: BTreeMap<String, String>,
-    #[serde(
-        alias = "winExtraArgsArray",
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub win_extra_args_array: BTreeMap<String, Vec<String>>,
-    #[serde(
-        alias = "winExtraBinds",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub win_extra_binds: Vec<String>,
-    #[serde(
-        alias = "winExtraEnv",
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub win_extra_env: Vec<String>,
+service_struct! {
+    #[derive(Clone, Default, PartialEq, Serialize, Deserialize, Debug)]
+    #[serde(default, rename_all(serialize = "camelCase"))]
+    pub struct SchedulerService {}
 }
 
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize, Debug)]
