@@ -885,8 +885,9 @@ fn kubelet_runtime_follows_rke1_for_every_minor() {
     const CRI_SOCKET: &str = "--container-runtime-endpoint=unix:///var/run/cri-dockerd.sock";
     const SHIM_SOCKET: &str = "--container-runtime-endpoint=/var/run/dockershim.sock";
     const CRI_BIND: &str = "/var/lib/cri-dockerd:/var/lib/cri-dockerd";
-    let cases: &[(&str, Option<bool>, Option<&str>, bool, bool)] = &[
-        // version, enable_cri_dockerd, endpoint flag, --container-runtime=remote, cri bind
+    /// Version, enable_cri_dockerd, endpoint flag, --container-runtime=remote, cri bind.
+    type Case = (&'static str, Option<bool>, Option<&'static str>, bool, bool);
+    let cases: &[Case] = &[
         ("v1.21.14-rancher1-1", None, None, false, false),
         (
             "v1.21.14-rancher1-1",
