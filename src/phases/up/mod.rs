@@ -40,6 +40,8 @@ mod snapshot;
 mod state;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_etcd;
 mod windows;
 
 pub use error::UpError;
