@@ -565,12 +565,16 @@ pub async fn etcd(c: &RkeConfig, host: &Arc<Host>) -> Finding {
         .get("quota-backend-bytes")
         .and_then(|q| q.parse().ok())
         .unwrap_or(ETCD_DEFAULT_QUOTA);
-    let health = crate::phases::reconcile::etcdctl(host, &["endpoint", "health"]).await;
+    // The finding shows etcd's words; the typed error only decides how they are phrased.
+    let health = crate::phases::etcd_membership::etcdctl(host, &["endpoint", "health"])
+        .await
+        .map_err(|e| e.to_string());
     let status =
-        crate::phases::reconcile::etcdctl(host, &["endpoint", "status", "--write-out=json"])
+        crate::phases::etcd_membership::etcdctl(host, &["endpoint", "status", "--write-out=json"])
             .await
+            .map_err(|e| e.to_string())
             .and_then(|t| parse_endpoint_status(&t));
-    let alarms = crate::phases::reconcile::etcdctl(host, &["alarm", "list"])
+    let alarms = crate::phases::etcd_membership::etcdctl(host, &["alarm", "list"])
         .await
         .map(|t| parse_alarms(&t))
         .unwrap_or_default();

@@ -115,7 +115,7 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
             host.docker().remove_container(plan::ETCD).await?;
             reconcile::clean_directories(host, &self.exec.helper_image, &[path.to_string()])
                 .await
-                .map_err(ExecFailure::Helper)?;
+                .map_err(ExecFailure::from)?;
         }
         let spec = hosts::ContainerSpec {
             image: self.exec.helper_image.clone(),

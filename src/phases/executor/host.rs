@@ -166,24 +166,26 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
             Action::CleanDirectories { paths } => {
                 reconcile::clean_directories(self.host()?, &exec.helper_image, paths)
                     .await
-                    .map_err(ExecFailure::Helper)
+                    .map_err(ExecFailure::from)
             }
-            Action::RemoveEtcdMember { member } => reconcile::remove_member(self.via()?, member)
-                .await
-                .map_err(ExecFailure::Etcd),
+            Action::RemoveEtcdMember { member } => {
+                etcd_membership::remove_member(self.via()?, member)
+                    .await
+                    .map_err(ExecFailure::Etcd)
+            }
             Action::AddEtcdMember { member, peer_url } => {
-                reconcile::add_member(self.via()?, member, peer_url, false)
+                etcd_membership::add_member(self.via()?, member, peer_url, false)
                     .await
                     .map_err(ExecFailure::Etcd)
             }
             Action::AddEtcdLearner {
                 member, peer_url, ..
-            } => reconcile::add_member(self.via()?, member, peer_url, true)
+            } => etcd_membership::add_member(self.via()?, member, peer_url, true)
                 .await
                 .map_err(ExecFailure::Etcd),
             // Once the learner's etcd runs and has caught up: retried for that long.
             Action::PromoteEtcdMember { peer_url, .. } => {
-                reconcile::promote_member(self.via()?, peer_url, PROMOTE_ATTEMPTS)
+                etcd_membership::promote_member(self.via()?, peer_url, PROMOTE_ATTEMPTS)
                     .await
                     .map_err(ExecFailure::Etcd)
             }

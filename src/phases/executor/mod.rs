@@ -18,7 +18,7 @@ use crate::kubeapi::KubeApi;
 use crate::output::Reporter;
 use crate::phases::changeset::{self, CLUSTER, LOCAL};
 use crate::phases::files::{self, DesiredFile};
-use crate::phases::reconcile;
+use crate::phases::{etcd_membership, reconcile};
 use crate::plan;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -47,8 +47,8 @@ pub enum ExecFailure {
     #[error(transparent)]
     Host(Box<HostError>),
     /// An etcd member operation (etcdctl through a member's etcd container).
-    #[error("{0}")]
-    Etcd(String),
+    #[error(transparent)]
+    Etcd(#[from] etcd_membership::EtcdctlError),
     /// A call to the Kubernetes API.
     #[error("{0}")]
     Api(String),

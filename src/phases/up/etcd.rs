@@ -5,8 +5,8 @@ use super::containers::{apply_container, remove_unplanned};
 use super::run::{ETCD_PLANE, Run};
 use super::{UpError, finish};
 use crate::diff::Action;
-use crate::phases::reconcile;
 use crate::phases::{PhaseError, Runner};
+use crate::phases::{etcd_membership, reconcile};
 use crate::plan;
 use std::sync::Arc;
 
@@ -35,7 +35,9 @@ pub(super) async fn etcd_plane(run: &Arc<Run>, runner: &Runner) -> Result<(), Up
             if run.recon.etcd_removed.iter().any(|g| g.address == address) {
                 // A member that left keeps no data behind: a later re-join must start empty.
                 let data = plan::join_path(&[&h.prefix_path, "/var/lib/etcd"]);
-                reconcile::clean_directories(host, &run.helper_image, &[data]).await?;
+                reconcile::clean_directories(host, &run.helper_image, &[data])
+                    .await
+                    .map_err(|e| e.to_string())?;
             }
             let joined = run
                 .joined
@@ -93,7 +95,7 @@ pub(super) async fn etcd_plane(run: &Arc<Run>, runner: &Runner) -> Result<(), Up
 /// The etcd cluster's members as the first answering member lists them.
 pub(super) async fn etcd_member_report(run: &Run, etcd_hosts: &[String]) -> Option<String> {
     for address in etcd_hosts {
-        if let Ok(members) = reconcile::member_list(run.host(address)).await {
+        if let Ok(members) = etcd_membership::member_list(run.host(address)).await {
             let names: Vec<String> = members
                 .iter()
                 .map(|(_, name, peer)| format!("{name} ({peer})"))

@@ -8,7 +8,7 @@ use crate::hosts::{Host, HostPool};
 use crate::output::Reporter;
 use crate::phases::Runner;
 use crate::phases::health;
-use crate::phases::reconcile;
+use crate::phases::{etcd_membership, reconcile};
 use crate::plan;
 use crate::plan::ClusterPlan;
 use std::collections::BTreeSet;
@@ -54,7 +54,7 @@ pub(super) async fn plan_joins(
     if added.is_empty() {
         return Vec::new();
     }
-    let members = match reconcile::member_list(via).await {
+    let members = match etcd_membership::member_list(via).await {
         Ok(m) => m,
         Err(e) => {
             reporter.warn(format!(
@@ -64,7 +64,7 @@ pub(super) async fn plan_joins(
             Vec::new()
         }
     };
-    let learners = reconcile::supports_learners(via).await;
+    let learners = etcd_membership::supports_learners(via).await;
     let mut out = Vec::new();
     for h in recon
         .etcd_added
@@ -287,16 +287,17 @@ pub(super) async fn join_etcd_members(run: &Arc<Run>, runner: &Runner) -> Result
                     host.docker()
                         .remove_container(plan::ETCD)
                         .await
-                        .map_err(|e| e.to_string())?;
-                    reconcile::remove_member_by_peer(via, &peer).await
+                        .map_err(|e| etcd_membership::EtcdctlError::Host(Box::new(e)))?;
+                    etcd_membership::remove_member_by_peer(via, &peer).await
                 }
                 .await;
                 // The rollback the plan announced with the learner, reported as it ran.
                 let removed = Action::RemoveEtcdMember {
                     member: name.clone(),
                 };
+                let undo_error = undone.as_ref().err().map(|u| u.to_string());
                 run.reporter
-                    .applied(address, &removed, undone.as_ref().err().map(String::as_str));
+                    .applied(address, &removed, undo_error.as_deref());
                 return Err(match undone {
                     Ok(()) => format!("{e}\n(the learner was removed again: the cluster keeps its members and quorum)"),
                     Err(u) => format!("{e}\n(removing the learner again failed too: {u})"),
