@@ -976,6 +976,55 @@ mod tests {
         );
     }
 
+    /// Every canal template holds the whole canal manifest. port-addon-templates once read a Go
+    /// constant only up to its first backtick (KDM writes one as `` ` + "`" + ` ``), which cut every
+    /// canal template inside the canal DaemonSet; the Go goldens were rendered from the same cut
+    /// text, so only the objects themselves can tell.
+    #[test]
+    fn every_canal_template_is_whole() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/addons-golden");
+        let cases: Vec<serde_json::Value> =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap())
+                .unwrap();
+        let env = environment();
+        let canal: Vec<&str> = TEMPLATES
+            .iter()
+            .map(|(k, _)| *k)
+            .filter(|k| k.starts_with("canal-"))
+            .collect();
+        assert!(canal.len() >= 15, "{canal:?}");
+        for key in canal {
+            let case = cases
+                .iter()
+                .find(|c| c["name"] == format!("{key}.defaults"))
+                .unwrap_or_else(|| panic!("{key}: no defaults case"));
+            let objects = docs(key, &render_template(&env, key, &case["vars"]).unwrap());
+            let ids: Vec<String> = objects.iter().map(object_id).collect();
+            for want in [
+                "ServiceAccount/kube-system/canal",
+                "DaemonSet/kube-system/canal",
+                "Deployment/kube-system/calico-kube-controllers",
+                "PodDisruptionBudget/kube-system/calico-kube-controllers",
+            ] {
+                assert!(
+                    ids.iter().any(|id| id == want),
+                    "{key}: no {want} in {ids:?}"
+                );
+            }
+            let daemonset = &objects[ids
+                .iter()
+                .position(|id| id == "DaemonSet/kube-system/canal")
+                .unwrap()];
+            let containers: Vec<&str> = daemonset["spec"]["template"]["spec"]["containers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(containers, ["calico-node", "kube-flannel"], "{key}");
+        }
+    }
+
     /// Templates KDM selects for some RKE1 version that are not ported yet (v1.31.10+ and
     /// v1.32.6+ select them; their Go bodies, over 500,000 characters each, are only in the
     /// search tool's file index).
