@@ -5,7 +5,7 @@
 //! through cri-dockerd (always from v1.24, and on v1.21–v1.23 with `enable_cri_dockerd`), which
 //! runs from the `kubernetes_services_sidecar` image (rancher/rke-tools). Both clients start at a
 //! fixed newest API version and only lower it to the daemon's, so a daemon whose minimum API is
-//! above that version (Docker 29: 1.44) refuses them. The facts, each with its source, are in
+//! above that version (Docker 29.0–29.2: 1.44) refuses them. The facts, each with its source, are in
 //! `data/docker-api.json`; this module is pure: versions in, a verdict out.
 
 use std::collections::BTreeMap;
@@ -276,6 +276,43 @@ impl Table {
             .map(|(tools, cri)| (tools.as_str(), cri.as_str()))
     }
 
+    /// "or run Docker …" naming the runs of Docker releases whose default minimum API accepts
+    /// `api` (28.x and older at 1.24; 29.3 and newer at 1.40).
+    fn releases_accepting(&self, api: ApiVersion) -> String {
+        let mut releases: Vec<(ApiVersion, ApiVersion)> = self
+            .docker_releases
+            .api
+            .iter()
+            .filter_map(|(release, (min, _))| Some((ApiVersion::parse(release)?, *min)))
+            .collect();
+        releases.sort();
+        let accepts: Vec<bool> = releases.iter().map(|(_, min)| *min <= api).collect();
+        let mut runs = Vec::new();
+        for (i, (release, _)) in releases.iter().enumerate() {
+            let starts = accepts[i] && (i == 0 || !accepts[i - 1]);
+            if !starts {
+                continue;
+            }
+            let end = (i..releases.len())
+                .take_while(|j| accepts[*j])
+                .last()
+                .unwrap_or(i);
+            runs.push(match (i == 0, end + 1 == releases.len()) {
+                (true, true) => "any release".to_string(),
+                (true, false) => format!("{} or older", releases[end].0),
+                (false, true) => format!("{release} or newer"),
+                (false, false) => format!("{release} to {}", releases[end].0),
+            });
+        }
+        if runs.is_empty() {
+            return String::new();
+        }
+        format!(
+            ", or run a Docker release whose default minimum API accepts {api} ({})",
+            runs.join(", ")
+        )
+    }
+
     fn remedy(
         &self,
         client: &RuntimeClient,
@@ -284,14 +321,14 @@ impl Table {
         engine_min: ApiVersion,
     ) -> String {
         let lower = format!(
-            "lower dockerd's minimum API version to {runtime_api} (`min-api-version` in daemon.json, or DOCKER_MIN_API_VERSION in dockerd's environment)"
+            "lower dockerd's minimum API version to {runtime_api} (\"min-api-version\": \"{runtime_api}\" in /etc/docker/daemon.json, Docker 29.0 or newer; or DOCKER_MIN_API_VERSION={runtime_api} in dockerd's environment) and restart dockerd"
         );
-        let older_docker = "or run a Docker release whose minimum API is 1.24 (28.x or older)";
+        let older_docker = self.releases_accepting(runtime_api);
         let tools = self.tools_speaking(engine_min);
         let minor = minor_key(&client.kubernetes_version).unwrap_or_default();
         match (runtime.cri_dockerd, tools) {
             (true, Some((tools, cri))) => format!(
-                "set system_images.kubernetes_services_sidecar to rancher/rke-tools:v{tools} or newer (cri-dockerd {cri}), {lower}, {older_docker}"
+                "set system_images.kubernetes_services_sidecar to rancher/rke-tools:v{tools} or newer (cri-dockerd {cri}), {lower}{older_docker}"
             ),
             (false, Some((tools, cri))) => {
                 let cri_on_this_minor =
@@ -304,10 +341,10 @@ impl Table {
                     String::new()
                 };
                 format!(
-                    "{enable}upgrade Kubernetes from v{minor} to v1.24 or newer (one minor at a time) with rancher/rke-tools:v{tools} or newer, {lower}, {older_docker}"
+                    "{enable}upgrade Kubernetes from v{minor} to v1.24 or newer (one minor at a time) with rancher/rke-tools:v{tools} or newer, {lower}{older_docker}"
                 )
             }
-            (_, None) => format!("{lower}, {older_docker}"),
+            (_, None) => format!("{lower}{older_docker}"),
         }
     }
 }
@@ -503,9 +540,24 @@ mod tests {
             remedy.contains("enable_cri_dockerd: true")
                 && remedy.contains("rancher/rke-tools:v0.1.107")
                 && remedy.contains("v1.24 or newer")
-                && remedy.contains("min-api-version"),
+                && remedy.contains(
+                    "(\"min-api-version\": \"1.41\" in /etc/docker/daemon.json, Docker 29.0 or newer; or DOCKER_MIN_API_VERSION=1.41 in dockerd's environment)"
+                )
+                && remedy.ends_with(
+                    "or run a Docker release whose default minimum API accepts 1.41 (28.5 or older, 29.3 or newer)"
+                ),
             "{remedy}"
         );
+        // Docker 29.3 lowered its default minimum to 1.40: the table knows it for a daemon
+        // that does not report its own.
+        let unreported = Engine {
+            min_api_version: None,
+            api_version: None,
+            ..docker("29.3.1", "1.40", "1.54")
+        };
+        let c = check(&unreported, &dockershim("v1.20.15-rancher2-2"), false);
+        assert_eq!(c.verdict, Verdict::Works, "{c:?}");
+        assert_eq!(c.spoken_api, ApiVersion::parse("1.40"));
         // v1.20 cannot enable cri-dockerd (RKE1 allows it from v1.21).
         let c = check(&engines()[4], &dockershim("v1.20.15-rancher2-2"), false);
         let (reason, remedy) = c.refused().expect("refused");
