@@ -55,7 +55,11 @@ async fn rollback_goes_back_to_the_previous_run() {
 
     // The change: one kubelet flag, applied by a successful `up`.
     cluster.edit(|t| t.replacen(FLAG_AFTER, &format!("{FLAG_AFTER}{KUBELET_FLAG}"), 1));
-    assert!(std::fs::read_to_string(&cluster.config).unwrap().contains("max-pods"));
+    assert!(
+        std::fs::read_to_string(&cluster.config)
+            .unwrap()
+            .contains("max-pods")
+    );
     cluster.up();
     for (host, args) in kubelet_args(&cluster) {
         assert!(args.contains("--max-pods=120"), "{host}: {args}");
@@ -76,11 +80,18 @@ async fn rollback_goes_back_to_the_previous_run() {
     cluster.edit(|t| t.replacen(FLAG_AFTER, &format!("{FLAG_AFTER}{KUBELET_FLAG}"), 1));
     let planned = host_actions(&cluster, &["rollback", "--dry-run"]);
     assert_eq!(planned, with_old_yml);
-    assert_eq!(planned.len(), HOSTS.len(), "{planned:#?}");
-    for (host, action) in &planned {
+    // Per host: kubelet recreated, and its log link written for the new container.
+    assert_eq!(planned.len(), 2 * HOSTS.len(), "{planned:#?}");
+    for pair in planned.chunks(2) {
+        let [(h1, link), (h2, recreate)] = pair else {
+            unreachable!()
+        };
+        assert_eq!(h1, h2, "{planned:#?}");
+        assert_eq!(link, "link the logs of kubelet", "{planned:#?}");
         assert!(
-            action.starts_with("recreate container kubelet") && action.contains("--max-pods=120"),
-            "{host}: {action}"
+            recreate.starts_with("recreate container kubelet")
+                && recreate.contains("entrypoint: ---max-pods=120"),
+            "{h2}: {recreate}"
         );
     }
 
@@ -104,12 +115,18 @@ async fn rollback_goes_back_to_the_previous_run() {
     assert!(differs[0]["right"].is_null(), "{out}");
     // Going back is itself a run: the state it replaced is now the previous one.
     let previous = &cluster.state()["rkersPrevious"]["rkeConfig"];
-    assert_eq!(previous["services"]["kubelet"]["extraArgs"]["max-pods"], "120");
+    assert_eq!(
+        previous["services"]["kubelet"]["extraArgs"]["max-pods"],
+        "120"
+    );
 
     // With the old cluster.yml, `up` has nothing left to do.
     std::fs::write(&cluster.config, &old_yml).unwrap();
     let plan = cluster.dry_run();
-    assert!(plan.contains(&format!("0 actions on {} hosts", HOSTS.len())), "{plan}");
+    assert!(
+        plan.contains(&format!("0 actions on {} hosts", HOSTS.len())),
+        "{plan}"
+    );
     eprintln!(
         "the rollback test's own work took {:.1}s",
         started.elapsed().as_secs_f64()

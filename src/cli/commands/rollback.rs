@@ -31,13 +31,18 @@ pub async fn run(args: &RollbackArgs, reporter: &Reporter) -> Result<(), CliErro
     let catalog = Catalog::load().map_err(|e| CliError::Failed(e.to_string()))?;
     let differences = cluster_yml_differences(path, &previous, &catalog);
     let loaded = config::Loaded {
-        config: previous,
+        config: previous.clone(),
         warnings: Vec::new(),
         locations: config::Locations::empty(&files.state_path.display().to_string()),
     };
-    let cluster =
+    let mut cluster =
         Cluster::from_loaded_with_state(loaded, catalog, files, state.as_ref(), reporter)
             .map_err(|e| CliError::Failed(format!("the recorded previous run's config: {e}")))?;
+    // The recorded config is defaulted already, and defaulting it again is not a no-op (RKE1
+    // fills `node_drain_input` only into a strategy cluster.yml leaves out): the run applies,
+    // and the state records, exactly what ran before, so `up` with the old cluster.yml finds
+    // nothing to change.
+    cluster.config = previous;
     let _run_lock = crate::cli::lock_cluster("rollback", args.dry_run, &cluster, reporter)?;
     reporter.info(format!(
         "Rolling back to the config the previous successful run replaced (kubernetes_version {})",

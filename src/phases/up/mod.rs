@@ -14,7 +14,8 @@
 //!    plane (`etcd_members`, `etcd`), the control plane (`planes`, `rolling`), RBAC and
 //!    the current state (`cluster`), the worker plane, node labels and taints and log links
 //!    (`nodes`), hosts that left (`removed_hosts`), in RKE1's order, hosts in parallel where
-//!    safe. `containers` brings one container to its planned state.
+//!    safe; last, once all went well, the state this run replaced kept for `rkers rollback`
+//!    (`cluster`). `containers` brings one container to its planned state.
 
 mod cluster;
 mod cluster_actions;
