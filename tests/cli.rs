@@ -712,3 +712,30 @@ fn up_moves_one_minor_at_a_time_and_refuses_before_connecting() {
     }
     assert_eq!(std::fs::read_to_string(&state_path).unwrap(), written);
 }
+
+#[test]
+fn rollback_without_a_previous_run_is_refused_with_the_way_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cluster(dir.path(), "cluster.yml", CLUSTER);
+    rkers()
+        .args(["rollback", "--config"])
+        .arg(&path)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no state file"));
+    // `up --init` writes a state, but no run finished: nothing to go back to.
+    rkers()
+        .args(["up", "--init", "--config"])
+        .arg(&path)
+        .assert()
+        .success();
+    rkers()
+        .args(["rollback", "--dry-run", "--config"])
+        .arg(&path)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("records no previous run"))
+        .stderr(predicate::str::contains(
+            "`rkers up` with the old cluster.yml",
+        ));
+}

@@ -7,6 +7,8 @@
 //! pre-change etcd snapshot is named after the moment of each plan: that time is the one thing
 //! left out of the comparison.
 //!
+//! `rollback` after a changed flag is checked the same way as `up`.
+//!
 //! One cluster serves the commands that leave it running (`etcd snapshot-save`, `cert rotate
 //! --service kubelet`, `encrypt rotate-key`, then `up` turning encryption off); `remove` comes
 //! last, in the same test function,
@@ -380,6 +382,17 @@ async fn up_with_one_changed_flag_applies_exactly_its_dry_run() {
     assert_eq!(
         texts(&plan, "cluster"),
         ["save the state in Secret kube-system/full-cluster-state (the state changed)"],
+        "{}",
+        show(&plan)
+    );
+    // `rollback` back to the config before the flag: planned like `up`, applied as planned,
+    // the same recreate the other way (after the pre-change snapshot it takes for it).
+    let plan = dry_run_is_the_truth(&cluster, &["rollback"], &[]);
+    assert!(
+        texts(&plan, &h1)
+            .iter()
+            .any(|a| a.starts_with("recreate container kube-apiserver")
+                && a.contains("audit-log-maxage")),
         "{}",
         show(&plan)
     );

@@ -580,6 +580,7 @@ fn up_options(run: &Run, req: &UpRequest, dry_run: bool) -> phases::up::UpOption
         ignore_removed_apis: req.ignore_removed_apis,
         dind: false,
         no_snapshot: req.no_snapshot,
+        minor_back_from_snapshot: false,
     }
 }
 

@@ -34,6 +34,9 @@ pub enum Command {
     Up(UpArgs),
     /// Tear the cluster down and clean the cluster nodes.
     Remove(RemoveArgs),
+    /// Bring the cluster back to what the previous successful `up` applied (from the state
+    /// file; no old cluster.yml needed).
+    Rollback(RollbackArgs),
     /// Show the cluster's Kubernetes version, or with --client this program's.
     Version(VersionArgs),
     /// Set up a cluster configuration, or list versions and system images.
@@ -176,6 +179,31 @@ pub struct UpArgs {
     pub ignore_removed_apis: bool,
     /// Take no etcd snapshot (rkers-pre-<UTC time>) before a change to etcd or the control
     /// plane; a change that fails half-way can then only be undone from an older snapshot.
+    #[arg(long)]
+    pub no_snapshot: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RollbackArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Print, per host, the actions the rollback would take, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// First restore the etcd snapshot the rolled-back run took before it changed anything,
+    /// then the containers: needed to go back over a Kubernetes minor. What was written to the
+    /// cluster since that snapshot is lost.
+    #[arg(long)]
+    pub restore_snapshot: bool,
+    /// Disable the port check between nodes.
+    #[arg(long)]
+    pub disable_port_check: bool,
+    /// Go on although an admission webhook blocks system pod creation (see `rkers doctor`).
+    #[arg(long)]
+    pub ignore_blocking_webhooks: bool,
+    /// Take no etcd snapshot before a change to etcd or the control plane.
     #[arg(long)]
     pub no_snapshot: bool,
 }
@@ -419,6 +447,7 @@ impl Command {
         let arg = match self {
             Command::Up(a) => &a.config,
             Command::Remove(a) => &a.config,
+            Command::Rollback(a) => &a.config,
             Command::Version(a) if a.client => return None,
             Command::Version(a) => &a.config,
             Command::Preflight(a) => &a.config,
@@ -453,6 +482,7 @@ impl Command {
         Some(match self {
             Command::Up(a) => ("up", a.dry_run),
             Command::Remove(a) => ("remove", a.dry_run),
+            Command::Rollback(a) => ("rollback", a.dry_run),
             Command::Doctor(a) if a.fix.is_some() || a.restore_webhooks => ("doctor --fix", false),
             Command::Etcd { command } => match command {
                 EtcdCommand::SnapshotSave { dry_run, .. } => ("etcd snapshot-save", *dry_run),

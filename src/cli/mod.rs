@@ -173,6 +173,16 @@ fn run_lock(
     let Some((name, dry_run)) = command.run_lock_name() else {
         return Ok(None);
     };
+    lock_cluster(name, dry_run, cluster, reporter)
+}
+
+/// [`run_lock`] for a command named `name`.
+pub(crate) fn lock_cluster(
+    name: &str,
+    dry_run: bool,
+    cluster: &crate::cluster::Cluster,
+    reporter: &crate::output::Reporter,
+) -> Result<Option<crate::state::RunLock>, CliError> {
     let state = &cluster.files.state_path;
     if dry_run {
         if let Some(holder) = crate::state::current_holder(state) {
@@ -209,6 +219,8 @@ async fn run(cli: Cli, reporter: &crate::output::Reporter) -> Result<(), CliErro
                 .render(&mut std::io::stdout())
                 .map_err(|e| CliError::Failed(format!("cannot write the manual page: {e}")));
         }
+        // The desired config comes from the state file, not from cluster.yml.
+        Command::Rollback(a) => return commands::rollback::run(a, reporter).await,
         Command::Serve(a) => {
             return crate::serve::run(a).await.map_err(|e| match e {
                 crate::serve::ServeError::Setup(m) => CliError::Usage(m),
@@ -269,7 +281,11 @@ async fn run(cli: Cli, reporter: &crate::output::Reporter) -> Result<(), CliErro
                 connect, dry_run, ..
             },
         } => commands::state_file::get_state_file(&cluster, connect, *dry_run, reporter).await,
-        Command::Config(_) | Command::Completions { .. } | Command::Man | Command::Serve(_) => {
+        Command::Config(_)
+        | Command::Completions { .. }
+        | Command::Man
+        | Command::Serve(_)
+        | Command::Rollback(_) => {
             unreachable!("handled above")
         }
     }

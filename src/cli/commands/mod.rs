@@ -9,6 +9,7 @@ pub mod local;
 pub mod offline;
 pub mod preflight;
 pub mod remove;
+pub mod rollback;
 pub mod state_file;
 pub mod up;
 pub mod version;

@@ -56,6 +56,7 @@ pub async fn run(
         ignore_removed_apis: args.ignore_removed_apis,
         dind: args.dind,
         no_snapshot: args.no_snapshot,
+        minor_back_from_snapshot: false,
     };
     if let Some(links) = links {
         opts.ssh.links = links;

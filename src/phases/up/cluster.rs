@@ -98,18 +98,43 @@ pub(super) async fn rewrite_secrets(run: &Run) -> Result<(), UpError> {
 }
 
 /// The desired state becomes the current one, in the state file and, when planned (it
-/// differs from what the cluster holds), in the cluster's state Secret.
+/// differs from what the cluster holds), in the cluster's state Secret. Returns the state
+/// saved, for [`finish_state`].
 pub(super) async fn save_state(
     cluster: &Cluster,
     mut state: StateFile,
     run: &Run,
-) -> Result<(), UpError> {
+) -> Result<StateFile, UpError> {
     let phase = run.reporter.phase("save state");
     state.promote_desired_to_current();
     state.save(&cluster.files.state_path)?;
-    run.exec.set_state_json(state.to_json()?);
+    run.exec
+        .set_state_json(state.without_run_history().to_json()?);
     let r = apply_picked(run, |a| matches!(a, Action::SaveStateSecret { .. })).await;
-    finish(phase, r.map_err(phase_error("save state")))
+    finish(phase, r.map_err(phase_error("save state")))?;
+    Ok(state)
+}
+
+/// Once the whole run succeeded: the state it replaced becomes the previous one, which
+/// `rkers rollback` goes back to, with the etcd snapshot this run took first (a failed run
+/// never gets here, so it moves nothing).
+pub(super) fn finish_state(
+    cluster: &Cluster,
+    mut state: StateFile,
+    run: &Run,
+) -> Result<(), UpError> {
+    let snapshot = run.actions.values().flatten().find_map(|a| match a {
+        Action::SaveEtcdSnapshot { name, .. } => Some(name.as_str()),
+        _ => None,
+    });
+    let before = state.previous().ok().flatten();
+    state.finish_run(snapshot);
+    let after = state.previous().ok().flatten();
+    if before != after {
+        state.save(&cluster.files.state_path)?;
+        tracing::debug!(?after, "previous state recorded for rollback");
+    }
+    Ok(())
 }
 
 /// kube-proxy v1.20 looks its Node up once it starts and backs off 1, 2, 4, 8 s while it is

@@ -213,6 +213,9 @@ async fn observe(
 fn comparable(mut state: serde_json::Value) -> serde_json::Value {
     if let Some(map) = state.as_object_mut() {
         map.remove(crate::state::RKERS_MARK);
+        // Only the state file keeps the run history (see `StateFile::without_run_history`).
+        map.remove(crate::state::PREVIOUS_KEY);
+        map.remove(crate::state::CANDIDATE_KEY);
     }
     for side in ["desiredState", "currentState"] {
         if let Some(admin) = state

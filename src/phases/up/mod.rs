@@ -14,7 +14,8 @@
 //!    plane (`etcd_members`, `etcd`), the control plane (`planes`, `rolling`), RBAC and
 //!    the current state (`cluster`), the worker plane, node labels and taints and log links
 //!    (`nodes`), hosts that left (`removed_hosts`), in RKE1's order, hosts in parallel where
-//!    safe. `containers` brings one container to its planned state.
+//!    safe; last, once all went well, the state this run replaced kept for `rkers rollback`
+//!    (`cluster`). `containers` brings one container to its planned state.
 
 mod cluster;
 mod cluster_actions;
@@ -81,13 +82,16 @@ pub struct UpOptions {
     pub dind: bool,
     /// `--no-snapshot`: no etcd snapshot before a change to etcd or the control plane.
     pub no_snapshot: bool,
+    /// `rkers rollback --restore-snapshot`: etcd was just restored from the snapshot taken
+    /// while the older minor ran, so going back a minor is what is asked, not a mistake.
+    pub minor_back_from_snapshot: bool,
 }
 
 pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Result<(), UpError> {
     let runner = Runner::new(reporter.clone(), opts.ssh.concurrency);
 
     // 1. state
-    let loaded = state::load(cluster, opts, reporter)?;
+    let mut loaded = state::load(cluster, opts, reporter)?;
     // 2. connect
     let connected = connect::connect(cluster, opts, &loaded, reporter).await?;
     // 3. plan and observe
@@ -99,6 +103,8 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     // Written only now, once no check refused the run and the adoption (if any) is confirmed,
     // and still before any host changes (§9.1): a run that refuses leaves the state file as it
     // was.
+    // What the cluster ran until now, which `rkers rollback` goes back to once this run finishes.
+    loaded.state.keep_rollback_candidate();
     state::save_desired_state(cluster, &loaded.state, reporter)?;
     let run = Arc::new(run::Run::new(
         planned,
@@ -182,7 +188,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     cluster::rewrite_secrets(&run).await?;
     // RKE1's order (§9): the state is recorded once the control plane answers, before the
     // worker plane; on a new cluster the kubelets already run, only kube-proxy waits for it.
-    cluster::save_state(cluster, loaded.state, &run).await?;
+    let saved = cluster::save_state(cluster, loaded.state, &run).await?;
     if let Some(old) = old_current {
         rolling::upgrade_worker_plane(cluster, old, &run, &runner, Some(&api)).await?;
     } else {
@@ -206,6 +212,7 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         &api,
     )
     .await?;
+    cluster::finish_state(cluster, saved, &run)?;
     run.pool.close().await;
     reporter.info("Finished building Kubernetes cluster successfully");
     Ok(())

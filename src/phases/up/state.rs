@@ -38,6 +38,7 @@ pub(super) fn load(
             source,
         })?;
     let minor = match &old_current {
+        Some(_) if opts.minor_back_from_snapshot => MinorStep::Same,
         Some(old) => check_minor_step(cluster, old)?,
         None => MinorStep::Same,
     };

@@ -7,10 +7,12 @@
 //!   unknown keys reported as warnings, and a map from key path to file position;
 //! - [`apply_defaults`]: RKE1's defaulting (`cluster/defaults.go`), driven by a
 //!   [`VersionCatalog`] that the metadata module implements;
+//! - [`key_differences`]: where two configs differ, by cluster.yml key path;
 //! - [`validate`]: every check RKE1 makes plus the ones it misses, all reported at once with
 //!   `file:line:column`.
 
 mod defaults;
+mod key_diff;
 mod load;
 pub mod types;
 mod validate;
@@ -19,6 +21,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 pub use defaults::{UnpublishedImages, apply_defaults, images_for_unpublished_version};
+pub use key_diff::{KeyDifference, key_differences};
 pub use load::{Loaded, Locations, Position, load_file, load_str};
 pub use types::*;
 pub use validate::{

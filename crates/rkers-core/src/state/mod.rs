@@ -9,6 +9,7 @@ mod files;
 mod gojson;
 mod lock;
 mod merge;
+mod previous;
 mod store;
 
 use std::path::{Path, PathBuf};
@@ -22,6 +23,9 @@ pub use backups::{MAX_BACKUPS, list_backups, reset_for_tests, timestamped_backup
 pub use files::{ClusterFiles, write_atomic};
 pub use lock::{Holder, LockError, RunLock, current_holder, lock_path};
 pub use merge::{merge_preserving, merge_preserving_where};
+pub use previous::{
+    CANDIDATE_KEY, PREVIOUS_KEY, PreviousRun, RollbackRefused, RollbackTarget, rollback_target,
+};
 pub use store::{FileStateStore, Loaded, MemoryStateStore, StateStore, StateVersion, StoreError};
 
 /// Mode of the state file and the admin kubeconfig (§33.12).
