@@ -305,7 +305,15 @@ pub fn verify(
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verified {
     NotChecked,
-    Matched { algo: DigestAlgo, from: String },
+    Matched {
+        algo: DigestAlgo,
+        from: String,
+    },
+    /// A directory of binaries: how many had a checksum file beside them (all of which matched).
+    Binaries {
+        checked: usize,
+        of: usize,
+    },
 }
 
 impl std::fmt::Display for Verified {
@@ -313,6 +321,10 @@ impl std::fmt::Display for Verified {
         match self {
             Verified::NotChecked => f.write_str("not checked (no .sha256/.sha512 file or flag)"),
             Verified::Matched { algo, from } => write!(f, "{algo} matched {from}"),
+            Verified::Binaries { checked, of } => write!(
+                f,
+                "{checked} of {of} binaries had a .sha256/.sha512 file beside them, and it matched"
+            ),
         }
     }
 }
