@@ -228,6 +228,7 @@ fn read_kubernetes(
             };
             std::io::copy(&mut entry, &mut tee).map_err(not_tar)?;
             let sha256 = tee.hasher.finish().sha256;
+            make_executable(&dest)?;
             binaries.insert(bin.to_owned(), (dest, sha256));
         }
     }
@@ -325,6 +326,13 @@ fn check_complete(
     })
 }
 
+/// Unpacked binaries are run here (`--version`) and copied into the image with mode 0755 anyway.
+fn make_executable(path: &Path) -> Result<(), EngineError> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| read_err(path, e))
+}
+
 struct TeeHasher<'a> {
     out: &'a mut File,
     hasher: Hasher,
@@ -401,6 +409,7 @@ fn extract_cri_dockerd(path: &Path, work: &Path) -> Result<PathBuf, EngineError>
             let dest = work.join(CRI_DOCKERD);
             let mut out = File::create(&dest).map_err(|e| read_err(&dest, e))?;
             std::io::copy(&mut entry, &mut out).map_err(bad)?;
+            make_executable(&dest)?;
             return Ok(dest);
         }
     }
