@@ -16,7 +16,6 @@ use futures::{SinkExt, StreamExt};
 use indexmap::IndexMap;
 pub use rkers_core::image_build::*;
 
-use crate::hosts::HostError;
 use crate::hosts::docker::{DockerClient, registry_for_image};
 use crate::hosts::target::RegistryCredential;
 
@@ -32,8 +31,6 @@ pub enum EngineError {
     Input(#[from] ImageBuildError),
     #[error("{path}: {detail}")]
     Read { path: String, detail: String },
-    #[error(transparent)]
-    Host(#[from] HostError),
     #[error("{host}: {what} failed: {detail}")]
     Docker {
         host: String,
@@ -45,7 +42,6 @@ pub enum EngineError {
 impl crate::error::HostContext for EngineError {
     fn hosts(&self) -> Vec<&str> {
         match self {
-            EngineError::Host(e) => vec![e.host()],
             EngineError::Docker { host, .. } => vec![host.as_str()],
             _ => Vec::new(),
         }

@@ -249,12 +249,12 @@ pub fn parse_checksum_file(
     };
     let mut words = chosen.split_whitespace();
     let hex = checked_hex(words.next().unwrap_or_default()).map_err(&bad)?;
-    if let Some(named) = words.next().map(|n| n.trim_start_matches('*')) {
-        if named.rsplit('/').next() != Some(input_name) {
-            return Err(bad(format!(
-                "it gives the digest of {named}, not of {input_name}"
-            )));
-        }
+    if let Some(named) = words.next().map(|n| n.trim_start_matches('*'))
+        && named.rsplit('/').next() != Some(input_name)
+    {
+        return Err(bad(format!(
+            "it gives the digest of {named}, not of {input_name}"
+        )));
     }
     if hex.len() != algo.hex_len() {
         return Err(bad(format!(
