@@ -104,21 +104,25 @@ async fn a_server_tarball_becomes_the_image_the_cluster_runs() {
         "{}/rkers-test/hyperkube-built:v1.20.2-e2e-{instance}",
         e.env.registry
     );
+    let build_args = |kubernetes: &Path| {
+        let mut args: Vec<String> = ["image", "build", "--kubernetes"]
+            .map(String::from)
+            .to_vec();
+        args.push(kubernetes.display().to_string());
+        for (flag, value) in [
+            ("--cri-dockerd", cri.display().to_string()),
+            ("--base", base.into()),
+            ("--tag", tag.clone()),
+        ] {
+            args.push(flag.into());
+            args.push(value);
+        }
+        args
+    };
     let t = Instant::now();
-    let (ok, out) = e.rkers(&[
-        "image",
-        "build",
-        "--kubernetes",
-        tarball.to_str().unwrap(),
-        "--cri-dockerd",
-        cri.to_str().unwrap(),
-        "--base",
-        base,
-        "--tag",
-        &tag,
-        "--node",
-        "host1",
-    ]);
+    let mut args = build_args(&tarball);
+    args.extend(["--node".to_string(), "host1".to_string()]);
+    let (ok, out) = e.rkers(&args.iter().map(String::as_str).collect::<Vec<_>>());
     eprintln!("rkers image build took {:.1}s", t.elapsed().as_secs_f64());
     assert!(ok, "rkers image build failed:\n{out}");
     assert!(
@@ -222,18 +226,12 @@ async fn a_server_tarball_becomes_the_image_the_cluster_runs() {
         damaged.display()
     ));
     let out = e
-        .command(&[
-            "image",
-            "build",
-            "--kubernetes",
-            damaged.to_str().unwrap(),
-            "--cri-dockerd",
-            cri.to_str().unwrap(),
-            "--base",
-            base,
-            "--tag",
-            &tag,
-        ])
+        .command(
+            &build_args(&damaged)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        )
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stderr);
