@@ -37,6 +37,7 @@ pub mod diff {
 pub mod doctor;
 pub mod error;
 pub mod hosts;
+pub mod image_build;
 pub mod kubeapi;
 pub mod output;
 pub mod phases;

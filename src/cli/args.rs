@@ -65,6 +65,11 @@ pub enum Command {
         #[command(subcommand)]
         command: UtilCommand,
     },
+    /// Build the Kubernetes image RKE's containers run from the official release files.
+    Image {
+        #[command(subcommand)]
+        command: ImageCommand,
+    },
     /// Print a shell completion script (e.g. `rkers completions bash > /etc/bash_completion.d/rkers`).
     Completions {
         #[arg(value_enum)]
@@ -441,6 +446,59 @@ pub enum UtilCommand {
     },
 }
 
+#[derive(Subcommand, Debug)]
+pub enum ImageCommand {
+    /// Build the one Kubernetes image (kubelet, kube-apiserver, kube-controller-manager,
+    /// kube-scheduler, kube-proxy, cri-dockerd) from the official server tarball and a cri-dockerd
+    /// binary, on a node's Docker (or the local one with --local), push it with the
+    /// `private_registries` credentials, and print the `system_images` lines for cluster.yml.
+    Build(ImageBuildArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ImageBuildArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// kubernetes-server-linux-<arch>.tar.gz, or a directory of its server binaries. A
+    /// `.sha512`/`.sha256` file beside it is checked.
+    #[arg(long, value_name = "PATH")]
+    pub kubernetes: PathBuf,
+    /// The cri-dockerd binary, or its release .tgz. A `.sha512`/`.sha256` file beside it is checked.
+    #[arg(long, value_name = "FILE")]
+    pub cri_dockerd: PathBuf,
+    /// The image to build on: it must have bash, iptables and mount (e.g. your site's Debian
+    /// image with iptables, conntrack, mount, ethtool installed).
+    #[arg(long, value_name = "IMAGE")]
+    pub base: String,
+    /// The image to build [default for v1.33 and later: <default private registry>/rkers/hyperkube:vX.Y.Z-rkers1;
+    /// required below v1.33].
+    #[arg(long, value_name = "REPO:TAG")]
+    pub tag: Option<String>,
+    /// The Kubernetes tarball's checksum (sha256:HEX or sha512:HEX), instead of a file beside it.
+    #[arg(long, value_name = "DIGEST")]
+    pub kubernetes_checksum: Option<String>,
+    /// The cri-dockerd file's checksum (sha256:HEX or sha512:HEX), instead of a file beside it.
+    #[arg(long, value_name = "DIGEST")]
+    pub cri_dockerd_checksum: Option<String>,
+    /// The Kubernetes version, when it cannot be read from the inputs (the tarball's
+    /// kube-apiserver.docker_tag, or `kube-apiserver --version` run here); must agree with it.
+    #[arg(long, value_name = "vX.Y.Z")]
+    pub kubernetes_version: Option<String>,
+    /// The node whose Docker builds the image (its address or hostname_override) [default: the
+    /// first node of cluster.yml].
+    #[arg(long, value_name = "NODE", conflicts_with = "local")]
+    pub node: Option<String>,
+    /// Build with the Docker engine DOCKER_HOST names (default unix:///var/run/docker.sock)
+    /// instead of a node's.
+    #[arg(long)]
+    pub local: bool,
+    /// Build and tag only; do not push.
+    #[arg(long)]
+    pub no_push: bool,
+}
+
 impl Command {
     /// The config file a command reads, when it reads one.
     pub fn config_path(&self) -> Option<&std::path::Path> {
@@ -471,6 +529,9 @@ impl Command {
                 UtilCommand::GetStateFile { config, .. } => config,
                 UtilCommand::GetKubeconfig { config } => config,
             },
+            Command::Image {
+                command: ImageCommand::Build(a),
+            } => &a.config,
         };
         Some(&arg.config)
     }

@@ -201,7 +201,7 @@ pub(crate) fn lock_cluster(
 }
 
 async fn run(cli: Cli, reporter: &crate::output::Reporter) -> Result<(), CliError> {
-    use args::{CertCommand, Command, EncryptCommand, UtilCommand};
+    use args::{CertCommand, Command, EncryptCommand, ImageCommand, UtilCommand};
     match &cli.command {
         Command::Config(a) => return commands::config_cmd::run(a),
         Command::Version(a) if a.client => {
@@ -281,6 +281,9 @@ async fn run(cli: Cli, reporter: &crate::output::Reporter) -> Result<(), CliErro
                 connect, dry_run, ..
             },
         } => commands::state_file::get_state_file(&cluster, connect, *dry_run, reporter).await,
+        Command::Image {
+            command: ImageCommand::Build(a),
+        } => commands::image::build(&cluster, a, reporter).await,
         Command::Config(_)
         | Command::Completions { .. }
         | Command::Man

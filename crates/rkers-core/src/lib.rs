@@ -19,6 +19,7 @@ pub mod container;
 pub mod diff;
 pub mod files;
 pub mod health;
+pub mod image_build;
 pub mod metadata;
 pub mod node;
 pub mod pki;

@@ -5,6 +5,7 @@ pub mod config_cmd;
 pub mod doctor;
 pub mod encrypt;
 pub mod etcd;
+pub mod image;
 pub mod local;
 pub mod offline;
 pub mod preflight;
