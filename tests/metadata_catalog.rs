@@ -11,11 +11,15 @@ use rkers::metadata::{
 
 /// The newest version whose Kubernetes image is public (see data/README.md).
 const DEFAULT: &str = "v1.32.6-rancher1-1";
-/// What RKE v1.8.14 offers: the newest patch of v1.30, v1.31 and v1.32.
-const CURRENT: [&str; 3] = [
+/// What RKE v1.8.14 offers (the newest patch of v1.30, v1.31 and v1.32), then rkers' own minors
+/// (data/versions-next.json).
+const CURRENT: [&str; 6] = [
     "v1.30.14-rancher1-1",
     "v1.31.14-rancher1-1",
     "v1.32.11-rancher1-1",
+    "v1.33.5-rkers1",
+    "v1.34.10-rkers1",
+    "v1.35.6-rkers1",
 ];
 #[path = "support/rke1_releases.rs"]
 mod rke1_releases;

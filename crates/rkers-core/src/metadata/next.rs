@@ -244,6 +244,14 @@ pub fn extend(data: &mut CatalogData, next: &NextData) -> Result<(), String> {
             .insert(entry.minor.clone(), windows.clone());
         data.docker_versions
             .insert(version.docker_key(), docker.clone());
+        // Offered after RKE1's last release: a catalog emulating an older RKE leaves them out.
+        data.version_info.insert(
+            entry.minor.clone(),
+            super::VersionInfo {
+                min_rke_version: Some(data.rke_version.clone()),
+                ..Default::default()
+            },
+        );
         previous = (version.major(), version.minor());
     }
     Ok(())
