@@ -11,11 +11,15 @@ use rkers::metadata::{
 
 /// The newest version whose Kubernetes image is public (see data/README.md).
 const DEFAULT: &str = "v1.32.6-rancher1-1";
-/// What RKE v1.8.14 offers: the newest patch of v1.30, v1.31 and v1.32.
-const CURRENT: [&str; 3] = [
+/// What RKE v1.8.14 offers (the newest patch of v1.30, v1.31 and v1.32), then rkers' own minors
+/// (data/versions-next.json).
+const CURRENT: [&str; 6] = [
     "v1.30.14-rancher1-1",
     "v1.31.14-rancher1-1",
     "v1.32.11-rancher1-1",
+    "v1.33.5-rkers1",
+    "v1.34.10-rkers1",
+    "v1.35.6-rkers1",
 ];
 #[path = "support/rke1_releases.rs"]
 mod rke1_releases;
@@ -150,7 +154,7 @@ fn nearest_versions_are_the_neighbours_in_the_minor() {
         c.nearest_versions("v1.20.1-rancher1-1"),
         ["v1.20.4-rancher1-1"]
     );
-    assert!(c.nearest_versions("v1.33.0-rancher1-1").is_empty());
+    assert!(c.nearest_versions("v1.40.0-rancher1-1").is_empty());
     assert!(c.nearest_versions("banana").is_empty());
 }
 
@@ -238,6 +242,8 @@ fn every_version_has_complete_images_for_its_keys() {
         let tag = kube
             .strip_prefix("rancher/hyperkube:")
             .or_else(|| kube.strip_prefix("rke-extended-life/hyperkube:"))
+            // rkers' own minors (data/versions-next.json): the image users build.
+            .or_else(|| kube.strip_prefix("rkers/hyperkube:"))
             .unwrap_or_else(|| panic!("{version}: kubernetes image {kube}"));
         assert!(version.starts_with(tag), "{version}: hyperkube tag {tag}");
         // The four rke-tools roles share one image.
@@ -717,8 +723,8 @@ fn unknown_or_unpublished_version_gives_one_short_error() {
          v1.32.13-rancher1-3); set RKERS_METADATA_FILE to a versions.json that lists it"
     );
     assert_eq!(
-        err("v1.33.0-rancher1-1"),
-        "v1.33.0-rancher1-1 is not a Kubernetes version rkers knows; set RKERS_METADATA_FILE \
+        err("v1.40.0-rancher1-1"),
+        "v1.40.0-rancher1-1 is not a Kubernetes version rkers knows; set RKERS_METADATA_FILE \
          to a versions.json that lists it"
     );
     assert!(err("banana").starts_with("banana is not a Kubernetes version rkers knows"));

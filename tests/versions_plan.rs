@@ -1,11 +1,14 @@
 //! The plan for one Kubernetes version of every minor RKE1 offered from v1.20 to v1.32, built
 //! with the compiled-in metadata (data/versions.json): a Linux and Windows mixed cluster whose
 //! images and flags per host are snapshotted, so a change of the data shows up as a reviewable
-//! diff. Addon manifests are not part of the plan, so no template is rendered here.
+//! diff. Addon manifests are not part of the plan, so no template is rendered here. rkers' own
+//! minors after v1.32 (data/versions-next.json) are planned the same way, and their removed
+//! flags, listing and upgrade path checked against that data.
 
 mod wins;
 
 use rkers::metadata::Catalog;
+use rkers::metadata::next::{NextData, step_reasons};
 use rkers::plan::ClusterPlan;
 use serde_json::{Value, json};
 use wins::support::*;
@@ -27,6 +30,9 @@ const ONE_PER_MINOR: [&str; 13] = [
     "v1.31.10-rancher1-1",
     "v1.32.6-rancher1-1",
 ];
+
+/// rkers' own version of each minor after RKE1's last (data/versions-next.json).
+const NEXT_PER_MINOR: [&str; 3] = ["v1.33.5-rkers1", "v1.34.10-rkers1", "v1.35.6-rkers1"];
 
 fn mixed_cluster(version: &str) -> rkers::config::RkeConfig {
     let text = fixture("cluster-mixed-v120.yml").replace(
@@ -70,7 +76,7 @@ fn summary(plan: &ClusterPlan) -> Value {
 #[test]
 fn one_version_of_every_minor_plans_linux_and_windows_hosts() {
     let catalog = Catalog::embedded();
-    for version in ONE_PER_MINOR {
+    for version in ONE_PER_MINOR.into_iter().chain(NEXT_PER_MINOR) {
         assert!(catalog.is_supported(version), "{version}");
         let cfg = mixed_cluster(version);
         let images = catalog.system_images(version).unwrap();
@@ -105,4 +111,145 @@ fn one_version_of_every_minor_plans_linux_and_windows_hosts() {
         settings.set_prepend_module_to_snapshot(false);
         settings.bind(|| insta::assert_yaml_snapshot!(name, summary(&plan)));
     }
+}
+
+/// The container that runs a service options component on a Linux host.
+fn container_of(component: &str) -> &'static str {
+    match component {
+        "etcd" => "etcd",
+        "kubeapi" => "kube-apiserver",
+        "kube_controller" => "kube-controller-manager",
+        "scheduler" => "kube-scheduler",
+        "kubelet" => "kubelet",
+        "kubeproxy" => "kube-proxy",
+        other => panic!("unknown component {other}"),
+    }
+}
+
+/// The `--flag=` arguments of `container` on every host of the plan (Linux containers and
+/// Windows processes).
+fn flag_args<'a>(plan: &'a ClusterPlan, container: &'a str, flag: &'a str) -> Vec<&'a String> {
+    let prefix = format!("--{flag}=");
+    let linux = plan
+        .hosts
+        .iter()
+        .filter_map(move |h| h.containers.get(container))
+        .flat_map(|spec| spec.entrypoint.iter().chain(&spec.cmd));
+    let windows = plan
+        .windows
+        .values()
+        .flat_map(|setup| &setup.processes)
+        .filter(move |p| p.container == container)
+        .flat_map(|p| &p.args);
+    linux
+        .chain(windows)
+        .filter(|a| a.starts_with(&prefix))
+        .collect()
+}
+
+fn plan_of(version: &str) -> ClusterPlan {
+    let cfg = mixed_cluster(version);
+    let win = windows_options(&cfg);
+    build(&cfg, &facts(&cfg, &[WINDOWS_HOST]), Some(&win))
+        .unwrap_or_else(|e| panic!("{version}: {e}"))
+}
+
+#[test]
+fn each_next_minor_drops_the_flags_it_removes_and_passes_the_ones_it_requires() {
+    let next = NextData::embedded();
+    assert_eq!(next.minors.len(), NEXT_PER_MINOR.len());
+    for (entry, version) in next.minors.iter().zip(NEXT_PER_MINOR) {
+        assert_eq!(entry.version, version);
+        let plan = plan_of(version);
+        for (component, flag) in entry.removed_flags() {
+            let found = flag_args(&plan, container_of(component), flag);
+            assert!(
+                found.is_empty(),
+                "{version}: --{flag} is removed: {found:?}"
+            );
+        }
+        for (component, flag) in entry.required_flags() {
+            let found = flag_args(&plan, container_of(component), flag);
+            assert!(!found.is_empty(), "{version}: --{flag} is required");
+        }
+    }
+    // The check can fail: v1.34's kubelets (Linux and Windows) still have the flag v1.35 removes.
+    let v134 = plan_of("v1.34.10-rkers1");
+    assert!(!flag_args(&v134, "kubelet", "pod-infra-container-image").is_empty());
+}
+
+#[test]
+fn next_minors_are_accepted_listed_and_carry_their_etcd() {
+    let catalog = Catalog::embedded();
+    let offered = catalog.current_versions();
+    let next = NextData::embedded();
+    for entry in &next.minors {
+        assert!(catalog.is_supported(&entry.version), "{}", entry.version);
+        assert!(offered.contains(&entry.version), "{offered:?}");
+        let images = catalog.system_images(&entry.version).unwrap();
+        assert_eq!(
+            images["kubernetes"],
+            format!("rkers/hyperkube:{}", entry.version)
+        );
+        assert!(images["etcd"].ends_with(&format!(":{}", entry.etcd)));
+        // The addon templates of v1.32 still apply.
+        for addon in [
+            "calico",
+            "canal",
+            "flannel",
+            "coreDNS",
+            "metricsServer",
+            "nginxIngress",
+        ] {
+            assert_eq!(
+                catalog.addon_template(addon, &entry.version),
+                catalog.addon_template(addon, &next.base_images),
+                "{addon} at {}",
+                entry.version
+            );
+        }
+    }
+    // RKE1's default stays.
+    assert_eq!(catalog.default_version(), "v1.32.6-rancher1-1");
+}
+
+#[test]
+fn upgrade_path_goes_one_minor_at_a_time_with_reasons() {
+    use rkers::diff::minor::{MinorStep, MinorStepError, minor_step};
+    use rkers::metadata::K8sVersion;
+    let catalog = Catalog::embedded();
+    let known = catalog.supported_versions();
+    let next = NextData::embedded();
+    let mut from = K8sVersion::parse("v1.32.6-rancher1-1").unwrap();
+    for version in NEXT_PER_MINOR {
+        let to = K8sVersion::parse(version).unwrap();
+        let step = minor_step(&from, &to, &known).unwrap();
+        let MinorStep::Next { from: a, to: b } = step else {
+            panic!("{version}: {step:?}")
+        };
+        let reasons = step_reasons(next, a, b);
+        let entry = next.minor(b.0, b.1).unwrap();
+        for (component, flag) in entry.removed_flags() {
+            let line = format!("removed in {}: {component} --{flag}", entry.minor);
+            assert!(reasons.iter().any(|r| r.starts_with(&line)), "{reasons:?}");
+        }
+        assert!(
+            reasons.iter().any(|r| r.contains("etcd")),
+            "{version}: the etcd release or step is named: {reasons:?}"
+        );
+        from = to;
+    }
+    // A two-minor jump is refused with the path through rkers' own versions.
+    let err = minor_step(
+        &K8sVersion::parse("v1.32.6-rancher1-1").unwrap(),
+        &K8sVersion::parse("v1.34.10-rkers1").unwrap(),
+        &known,
+    )
+    .unwrap_err();
+    assert!(matches!(err, MinorStepError::Skip { .. }));
+    assert!(
+        err.to_string()
+            .contains("v1.32.6-rancher1-1 → v1.33.5-rkers1 → v1.34.10-rkers1"),
+        "{err}"
+    );
 }

@@ -2,7 +2,8 @@
 //! applies (system addons, user addons, `addons_include`) and what the cluster shows through
 //! its API ([`crate::kubeapi::removed_apis`]) are turned into findings by the pure
 //! [`crate::diff::removed_apis::decide`]; the dry run and the run print them alike, and both
-//! refuse when the target minor removes a version in use, unless `--ignore-removed-apis`.
+//! refuse when the target minor removes a version in use, unless `--ignore-removed-apis`. A step
+//! to one of rkers' own minors (data/versions-next.json) first lists its flag and etcd changes.
 
 use super::plan::Planned;
 use super::state::Loaded;
@@ -24,6 +25,13 @@ pub(super) async fn check(
     let MinorStep::Next { from, to } = loaded.minor else {
         return Ok(());
     };
+    // Past RKE1's last minor the defaults are rkers' own: say which flags and images the step
+    // changes and why, the dry run as the run.
+    for reason in
+        crate::metadata::next::step_reasons(crate::metadata::next::NextData::embedded(), from, to)
+    {
+        reporter.info(reason);
+    }
     let table = RemovedApis::embedded();
     let mut uses = manifest_uses(&planned.cluster.addons, table)?;
     match read_cluster(cluster, table, from.1).await {

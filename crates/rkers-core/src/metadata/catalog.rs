@@ -196,8 +196,15 @@ impl Catalog {
     pub fn embedded() -> &'static Catalog {
         static EMBEDDED: OnceLock<Catalog> = OnceLock::new();
         EMBEDDED.get_or_init(|| {
-            Catalog::from_json_str_named(EMBEDDED_JSON, "embedded data/versions.json")
-                .expect("data/versions.json compiled into rkers is valid (checked by tests)")
+            let mut data: CatalogData = serde_json::from_str(EMBEDDED_JSON)
+                .expect("data/versions.json compiled into rkers is valid (checked by tests)");
+            super::next::extend(&mut data, super::next::NextData::embedded())
+                .expect("data/versions-next.json extends data/versions.json (checked by tests)");
+            Catalog::from_data(
+                data,
+                "embedded data/versions.json + data/versions-next.json",
+            )
+            .expect("the embedded metadata is valid (checked by tests)")
         })
     }
 

@@ -2,12 +2,14 @@
 //! flags, supported Docker versions and addon template ranges, loaded from the data file
 //! `data/versions.json` (regenerated from KDM by `data/extract-kdm.py`), plus the logic of
 //! `rkers config` (image and version listings, cluster.yml generation and its prompts), and
-//! the Docker Engine API check of [`docker_api`] (`data/docker-api.json`).
+//! the Docker Engine API check of [`docker_api`] (`data/docker-api.json`). Minors after RKE1's
+//! last come from rkers' own `data/versions-next.json` ([`next`]), added to the embedded catalog.
 
 mod catalog;
 pub mod docker_api;
 pub mod generate;
 mod kdm;
+pub mod next;
 pub mod removed_apis;
 mod version;
 
