@@ -127,12 +127,10 @@ pub(super) fn finish_state(
         Action::SaveEtcdSnapshot { name, .. } => Some(name.as_str()),
         _ => None,
     });
-    let before = state.previous().ok().flatten();
-    state.finish_run(snapshot);
-    let after = state.previous().ok().flatten();
-    if before != after {
+    // Saved again whenever the run kept a candidate, so the file never keeps one after a
+    // successful run (it would pass for a failed run's on the next one).
+    if state.finish_run(snapshot) {
         state.save(&cluster.files.state_path)?;
-        tracing::debug!(?after, "previous state recorded for rollback");
     }
     Ok(())
 }

@@ -99,22 +99,22 @@ impl StateFile {
 
     /// On the state a run writes once it finished successfully: the candidate becomes the
     /// previous state, with the snapshot this run took first, when it differs from what now
-    /// runs. A run that applied what ran before leaves the previous state as it was.
-    pub fn finish_run(&mut self, snapshot: Option<&str>) {
-        let candidate = self
-            .extra
-            .remove(CANDIDATE_KEY)
-            .and_then(|v| serde_json::from_value::<PreviousRun>(v).ok());
-        let Some(mut candidate) = candidate else {
-            return;
+    /// runs. A run that applied what ran before leaves the previous state as it was. Returns
+    /// whether the state changed (a candidate was kept), i.e. whether it must be saved again.
+    pub fn finish_run(&mut self, snapshot: Option<&str>) -> bool {
+        let Some(kept) = self.extra.remove(CANDIDATE_KEY) else {
+            return false;
         };
-        if Some(&candidate.rke_config) == self.current_state.rke_config.as_ref() {
-            return;
+        let Ok(mut candidate) = serde_json::from_value::<PreviousRun>(kept) else {
+            return true;
+        };
+        if Some(&candidate.rke_config) != self.current_state.rke_config.as_ref() {
+            candidate.snapshot = snapshot.map(str::to_string);
+            if let Ok(value) = serde_json::to_value(candidate) {
+                self.extra.insert(PREVIOUS_KEY.into(), value);
+            }
         }
-        candidate.snapshot = snapshot.map(str::to_string);
-        if let Ok(value) = serde_json::to_value(candidate) {
-            self.extra.insert(PREVIOUS_KEY.into(), value);
-        }
+        true
     }
 
     /// The state as the cluster's state Secret keeps it: without the run bookkeeping, which
@@ -273,6 +273,24 @@ mod tests {
         );
         assert_eq!(previous.snapshot.as_deref(), Some("rkers-pre-1"));
         assert!(!state.extra.contains_key(CANDIDATE_KEY));
+    }
+
+    #[test]
+    fn a_run_back_to_what_ran_before_drops_its_candidate_and_asks_to_be_saved() {
+        let first = finished(
+            starting(side("v1.20.2", "100"), side("v1.20.2", "110")),
+            None,
+        );
+        // A run to 120 fails, keeping 110 as its candidate; then `up` goes back to 110.
+        let mut failed = starting_from(&first, side("v1.20.2", "120"));
+        failed.promote_desired_to_current();
+        let mut back = starting_from(&failed, side("v1.20.2", "110"));
+        back.promote_desired_to_current();
+        assert!(back.finish_run(None));
+        assert!(!back.extra.contains_key(CANDIDATE_KEY));
+        assert_eq!(back.previous(), first.previous());
+        // A run that kept no candidate (nothing changed) has nothing to save again.
+        assert!(!back.finish_run(None));
     }
 
     #[test]
