@@ -9,6 +9,13 @@
 //! Sub-trees that RKE1 re-parses as Kubernetes API objects (audit policy, event rate limit
 //! configuration, admission configuration, encryption configuration, ingress extra
 //! env/volumes/mounts) are kept as lossless `serde_json::Value`s.
+//!
+//! In file order: the serde helpers; [`RkeConfig`] (the top level) with its upgrade strategy,
+//! bastion, registries and [`SystemImages`]; [`Node`]; [`Services`] and the six services,
+//! declared through `service_struct!` (RKE1's shared `BaseService` fields); network, auth and
+//! ingress; the cloud providers (vSphere, OpenStack, Azure, AWS, Harvester); monitoring,
+//! restore, certificate rotation, DNS, taints, secrets encryption, drain input; and last the
+//! etcd backup configuration.
 
 use std::collections::BTreeMap;
 use std::fmt;
