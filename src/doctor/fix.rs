@@ -147,13 +147,17 @@ async fn restart_unready_calico(
     for ds in cni.daemonsets.iter().filter(|d| d.calico) {
         let by_node = cni::pods_by_node(api, ds).await;
         for node in nodes {
-            for p in by_node
-                .get(node)
-                .into_iter()
-                .flatten()
-                .filter(|p| !cni::pod_ready(p))
-            {
+            for p in by_node.get(node).into_iter().flatten() {
                 let name = p.metadata.name.clone().unwrap_or_default();
+                // Its back-off may have ended while the directories were fixed: then the pod
+                // already runs again and deleting it would only interrupt it.
+                if cni::pod_ready(p) {
+                    reporter.info(format!(
+                        "{node}: pod {}/{name} is ready again: nothing to restart",
+                        ds.namespace
+                    ));
+                    continue;
+                }
                 reporter.info(format!("{node}: running: kubectl -n {} delete pod {name}   (restarts now instead of after its back-off)", ds.namespace));
                 let pods: Api<Pod> = Api::namespaced(api.client.clone(), &ds.namespace);
                 if let Err(e) = pods.delete(&name, &DeleteParams::default()).await {
