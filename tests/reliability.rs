@@ -1098,14 +1098,17 @@ fn spawn_rkers(dir: &Path, config: &Path, args: &[&str]) -> std::process::Child 
         .unwrap()
 }
 
-/// Waits until `path` exists (the run took its lock).
-fn wait_for_file(path: &Path) {
+/// Waits until the run lock at `lock` names `pid` as its holder.
+fn wait_for_holder(lock: &Path, pid: u32) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !path.exists() {
+    loop {
+        let text = std::fs::read_to_string(lock).unwrap_or_default();
+        if text.contains(&format!("\"pid\":{pid}")) {
+            return;
+        }
         assert!(
             std::time::Instant::now() < deadline,
-            "{} never appeared",
-            path.display()
+            "PID {pid} never held the lock: {text:?}"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -1144,7 +1147,7 @@ fn a_second_run_is_refused_and_signals_end_a_run_with_its_result() {
     let lock = dir.path().join("cluster.rkestate.run.lock");
 
     let first = spawn_rkers(dir.path(), &config, &["up"]);
-    wait_for_file(&lock);
+    wait_for_holder(&lock, first.id());
     // (A few: the first run gives up on its silent host after 10 s.)
     for args in [&["up"][..], &["remove", "--force"], &["cert", "rotate"]] {
         let started = std::time::Instant::now();
@@ -1173,24 +1176,14 @@ fn a_second_run_is_refused_and_signals_end_a_run_with_its_result() {
 
     // A run killed outright leaves the file, not the lock: the next run takes it over.
     let mut killed = spawn_rkers(dir.path(), &config, &["up"]);
-    wait_for_file(&lock);
     let killed_pid = killed.id();
+    // Until the holder is written the file is empty, and a run killed then held nothing.
+    wait_for_holder(&lock, killed_pid);
     killed.kill().unwrap();
     killed.wait().unwrap();
     assert!(lock.exists());
     let next = spawn_rkers(dir.path(), &config, &["up"]);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let text = std::fs::read_to_string(&lock).unwrap_or_default();
-        if text.contains(&format!("\"pid\":{}", next.id())) {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not taken over: {text}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_for_holder(&lock, next.id());
     // (SIGHUP: the terminal went away.)
     // SAFETY: a signal to our own child process.
     unsafe { libc::kill(next.id() as libc::pid_t, libc::SIGHUP) };
