@@ -30,11 +30,10 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use crate::output::{Event, EventSink, Status};
 pub use crate::config::KeyDifference;
+pub use crate::output::{Event, EventSink, Status};
 pub use crate::state::{
-    FileStateStore, Loaded, MemoryStateStore, RollbackRefused, StateStore, StateVersion,
-    StoreError,
+    FileStateStore, Loaded, MemoryStateStore, RollbackRefused, StateStore, StateVersion, StoreError,
 };
 pub use tokio_util::sync::CancellationToken;
 
@@ -601,8 +600,12 @@ pub async fn rollback(op: &Operation, req: RollbackRequest) -> Result<RollbackOu
         Ok((run, (restore_snapshot, differences)))
     };
     let dry_run = req.dry_run;
-    let (outcome, (restored_snapshot, differences), (version, plan)) =
-        operate_with(op, "rollback", dry_run, prepare, move |run, prepared, reporter| {
+    let (outcome, (restored_snapshot, differences), (version, plan)) = operate_with(
+        op,
+        "rollback",
+        dry_run,
+        prepare,
+        move |run, prepared, reporter| {
             let (restore_snapshot, differences) = prepared;
             let mut opts = up_options(
                 run,
@@ -625,8 +628,9 @@ pub async fn rollback(op: &Operation, req: RollbackRequest) -> Result<RollbackOu
                 back::report_differences(differences, reporter);
                 Ok((run.cluster.config.kubernetes_version.clone(), plan))
             })
-        })
-        .await?;
+        },
+    )
+    .await?;
     Ok(RollbackOutcome {
         outcome,
         kubernetes_version: version,

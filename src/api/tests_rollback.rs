@@ -63,10 +63,7 @@ async fn without_a_previous_run_the_rollback_is_refused_and_says_so() {
             matches!(err, ApiError::Refused(RollbackRefused::NoPrevious)),
             "{err:?}"
         );
-        assert!(
-            err.to_string().contains("records no previous run"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("records no previous run"), "{err}");
         assert_eq!(err.exit_code(), 1);
     }
     let results = result_events(&events);
@@ -116,9 +113,9 @@ async fn the_dry_run_goes_to_the_recorded_config_and_saves_nothing() {
         .filter_map(|e| e.message.clone())
         .collect();
     assert!(
-        said.iter().any(|m| m.starts_with(
-            "Rolling back to the config the previous successful run replaced"
-        )),
+        said.iter()
+            .any(|m| m
+                .starts_with("Rolling back to the config the previous successful run replaced")),
         "{said:?}"
     );
     assert_eq!(store.load().unwrap().version, before);
@@ -141,11 +138,12 @@ fn the_keys_that_differ_are_those_of_the_operations_cluster_yml() {
     )
     .unwrap();
     let current = config::load_str(CURRENT, CONFIG_NAME).unwrap().config;
-    let keys: Vec<String> = phases::rollback::cluster_yml_differences(Ok(current), &prepared.cluster)
-        .unwrap()
-        .into_iter()
-        .map(|d| d.key)
-        .collect();
+    let keys: Vec<String> =
+        phases::rollback::cluster_yml_differences(Ok(current), &prepared.cluster)
+            .unwrap()
+            .into_iter()
+            .map(|d| d.key)
+            .collect();
     // The node's name and internal address default to its address, on both sides.
     assert_eq!(
         keys,

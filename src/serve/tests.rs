@@ -511,7 +511,10 @@ async fn rollback_is_an_operation_behind_the_token_and_the_lease() {
         assert_eq!(status, StatusCode::NOT_FOUND, "{url}: {body}");
         let (status, _) = call(&app, "PUT", "/v1/clusters/back", Some(TOKEN), CLUSTER_YML).await;
         assert_eq!(status, StatusCode::CREATED);
-        for bad in [r#"{"dry_run": true, "force": true}"#, r#"{"dry_run": "yes"}"#] {
+        for bad in [
+            r#"{"dry_run": true, "force": true}"#,
+            r#"{"dry_run": "yes"}"#,
+        ] {
             let (status, body) = call(&app, "POST", path, Some(TOKEN), bad).await;
             assert_eq!(status, StatusCode::BAD_REQUEST, "{url} {bad}: {body}");
             assert!(
@@ -547,7 +550,10 @@ async fn rollback_is_an_operation_behind_the_token_and_the_lease() {
             "{data}"
         );
         let op = app.db.operation(&id).await.unwrap().unwrap();
-        assert_eq!((op.kind.as_str(), op.status.as_str()), ("rollback", "failed"));
+        assert_eq!(
+            (op.kind.as_str(), op.status.as_str()),
+            ("rollback", "failed")
+        );
         assert_eq!(op.params["dry_run"], true, "{}", op.params);
         // Ended: the cluster is free for the next operation.
         assert_eq!(

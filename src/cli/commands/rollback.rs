@@ -40,15 +40,20 @@ pub async fn run(args: &RollbackArgs, reporter: &Reporter) -> Result<(), CliErro
     let _run_lock =
         crate::cli::lock_cluster("rollback", args.dry_run, &prepared.cluster, reporter)?;
     let restore_snapshot = prepared.restore_snapshot.as_deref();
-    rollback::run(&prepared.cluster, restore_snapshot, up_options(args), reporter)
-        .await
-        .map_err(|e| match e {
-            RollbackRunError::Up(UpError::Cluster(c)) if c.is_invalid_config() => {
-                CliError::InvalidConfig(c.to_string())
-            }
-            RollbackRunError::Up(other) => CliError::failed(other),
-            RollbackRunError::Restore(other) => CliError::failed(other),
-        })?;
+    rollback::run(
+        &prepared.cluster,
+        restore_snapshot,
+        up_options(args),
+        reporter,
+    )
+    .await
+    .map_err(|e| match e {
+        RollbackRunError::Up(UpError::Cluster(c)) if c.is_invalid_config() => {
+            CliError::InvalidConfig(c.to_string())
+        }
+        RollbackRunError::Up(other) => CliError::failed(other),
+        RollbackRunError::Restore(other) => CliError::failed(other),
+    })?;
     rollback::report_differences(&differences, reporter);
     Ok(())
 }
