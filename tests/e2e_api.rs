@@ -337,14 +337,7 @@ async fn rollback_a_flag(b: &Instance, store: &Arc<MemoryStateStore>) {
     let dry = api::rollback(&op, req).await.expect("rollback --dry-run");
     assert_eq!(store.load().unwrap().version, before, "the dry run saved");
     assert_eq!(dry.outcome.state_version, before);
-    let planned: Vec<String> = dry
-        .plan
-        .expect("the dry run's plan")
-        .hosts
-        .iter()
-        .filter(|h| h.host != "cluster")
-        .flat_map(|h| h.actions.iter().map(|a| format!("{}: {a}", h.host)))
-        .collect();
+    let planned = on_hosts(&dry.plan.expect("the dry run's plan"));
     assert!(
         !planned.is_empty() && planned.iter().all(|a| a.contains("kube-apiserver")),
         "the dry run plans {planned:?}"
@@ -382,17 +375,20 @@ async fn rollback_a_flag(b: &Instance, store: &Arc<MemoryStateStore>) {
 
     // `up` with the old cluster.yml now changes no host.
     let (op, _) = b.operation(store.clone());
-    let plan = api::plan(&op).await.expect("plan with the old cluster.yml");
-    let left: Vec<String> = plan
-        .hosts
-        .iter()
-        .filter(|h| h.host != "cluster")
-        .flat_map(|h| h.actions.iter().map(|a| format!("{}: {a}", h.host)))
-        .collect();
+    let left = on_hosts(&api::plan(&op).await.expect("plan with the old cluster.yml"));
     assert!(
         left.is_empty(),
         "after the rollback, up would still {left:?}"
     );
+}
+
+/// A plan's actions on the hosts (not the `cluster` pseudo-host's), as `host: action` lines.
+fn on_hosts(plan: &api::Plan) -> Vec<String> {
+    plan.hosts
+        .iter()
+        .filter(|h| h.host != "cluster")
+        .flat_map(|h| h.actions.iter().map(|a| format!("{}: {a}", h.host)))
+        .collect()
 }
 
 /// The JSON paths where two documents differ (values not shown: they hold keys).
