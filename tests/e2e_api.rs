@@ -1,7 +1,7 @@
 //! The library API end to end, in one process: two 1-host clusters on two sandbox instances
 //! brought up concurrently through `rkers::api::up`, each with its own in-memory state store and
-//! event sink; then an `up` cancelled midway, whose state still loads and a later `up`
-//! converges.
+//! event sink; a kube-apiserver flag changed on B and rolled back through `rkers::api::rollback`;
+//! then an `up` cancelled midway, whose state still loads and a later `up` converges.
 //!
 //! The two instances are given as environment variables, each holding the environment
 //! scripts/sandbox reads for that instance, as `KEY=VALUE` words:
@@ -21,7 +21,7 @@ mod support;
 
 use rkers::api::{
     self, ApiError, CancellationToken, ClusterInput, Event, EventSink, MemoryStateStore, Operation,
-    RemoveRequest, SshTransport, StateStore, StateVersion, Status, UpRequest,
+    RemoveRequest, RollbackRequest, SshTransport, StateStore, StateVersion, Status, UpRequest,
 };
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -66,6 +66,15 @@ impl Instance {
 
     /// An operation on this instance's cluster, its events collected.
     fn operation(&self, store: Arc<MemoryStateStore>) -> (Operation, Arc<Mutex<Vec<Event>>>) {
+        self.operation_on(ClusterInput::Yaml(self.cluster_yml.clone()), store)
+    }
+
+    /// An operation with another cluster.yml.
+    fn operation_on(
+        &self,
+        cluster: ClusterInput,
+        store: Arc<MemoryStateStore>,
+    ) -> (Operation, Arc<Mutex<Vec<Event>>>) {
         let events = Arc::new(Mutex::new(Vec::new()));
         let into = events.clone();
         let sink: EventSink = Arc::new(move |e| into.lock().unwrap().push(e));
@@ -74,7 +83,7 @@ impl Instance {
             known_hosts: Some(self.host.dir.join("ssh/known_hosts")),
             strict_host_keys: false,
         };
-        let op = Operation::new(ClusterInput::Yaml(self.cluster_yml.clone()), store)
+        let op = Operation::new(cluster, store)
             .with_transport(Arc::new(transport))
             .with_events(sink);
         (op, events)
@@ -205,6 +214,11 @@ async fn two_clusters_in_one_process_and_a_cancelled_up() {
     );
     assert_eq!(store_b.load().unwrap().version, again.state_version);
 
+    // 2b. A flag changed and rolled back through the API.
+    let t = std::time::Instant::now();
+    rollback_a_flag(&b, &store_b).await;
+    eprintln!("flag changed and rolled back in {:?}", t.elapsed());
+
     // 3. Remove A through the API: the store is left without a state.
     let (remove_a, remove_events) = a.operation(store_a.clone());
     api::remove(&remove_a, RemoveRequest::default())
@@ -279,6 +293,102 @@ async fn two_clusters_in_one_process_and_a_cancelled_up() {
     // Their clusters would only load the machine for the tests that follow.
     a.sandbox(&["down", "--purge"]);
     b.sandbox(&["down", "--purge"]);
+}
+
+/// The kube-apiserver flag changed on B and rolled back.
+const FLAG: (&str, &str) = ("event-ttl", "2h0m0s");
+
+/// B's kube-apiserver gets [`FLAG`] through `up`, then `api::rollback` takes it away again: its
+/// dry run plans the kube-apiserver's recreation and names the cluster.yml key that differs,
+/// the run leaves the container without the flag, the state's previous run is now the one
+/// rolled back from (a second rollback would go forward), and `plan` with the old cluster.yml
+/// finds nothing to do on the host.
+async fn rollback_a_flag(b: &Instance, store: &Arc<MemoryStateStore>) {
+    let apiserver_args = || {
+        b.host
+            .docker(&["inspect", "-f", "{{json .Args}}", "kube-apiserver"])
+    };
+    let flag = format!("--{}={}", FLAG.0, FLAG.1);
+    let mut changed = rkers::config::load_str(&b.cluster_yml, "cluster.yml")
+        .expect("the sandbox's cluster.yml")
+        .config;
+    changed
+        .services
+        .kube_api
+        .extra_args
+        .insert(FLAG.0.into(), FLAG.1.into());
+    let changed = || ClusterInput::Config(Box::new(changed.clone()));
+    // No snapshot before either change: only the containers are under test here.
+    let (op, _) = b.operation_on(changed(), store.clone());
+    let up = UpRequest {
+        no_snapshot: true,
+        ..Default::default()
+    };
+    api::up(&op, up).await.expect("up with the flag");
+    assert!(apiserver_args().contains(&flag), "{}", apiserver_args());
+
+    let (op, events) = b.operation_on(changed(), store.clone());
+    let before = store.load().unwrap().version;
+    let req = RollbackRequest {
+        dry_run: true,
+        no_snapshot: true,
+        ..Default::default()
+    };
+    let dry = api::rollback(&op, req).await.expect("rollback --dry-run");
+    assert_eq!(store.load().unwrap().version, before, "the dry run saved");
+    assert_eq!(dry.outcome.state_version, before);
+    let planned = on_hosts(&dry.plan.expect("the dry run's plan"));
+    assert!(
+        !planned.is_empty() && planned.iter().all(|a| a.contains("kube-apiserver")),
+        "the dry run plans {planned:?}"
+    );
+    let differs: Vec<String> = dry
+        .cluster_yml_differs
+        .expect("compared")
+        .into_iter()
+        .map(|d| d.key)
+        .collect();
+    // The rolled-back config has no kube-api extra_args at all: the whole map differs.
+    assert_eq!(differs, ["services.kube-api.extra_args"], "{differs:?}");
+    assert_eq!(results(&events)[0].exit_code, Some(0));
+
+    let req = RollbackRequest {
+        no_snapshot: true,
+        ..Default::default()
+    };
+    let done = api::rollback(&op, req).await.expect("rollback");
+    assert_ne!(done.outcome.state_version, before);
+    assert!(!apiserver_args().contains(&flag), "{}", apiserver_args());
+    let state = store.load().unwrap().state.expect("a state");
+    let previous = state.previous().expect("readable").expect("a previous run");
+    assert_eq!(
+        previous.rke_config["services"]["kubeApi"]["extraArgs"][FLAG.0], FLAG.1,
+        "the run rolled back from is the previous one now"
+    );
+    let current = &state.current_state.rke_config.expect("current config");
+    assert!(
+        current["services"]["kubeApi"]["extraArgs"]
+            .get(FLAG.0)
+            .is_none(),
+        "the rolled-back config is current"
+    );
+
+    // `up` with the old cluster.yml now changes no host.
+    let (op, _) = b.operation(store.clone());
+    let left = on_hosts(&api::plan(&op).await.expect("plan with the old cluster.yml"));
+    assert!(
+        left.is_empty(),
+        "after the rollback, up would still {left:?}"
+    );
+}
+
+/// A plan's actions on the hosts (not the `cluster` pseudo-host's), as `host: action` lines.
+fn on_hosts(plan: &api::Plan) -> Vec<String> {
+    plan.hosts
+        .iter()
+        .filter(|h| h.host != "cluster")
+        .flat_map(|h| h.actions.iter().map(|a| format!("{}: {a}", h.host)))
+        .collect()
 }
 
 /// The JSON paths where two documents differ (values not shown: they hold keys).

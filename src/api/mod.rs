@@ -1,5 +1,5 @@
-//! rkers as a library: `up`, its dry run, `remove`, `cert rotate` and etcd snapshots as
-//! async functions, for a program (a management server) that drives many clusters at once.
+//! rkers as a library: `up`, its dry run, `remove`, `cert rotate`, `rollback` and etcd
+//! snapshots as async functions, for a program (a management server) that drives many clusters at once.
 //!
 //! One [`Operation`] carries everything a run needs: the cluster config (a value or YAML text),
 //! where its state lives ([`StateStore`], saved by compare-and-swap on the version loaded), how
@@ -30,9 +30,10 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use crate::config::KeyDifference;
 pub use crate::output::{Event, EventSink, Status};
 pub use crate::state::{
-    FileStateStore, Loaded, MemoryStateStore, StateStore, StateVersion, StoreError,
+    FileStateStore, Loaded, MemoryStateStore, RollbackRefused, StateStore, StateVersion, StoreError,
 };
 pub use tokio_util::sync::CancellationToken;
 
@@ -164,6 +165,38 @@ pub struct CertRotateRequest {
     pub services: Vec<String>,
 }
 
+/// `rkers rollback`: back to what the previous successful `up` applied, as the state records
+/// it (the operation's config is only compared with it afterwards).
+#[derive(Clone, Debug, Default)]
+pub struct RollbackRequest {
+    /// Only show what the rollback would do (`--dry-run`): no host, and not the store, changes.
+    pub dry_run: bool,
+    /// First restore the etcd snapshot the rolled-back run took before it changed anything
+    /// (`--restore-snapshot`): needed to go back over a Kubernetes minor.
+    pub restore_snapshot: bool,
+    pub disable_port_check: bool,
+    /// Take no etcd snapshot before a change to etcd or the control plane (`--no-snapshot`).
+    pub no_snapshot: bool,
+}
+
+/// What a rollback leaves.
+#[derive(Debug)]
+pub struct RollbackOutcome {
+    /// A dry run saves nothing: its version is the one loaded, and it has no kubeconfig.
+    pub outcome: Outcome,
+    /// The `kubernetes_version` rolled back to.
+    pub kubernetes_version: String,
+    /// The etcd snapshot restored first (`restore_snapshot`).
+    pub restored_snapshot: Option<String>,
+    /// A dry run's per-host actions; `None` for a run, and for a dry run that restores a
+    /// snapshot (its plan is in the events).
+    pub plan: Option<Plan>,
+    /// The keys where the operation's cluster.yml differs from the rolled-back config (change
+    /// them back, or the next `up` undoes the rollback); `Err` says why it could not be
+    /// compared. The events say the same.
+    pub cluster_yml_differs: Result<Vec<KeyDifference>, String>,
+}
+
 /// What a finished operation leaves: the admin kubeconfig (contains a key: callers must not log
 /// it) and the version of the state it saved.
 pub struct Outcome {
@@ -197,6 +230,10 @@ pub enum ApiError {
     /// Loading or saving the state; [`StoreError::Conflict`] when another writer saved first.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A rollback that cannot go back: no state, no previous run recorded, or a Kubernetes
+    /// minor crossed back without `restore_snapshot`.
+    #[error(transparent)]
+    Refused(#[from] RollbackRefused),
     /// The token fired; the state in the store still loads.
     #[error("the operation was cancelled; what it had written to the state is saved")]
     Cancelled,
@@ -216,6 +253,7 @@ impl crate::error::HostContext for ApiError {
             ApiError::Operation(e) => e.hosts(),
             ApiError::InvalidConfig(_)
             | ApiError::Store(_)
+            | ApiError::Refused(_)
             | ApiError::Cancelled
             | ApiError::Failed(_) => Vec::new(),
         }
@@ -228,7 +266,10 @@ impl ApiError {
         match self {
             ApiError::InvalidConfig(_) => 2,
             ApiError::Cancelled => 130,
-            ApiError::Store(_) | ApiError::Failed(_) | ApiError::Operation(_) => 1,
+            ApiError::Store(_)
+            | ApiError::Refused(_)
+            | ApiError::Failed(_)
+            | ApiError::Operation(_) => 1,
         }
     }
 }
@@ -516,6 +557,89 @@ pub async fn snapshot_restore(op: &Operation, name: &str) -> Result<Outcome, Api
     .await
 }
 
+/// Brings the cluster back to what the previous successful `up` applied, like
+/// `rkers rollback`: the config recorded in the stored state, applied exactly as recorded (or,
+/// with `restore_snapshot`, the etcd snapshot taken before the change restored first). A state
+/// without a previous run, or a minor crossed back without the snapshot, is refused with
+/// [`ApiError::Refused`] before any host is reached. The operation's own config is only
+/// compared with the rolled-back one.
+///
+/// ```no_run
+/// # async fn example(op: rkers::api::Operation) -> Result<(), rkers::api::ApiError> {
+/// use rkers::api::{self, RollbackRequest};
+/// let plan = api::rollback(&op, RollbackRequest { dry_run: true, ..Default::default() }).await?;
+/// println!("back to {}: {:?}", plan.kubernetes_version, plan.cluster_yml_differs);
+/// api::rollback(&op, RollbackRequest::default()).await?;
+/// # Ok(()) }
+/// ```
+pub async fn rollback(op: &Operation, req: RollbackRequest) -> Result<RollbackOutcome, ApiError> {
+    use phases::rollback::{self as back, RollbackError, RollbackRunError};
+    let prepare = |reporter: &Reporter| {
+        let mut restore_snapshot = None;
+        let mut differences = Err(String::new());
+        let run = Run::prepare_with(op, reporter, |files, state| {
+            let prepared = back::prepare(
+                state,
+                req.restore_snapshot,
+                files,
+                op.metadata.clone(),
+                CONFIG_STATE_NAME,
+                reporter,
+            )
+            .map_err(|e| match e {
+                RollbackError::Refused(r) => ApiError::Refused(r),
+                other => ApiError::Failed(other.to_string()),
+            })?;
+            let current = input_config(op)
+                .map(|l| l.config)
+                .map_err(|e| e.to_string());
+            differences = back::cluster_yml_differences(current, &prepared.cluster);
+            restore_snapshot = prepared.restore_snapshot;
+            Ok(prepared.cluster)
+        })?;
+        Ok((run, (restore_snapshot, differences)))
+    };
+    let dry_run = req.dry_run;
+    let (outcome, (restored_snapshot, differences), (version, plan)) = operate_with(
+        op,
+        "rollback",
+        dry_run,
+        prepare,
+        move |run, prepared, reporter| {
+            let (restore_snapshot, differences) = prepared;
+            let mut opts = up_options(
+                run,
+                &UpRequest {
+                    disable_port_check: req.disable_port_check,
+                    no_snapshot: req.no_snapshot,
+                    ..Default::default()
+                },
+                dry_run,
+            );
+            // A dry run leaves every file as it was, known_hosts too.
+            opts.ssh.record_new_host_keys = !dry_run;
+            Box::pin(async move {
+                let plan = back::run(&run.cluster, restore_snapshot.as_deref(), opts, reporter)
+                    .await
+                    .map_err(|e| match e {
+                        RollbackRunError::Up(e) => up_error(e),
+                        RollbackRunError::Restore(e) => snapshot_error(e),
+                    })?;
+                back::report_differences(differences, reporter);
+                Ok((run.cluster.config.kubernetes_version.clone(), plan))
+            })
+        },
+    )
+    .await?;
+    Ok(RollbackOutcome {
+        outcome,
+        kubernetes_version: version,
+        restored_snapshot,
+        plan: plan.map(|hosts| Plan { hosts }),
+        cluster_yml_differs: differences,
+    })
+}
+
 /// One operation that changes the cluster: a run prepared from `op`, `phase` under the
 /// cancellation token, what it left saved into the store, and the one `result` event.
 async fn operate(
@@ -526,18 +650,54 @@ async fn operate(
         &'a Reporter,
     ) -> futures::future::BoxFuture<'a, Result<(), ApiError>>,
 ) -> Result<Outcome, ApiError> {
+    let prepare = |reporter: &Reporter| Ok((Run::prepare(op, reporter)?, ()));
+    operate_with(op, command, false, prepare, |run, (), reporter| {
+        phase(run, reporter)
+    })
+    .await
+    .map(|(outcome, (), ())| outcome)
+}
+
+/// [`operate`] with the run made by `prepare` (with what else it hands the phase) and the
+/// phase's value handed back. A `dry_run` takes no lock and saves nothing: its outcome names
+/// the version it loaded.
+async fn operate_with<P, T>(
+    op: &Operation,
+    command: &str,
+    dry_run: bool,
+    prepare: impl FnOnce(&Reporter) -> Result<(Run, P), ApiError>,
+    phase: impl for<'a> FnOnce(
+        &'a Run,
+        &'a P,
+        &'a Reporter,
+    ) -> futures::future::BoxFuture<'a, Result<T, ApiError>>,
+) -> Result<(Outcome, P, T), ApiError> {
     let reporter = Reporter::with_sink(op.events.clone());
     let result = async {
         // Held until the state is saved: one operation at a time on a state file.
-        let lock = op.store.lock_run(command)?;
+        let lock = if dry_run {
+            None
+        } else {
+            op.store.lock_run(command)?
+        };
         if let Some(notice) = lock.as_ref().and_then(|l| l.takeover_notice()) {
             reporter.warn(notice);
         }
-        let run = Run::prepare(op, &reporter)?;
-        let done = run.guard(op, &reporter, phase(&run, &reporter)).await;
-        let outcome = run.finish(op, done);
+        let (run, prepared) = prepare(&reporter)?;
+        let done = run
+            .guard(op, &reporter, phase(&run, &prepared, &reporter))
+            .await;
+        let outcome = if dry_run {
+            let unsaved = Outcome {
+                kubeconfig: None,
+                state_version: run.loaded.version.clone(),
+            };
+            done.map(|value| (unsaved, value))
+        } else {
+            run.finish(op, done)
+        };
         drop(lock);
-        outcome
+        outcome.map(|(outcome, value)| (outcome, prepared, value))
     }
     .await;
     end(&reporter, result)
@@ -639,6 +799,18 @@ fn rotate_service(name: &str) -> Result<crate::pki::RotateService, ApiError> {
     })
 }
 
+/// The operation's cluster.yml, read (not yet defaulted).
+fn input_config(op: &Operation) -> Result<config::Loaded, config::ConfigError> {
+    match &op.cluster {
+        ClusterInput::Yaml(text) => config::load_str(text, CONFIG_NAME),
+        ClusterInput::Config(c) => Ok(config::Loaded {
+            config: (**c).clone(),
+            warnings: Vec::new(),
+            locations: config::Locations::empty(CONFIG_NAME),
+        }),
+    }
+}
+
 /// The name the config is given in messages.
 const CONFIG_NAME: &str = "cluster.yml";
 
@@ -655,6 +827,26 @@ struct Run {
 
 impl Run {
     fn prepare(op: &Operation, reporter: &Reporter) -> Result<Run, ApiError> {
+        let loaded_config = input_config(op).map_err(|e| cluster_error(ClusterError::Config(e)))?;
+        Self::prepare_with(op, reporter, |files, state| {
+            Cluster::from_loaded_with_state(
+                loaded_config,
+                op.metadata.clone(),
+                files,
+                state,
+                reporter,
+            )
+            .map_err(cluster_error)
+        })
+    }
+
+    /// A run of the cluster `cluster` makes of the scratch directory's files and the stored
+    /// state.
+    fn prepare_with(
+        op: &Operation,
+        reporter: &Reporter,
+        cluster: impl FnOnce(ClusterFiles, Option<&StateFile>) -> Result<Cluster, ApiError>,
+    ) -> Result<Run, ApiError> {
         if op.cancel.is_cancelled() {
             return Err(ApiError::Cancelled);
         }
@@ -667,25 +859,9 @@ impl Run {
         .map_err(|e| ApiError::Failed(format!("cannot make a scratch directory: {e}")))?;
         let files = ClusterFiles::from_config_path(&scratch.path().join(CONFIG_NAME));
 
-        let loaded_config = match &op.cluster {
-            ClusterInput::Yaml(text) => config::load_str(text, CONFIG_NAME)
-                .map_err(|e| cluster_error(ClusterError::Config(e)))?,
-            ClusterInput::Config(c) => config::Loaded {
-                config: (**c).clone(),
-                warnings: Vec::new(),
-                locations: config::Locations::empty(CONFIG_NAME),
-            },
-        };
         // Read first: a version without published metadata takes its images from the state.
         let loaded = op.store.load()?;
-        let mut cluster = Cluster::from_loaded_with_state(
-            loaded_config,
-            op.metadata.clone(),
-            files,
-            loaded.state.as_ref(),
-            reporter,
-        )
-        .map_err(cluster_error)?;
+        let mut cluster = cluster(files, loaded.state.as_ref())?;
         // What RKE1 records for a cluster.yml in the current directory: the same every run.
         cluster.recorded_kubeconfig_path = Some(format!("./kube_config_{CONFIG_NAME}"));
 
@@ -745,10 +921,14 @@ impl Run {
 
     /// Saves what the phase left in the scratch directory into the store (also after a
     /// failure or cancellation: the state records certificates already on hosts), then
-    /// returns the phase's result.
-    fn finish(self, op: &Operation, done: Result<(), ApiError>) -> Result<Outcome, ApiError> {
+    /// returns the phase's result and value.
+    fn finish<T>(
+        self,
+        op: &Operation,
+        done: Result<T, ApiError>,
+    ) -> Result<(Outcome, T), ApiError> {
         let saved = self.save_state(op);
-        done?;
+        let value = done?;
         let state_version = saved?;
         let kubeconfig = match std::fs::read_to_string(&self.cluster.files.kubeconfig_path) {
             Ok(text) => Some(text),
@@ -759,10 +939,13 @@ impl Run {
                 )));
             }
         };
-        Ok(Outcome {
-            kubeconfig,
-            state_version,
-        })
+        Ok((
+            Outcome {
+                kubeconfig,
+                state_version,
+            },
+            value,
+        ))
     }
 
     fn save_state(&self, op: &Operation) -> Result<StateVersion, ApiError> {
@@ -824,3 +1007,5 @@ fn seed_kubeconfig(state: &StateFile, path: &Path) -> Result<(), ApiError> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_rollback;

@@ -127,7 +127,7 @@ fn what_a_run_leaves_is_saved_by_compare_and_swap() {
     let mut written = StateFile::default();
     written.desired_state.rke_config = Some(serde_json::json!({ "clusterName": "a" }));
     written.save(&run.cluster.files.state_path).unwrap();
-    let outcome = run.finish(&op, Ok(())).unwrap();
+    let (outcome, ()) = run.finish(&op, Ok(())).unwrap();
     assert_ne!(outcome.state_version, StateVersion::absent());
     assert_eq!(store.load().unwrap().version, outcome.state_version);
     assert!(outcome.kubeconfig.is_none());
@@ -135,7 +135,7 @@ fn what_a_run_leaves_is_saved_by_compare_and_swap() {
     // The next run is seeded with it; a run that changes nothing saves nothing.
     let run = Run::prepare(&op, &reporter).unwrap();
     assert!(run.cluster.files.state_path.exists());
-    let same = run.finish(&op, Ok(())).unwrap();
+    let (same, ()) = run.finish(&op, Ok(())).unwrap();
     assert_eq!(same.state_version, outcome.state_version);
 
     // Another writer saves while a run is under way: the run's save is a conflict.
@@ -184,7 +184,7 @@ fn a_state_the_run_removed_is_deleted_from_the_store() {
     let run = Run::prepare(&op, &reporter).unwrap();
     let dir = run.cluster.files.state_path.parent().unwrap().to_path_buf();
     std::fs::remove_file(&run.cluster.files.state_path).unwrap();
-    let outcome = run.finish(&op, Ok(())).unwrap();
+    let (outcome, ()) = run.finish(&op, Ok(())).unwrap();
     assert_ne!(outcome.state_version, before);
     assert!(store.load().unwrap().state.is_none());
     // The scratch directory (it held the private keys) is gone.
@@ -257,6 +257,7 @@ fn operations_can_be_spawned() {
     send(&cert_rotate(&op, CertRotateRequest::default()));
     send(&snapshot_save(&op, "a"));
     send(&snapshot_restore(&op, "a"));
+    send(&rollback(&op, RollbackRequest::default()));
     spawnable(&op);
 }
 

@@ -21,6 +21,7 @@ pub mod log_links;
 pub mod reconcile;
 pub mod recover_state;
 pub mod remove;
+pub mod rollback;
 pub mod up;
 pub mod upgrade;
 pub mod windows;

@@ -10,9 +10,10 @@
 //! - `PUT /v1/clusters/{name}`: register or update a cluster; the body is its cluster.yml
 //!   (400 with `file:line:column` problems when invalid);
 //! - `GET /v1/clusters`: every cluster with its newest state version and last operation;
-//! - `POST /v1/clusters/{name}/{up|remove|cert-rotate|snapshot-save|snapshot-restore}`: starts
-//!   the operation (202 with its id; 409 with the running operation's id when the cluster is
-//!   busy, on whichever replica);
+//! - `POST /v1/clusters/{name}/{up|remove|cert-rotate|snapshot-save|snapshot-restore|rollback}`:
+//!   starts the operation (202 with its id; 409 with the running operation's id when the
+//!   cluster is busy, on whichever replica); `rollback` takes
+//!   `{"dry_run", "restore_snapshot", "disable_port_check"}`;
 //! - `GET /v1/clusters/{name}/plan`: the dry run of `up`;
 //! - `GET /v1/clusters/{name}/states`: the state history (versions and times only);
 //! - `GET /v1/operations/{id}`, `POST /v1/operations/{id}/cancel`;

@@ -22,6 +22,7 @@ pub enum Kind {
     CertRotate(CertRotateParams),
     SnapshotSave(SnapshotParams),
     SnapshotRestore(SnapshotParams),
+    Rollback(RollbackParams),
 }
 
 #[derive(Clone, Debug, Default, Deserialize, serde::Serialize)]
@@ -46,6 +47,18 @@ pub struct CertRotateParams {
     pub services: Vec<String>,
 }
 
+/// `rkers rollback`'s options: back to what the previous successful `up` applied, from the
+/// stored state (the registered cluster.yml is only compared with it, in the events).
+#[derive(Clone, Debug, Default, Deserialize, serde::Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RollbackParams {
+    /// Only plan: the events show what the rollback would do; nothing changes.
+    pub dry_run: bool,
+    /// Restore the etcd snapshot taken before the rolled-back change first.
+    pub restore_snapshot: bool,
+    pub disable_port_check: bool,
+}
+
 #[derive(Clone, Debug, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SnapshotParams {
@@ -60,6 +73,7 @@ impl Kind {
             Kind::CertRotate(_) => "cert-rotate",
             Kind::SnapshotSave(_) => "snapshot-save",
             Kind::SnapshotRestore(_) => "snapshot-restore",
+            Kind::Rollback(_) => "rollback",
         }
     }
 }
@@ -378,6 +392,17 @@ async fn run_kind(op: &Operation, kind: &Kind) -> Result<Outcome, ApiError> {
         }
         Kind::SnapshotSave(p) => api::snapshot_save(op, &p.name).await,
         Kind::SnapshotRestore(p) => api::snapshot_restore(op, &p.name).await,
+        Kind::Rollback(p) => api::rollback(
+            op,
+            api::RollbackRequest {
+                dry_run: p.dry_run,
+                restore_snapshot: p.restore_snapshot,
+                disable_port_check: p.disable_port_check,
+                ..Default::default()
+            },
+        )
+        .await
+        .map(|r| r.outcome),
     }
 }
 

@@ -247,12 +247,13 @@ async fn start(
         "cert-rotate" => Kind::CertRotate(serde_json::from_str(body).map_err(bad)?),
         "snapshot-save" => Kind::SnapshotSave(serde_json::from_str(body).map_err(bad)?),
         "snapshot-restore" => Kind::SnapshotRestore(serde_json::from_str(body).map_err(bad)?),
+        "rollback" => Kind::Rollback(serde_json::from_str(body).map_err(bad)?),
         other => {
             return Err(Failure::new(
                 StatusCode::NOT_FOUND,
                 format!(
-                    "no operation `{other}`: use up, remove, cert-rotate, snapshot-save or \
-                     snapshot-restore"
+                    "no operation `{other}`: use up, remove, cert-rotate, snapshot-save, \
+                     snapshot-restore or rollback"
                 ),
             ));
         }

@@ -496,3 +496,69 @@ async fn an_operation_whose_replica_died_is_ended_with_a_result() {
         );
     }
 }
+
+/// `POST /v1/clusters/{name}/rollback` is an operation like `up`: behind the token, its options
+/// checked, refused with 409 while another operation holds the cluster, recorded with its
+/// options, and ending with the library's refusal when the cluster has no state yet.
+#[tokio::test(flavor = "multi_thread")]
+async fn rollback_is_an_operation_behind_the_token_and_the_lease() {
+    for (url, _keep) in databases().await {
+        let app = app(&url, "a").await;
+        let path = "/v1/clusters/back/rollback";
+        let (status, _) = call(&app, "POST", path, None, "").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{url}");
+        let (status, body) = call(&app, "POST", path, Some(TOKEN), "").await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{url}: {body}");
+        let (status, _) = call(&app, "PUT", "/v1/clusters/back", Some(TOKEN), CLUSTER_YML).await;
+        assert_eq!(status, StatusCode::CREATED);
+        for bad in [
+            r#"{"dry_run": true, "force": true}"#,
+            r#"{"dry_run": "yes"}"#,
+        ] {
+            let (status, body) = call(&app, "POST", path, Some(TOKEN), bad).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{url} {bad}: {body}");
+            assert!(
+                body["error"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("the options of `rollback`"),
+                "{body}"
+            );
+        }
+
+        // Another operation holds the cluster.
+        app.db.try_lock("back", "op-up", "a").await.unwrap();
+        let (status, body) = call(&app, "POST", path, Some(TOKEN), "").await;
+        assert_eq!(status, StatusCode::CONFLICT, "{url}: {body}");
+        assert_eq!(body["operation_id"], "op-up", "{body}");
+        app.db.release_lock("back", "op-up").await.unwrap();
+
+        let options = r#"{"dry_run": true, "restore_snapshot": false}"#;
+        let (status, body) = call(&app, "POST", path, Some(TOKEN), options).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{url}: {body}");
+        let id = body["operation_id"].as_str().unwrap().to_string();
+        let events = stream_events(&app, &id).await;
+        let (name, data) = events.last().unwrap();
+        assert_eq!(name, "result", "{events:?}");
+        let data: Value = serde_json::from_str(data).unwrap();
+        assert_eq!(data["exit_code"], 1, "{data}");
+        assert!(
+            data["error"]
+                .as_str()
+                .unwrap()
+                .contains("there is no cluster to roll back"),
+            "{data}"
+        );
+        let op = app.db.operation(&id).await.unwrap().unwrap();
+        assert_eq!(
+            (op.kind.as_str(), op.status.as_str()),
+            ("rollback", "failed")
+        );
+        assert_eq!(op.params["dry_run"], true, "{}", op.params);
+        // Ended: the cluster is free for the next operation.
+        assert_eq!(
+            app.db.try_lock("back", "op-next", "a").await.unwrap(),
+            db::Lock::Acquired { took_over: None }
+        );
+    }
+}
