@@ -11,6 +11,7 @@ pub mod cert_rotate;
 pub mod certs;
 pub mod changeset;
 pub mod driver;
+pub mod encrypt_rotate;
 pub mod encryption;
 pub mod etcd_membership;
 pub mod etcd_snapshot;
