@@ -99,19 +99,13 @@ struct FakeApplier {
 }
 
 impl ApplyStage<Step> for FakeApplier {
-    fn apply_stage<'s>(
-        &'s self,
-        stage: &'s Stage<Step>,
-        _runner: &'s Runner,
-    ) -> impl Future<Output = Vec<(String, String)>> + Send + 's {
-        async move {
-            note(&self.log, format!("apply {}", stage.phase));
-            if self.failing == Some(stage.phase) {
-                let host = &stage.hosts[0].host;
-                vec![(host.clone(), "boom".to_string())]
-            } else {
-                Vec::new()
-            }
+    async fn apply_stage(&self, stage: &Stage<Step>, _runner: &Runner) -> Vec<(String, String)> {
+        note(&self.log, format!("apply {}", stage.phase));
+        if self.failing == Some(stage.phase) {
+            let host = &stage.hosts[0].host;
+            vec![(host.clone(), "boom".to_string())]
+        } else {
+            Vec::new()
         }
     }
 }
