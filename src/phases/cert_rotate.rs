@@ -212,7 +212,7 @@ pub async fn cert_rotate(
     let mut changes = Changeset::default();
     changes.stage(WRITE_STAGE, Pace::Parallel);
     for (title, _) in RESTART_PLANES {
-        changes.stage(title, Pace::Parallel);
+        changes.stage(*title, Pace::Parallel);
     }
     for h in &cluster_plan.hosts {
         let host = pool
@@ -297,7 +297,7 @@ pub async fn cert_rotate(
                         }),
                     });
                 changes.push(
-                    title,
+                    *title,
                     Pace::Parallel,
                     &h.address,
                     Action::RestartAndCheck {

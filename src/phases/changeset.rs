@@ -1,103 +1,23 @@
-//! The changeset of a command other than `up` (`remove`, `cert rotate`, `encrypt rotate-key`,
-//! `etcd snapshot-save`/`snapshot-restore`): every change it makes, as [`Action`]s grouped in
-//! ordered stages, built once from what was observed. `--dry-run` prints it through
-//! [`crate::output::Reporter::planned`]; the real run applies exactly it, action by action,
-//! through the one executor ([`crate::phases::executor::Executor::apply_stage`]), which reports
-//! each one through [`crate::output::Reporter::applied`]. So the dry run and the run cannot
-//! disagree about what happens, only about whether it worked.
-//!
-//! A stage is what the command's ordering needs: its hosts run in parallel (under the run's
-//! concurrency limit) or one at a time, each host's actions in order, and a stage starts only
-//! after the previous one ended. Actions that belong to no host are keyed by the pseudo-hosts
-//! [`CLUSTER`] (Kubernetes API calls) and [`LOCAL`] (files on the machine rkers runs on).
+//! Applying a changeset's stages (the stages themselves are the core's
+//! [`rkers_core::changeset`], re-exported here): [`apply_stage`] runs one stage's hosts at its
+//! pace through the one executor ([`crate::phases::executor::Executor::apply_stage`]), which
+//! reports each action through [`crate::output::Reporter::applied`], as `--dry-run` printed
+//! them through [`crate::output::Reporter::planned`].
 
 use crate::diff::{Action, HostActions};
 use crate::phases::{HostName, Runner};
+use std::fmt::Display;
 use std::future::Future;
 
-/// Pseudo-host of the actions that call the Kubernetes API.
-pub const CLUSTER: &str = "cluster";
-/// Pseudo-host of the actions on the machine rkers runs on.
-pub const LOCAL: &str = "local";
-
+pub use rkers_core::changeset::{CLUSTER, LOCAL, Pace, is_pseudo_host, list_failures};
 pub use rkers_core::files::{FileWrite, desired_files};
 
-/// Hosts of a stage that run their actions together or one after the other.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pace {
-    Parallel,
-    OneAtATime,
-}
-
-#[derive(Clone, Debug)]
-pub struct Stage {
-    /// The phase name shown while the stage runs.
-    pub phase: String,
-    pub pace: Pace,
-    pub hosts: Vec<HostActions>,
-}
-
-/// A command's ordered stages.
-#[derive(Clone, Debug, Default)]
-pub struct Changeset {
-    pub stages: Vec<Stage>,
-}
-
-impl Changeset {
-    /// Declares the stage `phase` (last) so stages keep the command's order whichever host
-    /// first has an action in them; a stage left without actions is skipped.
-    pub fn stage(&mut self, phase: &str, pace: Pace) {
-        if !self.stages.iter().any(|s| s.phase == phase) {
-            self.stages.push(Stage {
-                phase: phase.to_string(),
-                pace,
-                hosts: Vec::new(),
-            });
-        }
-    }
-
-    /// Adds `action` for `host` to the stage named `phase`, creating that stage (last) when
-    /// it does not exist yet.
-    pub fn push(&mut self, phase: &str, pace: Pace, host: &str, action: Action) {
-        let stage = match self.stages.iter().position(|s| s.phase == phase) {
-            Some(i) => &mut self.stages[i],
-            None => {
-                self.stages.push(Stage {
-                    phase: phase.to_string(),
-                    pace,
-                    hosts: Vec::new(),
-                });
-                self.stages.last_mut().expect("just pushed")
-            }
-        };
-        match stage.hosts.iter_mut().find(|h| h.host == host) {
-            Some(h) => h.actions.push(action),
-            None => stage.hosts.push(HostActions {
-                host: host.to_string(),
-                actions: vec![action],
-            }),
-        }
-    }
-
-    /// What `--dry-run` shows: per host (in the order hosts first appear), every action in the
-    /// order it is applied.
-    pub fn planned(&self) -> Vec<HostActions> {
-        let mut out: Vec<HostActions> = Vec::new();
-        for h in self.stages.iter().flat_map(|s| &s.hosts) {
-            match out.iter_mut().find(|o| o.host == h.host) {
-                Some(o) => o.actions.extend(h.actions.iter().cloned()),
-                None => out.push(h.clone()),
-            }
-        }
-        out
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.stages
-            .iter()
-            .all(|s| s.hosts.iter().all(|h| h.actions.is_empty()))
-    }
-}
+/// The changeset of a command whose stages are still named by strings (those not yet on
+/// [`crate::phases::driver`]); a command on the driver uses
+/// `rkers_core::changeset::Changeset<S>` with its own stage type.
+pub type Changeset = rkers_core::changeset::Changeset<String>;
+/// A stage of a [`Changeset`].
+pub type Stage = rkers_core::changeset::Stage<String>;
 
 impl HostName for HostActions {
     fn host_name(&self) -> &str {
@@ -108,19 +28,25 @@ impl HostName for HostActions {
 /// Applies one stage: each host's actions, in order, through `apply` (the executor, which
 /// reports each action and stops a host at its first failure), the hosts at the stage's pace.
 /// Returns the hosts that failed, with why.
-pub async fn apply_stage<F, Fut>(stage: &Stage, runner: &Runner, apply: F) -> Vec<(String, String)>
+pub async fn apply_stage<S, F, Fut>(
+    stage: &rkers_core::changeset::Stage<S>,
+    runner: &Runner,
+    apply: F,
+) -> Vec<(String, String)>
 where
+    S: Display,
     F: Fn(String, Vec<Action>) -> Fut + Clone + Send + Sync,
     Fut: Future<Output = Result<(), String>> + Send,
 {
     if stage.hosts.is_empty() {
         return Vec::new();
     }
-    let phase = runner.reporter.phase(&stage.phase);
+    let name = stage.phase.to_string();
+    let phase = runner.reporter.phase(&name);
     let failures = match stage.pace {
         Pace::Parallel => {
             let result = runner
-                .for_each_host(&stage.phase, &stage.phase, stage.hosts.clone(), move |h| {
+                .for_each_host(&name, &name, stage.hosts.clone(), move |h| {
                     apply(h.host, h.actions)
                 })
                 .await;
@@ -149,15 +75,6 @@ where
     failures
 }
 
-/// The failures of a changeset as the lines of an error message.
-pub fn list_failures(failures: &[(String, String)]) -> String {
-    failures
-        .iter()
-        .map(|(h, e)| format!("  - {h}: {e}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,49 +82,6 @@ mod tests {
 
     fn restart(name: &str) -> Action {
         Action::RestartContainer { name: name.into() }
-    }
-
-    #[test]
-    fn planned_merges_stages_per_host_in_apply_order() {
-        let mut c = Changeset::default();
-        c.push("write", Pace::Parallel, "h1", restart("a"));
-        c.push("write", Pace::Parallel, "h2", restart("b"));
-        c.push("restart", Pace::OneAtATime, "h2", restart("c"));
-        c.push("restart", Pace::OneAtATime, "h1", restart("d"));
-        c.push("write", Pace::Parallel, "h1", restart("e"));
-        let planned = c.planned();
-        let names: Vec<(&str, Vec<String>)> = planned
-            .iter()
-            .map(|h| {
-                (
-                    h.host.as_str(),
-                    h.actions.iter().map(|a| a.to_string()).collect(),
-                )
-            })
-            .collect();
-        assert_eq!(
-            names,
-            [
-                (
-                    "h1",
-                    vec![
-                        "restart container a".to_string(),
-                        "restart container e".into(),
-                        "restart container d".into()
-                    ]
-                ),
-                (
-                    "h2",
-                    vec![
-                        "restart container b".to_string(),
-                        "restart container c".into()
-                    ]
-                ),
-            ]
-        );
-        assert_eq!(c.stages.len(), 2);
-        assert!(!c.is_empty());
-        assert!(Changeset::default().is_empty());
     }
 
     #[tokio::test]

@@ -10,6 +10,8 @@ pub mod cert_list;
 pub mod cert_rotate;
 pub mod certs;
 pub mod changeset;
+pub mod driver;
+pub mod encrypt_rotate;
 pub mod encryption;
 pub mod etcd_membership;
 pub mod etcd_snapshot;

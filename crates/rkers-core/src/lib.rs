@@ -11,9 +11,11 @@
 //! - [`container`], [`files`], [`health`], [`node`], [`addon`]: what those actions carry (a
 //!   container's spec, files to write, a health check's TLS material, a node's labels and
 //!   taints, an addon's manifest), which the root package's engine applies.
+//! - [`changeset`]: the ordered, typed stages of actions a day-2 command decided.
 //! - [`redact`]: masking secrets in text before it is shown.
 
 pub mod addon;
+pub mod changeset;
 pub mod config;
 pub mod container;
 pub mod diff;

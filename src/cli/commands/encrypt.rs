@@ -5,7 +5,7 @@ use crate::cli::args::ConnectArgs;
 use crate::cli::commands::up::ssh_options_for;
 use crate::cluster::Cluster;
 use crate::output::Reporter;
-use crate::phases::encryption::{RotateOptions, rotate_key};
+use crate::phases::encrypt_rotate::{RotateOptions, rotate_key};
 
 pub async fn rotate(
     cluster: &Cluster,
@@ -20,5 +20,5 @@ pub async fn rotate(
     };
     rotate_key(cluster, &opts, reporter)
         .await
-        .map_err(CliError::Failed)
+        .map_err(CliError::failed)
 }

@@ -291,9 +291,9 @@ impl<'a> Executor<'a> {
 
     /// Applies one stage: each host's actions in order, at the stage's pace; a host stops at
     /// its first failed action. Returns the hosts that failed, with why.
-    pub async fn apply_stage(
+    pub async fn apply_stage<S: std::fmt::Display>(
         &self,
-        stage: &changeset::Stage,
+        stage: &rkers_core::changeset::Stage<S>,
         runner: &crate::phases::Runner,
     ) -> Vec<(String, String)> {
         changeset::apply_stage(

@@ -14,6 +14,7 @@
 mod action;
 mod content;
 pub mod encryption;
+pub mod key_rotation;
 pub mod minor;
 mod reasons;
 pub mod removed_apis;

@@ -1,0 +1,213 @@
+//! The one driver of the commands declared as lists of steps (`encrypt rotate-key`; `remove`,
+//! `cert rotate` and the snapshot commands still sequence themselves). A command declares
+//! its steps through [`Command`]: what it observes (I/O: the hosts it connects, what it reads),
+//! what it decides from that (a pure function to its typed changeset, in `rkers_core`), what
+//! applies its stages (the executor, with the hosts and API its actions need), and what it
+//! records after a stage. The driver owns the rest, the same for every command:
+//!
+//! - the `plan` phase around observe and decide, failed with the error that ended it;
+//! - the dry run: [`crate::output::Reporter::planned`] of the changeset, and nothing applied;
+//! - the stages applied in order, each at its pace; the first failing stage ends the run with
+//!   [`StageFailed`] unless the command says otherwise ([`OnFailure`]), and no later stage runs
+//!   nor is recorded;
+//! - closing every host link observe handed it ([`Links`]), on every path.
+
+use crate::error::HostContext;
+use crate::hosts::{Host, HostLink};
+use crate::output::Reporter;
+use crate::phases::Runner;
+use crate::phases::executor::Executor;
+use rkers_core::changeset::{Changeset, Stage, is_pseudo_host, list_failures};
+use std::fmt::Display;
+use std::future::Future;
+use std::sync::Arc;
+
+/// The phase observe and decide run under.
+const PLAN_PHASE: &str = "plan";
+
+/// A command as the driver runs it: its steps, in the order the driver takes them.
+pub trait Command {
+    /// Its stages (an enum); `Display` is the phase name shown while one runs.
+    type Stage: Clone + PartialEq + Display + Send + Sync;
+    /// What observe read, for decide and for building the applier.
+    type Observed: Send + Sync;
+    /// What applies its stages: the executor, given what the actions need.
+    type Applier: ApplyStage<Self::Stage> + Send + Sync;
+    /// Its error; a failed stage becomes one.
+    type Error: From<StageFailed> + Display;
+
+    /// Connects the hosts it needs (handing their links to `links` as soon as they are open)
+    /// and reads what the decision needs.
+    fn observe(
+        &mut self,
+        links: &mut Links,
+    ) -> impl Future<Output = Result<Self::Observed, Self::Error>> + Send;
+
+    /// Pure: every change the command makes, from what was observed.
+    fn decide(&self, observed: &Self::Observed) -> Result<Changeset<Self::Stage>, Self::Error>;
+
+    /// What applies the stages; called only when the command is not a dry run.
+    fn applier(
+        &mut self,
+        observed: &Self::Observed,
+    ) -> impl Future<Output = Result<Self::Applier, Self::Error>> + Send;
+
+    /// After `stage` was applied on every host: what the command records (a state save).
+    fn stage_done(
+        &mut self,
+        _stage: &Self::Stage,
+        _applier: &Self::Applier,
+    ) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
+    /// After `stage` failed on the hosts in `failures`: stop with [`StageFailed`] (the
+    /// default), stop with the command's own error, or warn and go on.
+    fn stage_failed(
+        &mut self,
+        _stage: &Self::Stage,
+        _failures: &[(String, String)],
+    ) -> OnFailure<Self::Error> {
+        OnFailure::Stop
+    }
+
+    /// After every stage ran: what the command records and says at the end.
+    fn finish(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+/// What a failed stage means to its command.
+pub enum OnFailure<E> {
+    /// The run ends with [`StageFailed`].
+    Stop,
+    /// The run ends with this error.
+    StopWith(E),
+    /// The failure is not fatal (the command warned): the next stage runs.
+    Continue,
+}
+
+/// A stage failed on some hosts: the stage's phase name and each host's failure.
+#[derive(Debug, thiserror::Error)]
+#[error("[{stage}]\n{}", list_failures(.failures))]
+pub struct StageFailed {
+    pub stage: String,
+    pub failures: Vec<(String, String)>,
+}
+
+impl HostContext for StageFailed {
+    fn hosts(&self) -> Vec<&str> {
+        self.failures
+            .iter()
+            .map(|(h, _)| h.as_str())
+            .filter(|h| !is_pseudo_host(h))
+            .collect()
+    }
+}
+
+/// Applies one stage and returns the hosts that failed, with why: the executor, or a test's
+/// stand-in.
+pub trait ApplyStage<S> {
+    fn apply_stage<'s>(
+        &'s self,
+        stage: &'s Stage<S>,
+        runner: &'s Runner,
+    ) -> impl Future<Output = Vec<(String, String)>> + Send + 's;
+}
+
+impl<S: Display + Sync> ApplyStage<S> for Executor<'_> {
+    fn apply_stage<'s>(
+        &'s self,
+        stage: &'s Stage<S>,
+        runner: &'s Runner,
+    ) -> impl Future<Output = Vec<(String, String)>> + Send + 's {
+        Executor::apply_stage(self, stage, runner)
+    }
+}
+
+/// The host links a command opened, which the driver closes when the command ends.
+#[derive(Default)]
+pub struct Links(Vec<Arc<dyn HostLink>>);
+
+impl Links {
+    /// Hands over the links of `hosts`.
+    pub fn keep<'h>(&mut self, hosts: impl IntoIterator<Item = &'h Arc<Host>>) {
+        self.0.extend(hosts.into_iter().map(|h| h.link().clone()));
+    }
+
+    /// Hands over one link.
+    pub fn keep_link(&mut self, link: Arc<dyn HostLink>) {
+        self.0.push(link);
+    }
+
+    async fn close(self) {
+        for link in self.0 {
+            link.close().await;
+        }
+    }
+}
+
+/// How the driver runs a command: where it reports, whether it only prints, and how many
+/// hosts work at once.
+pub struct Driver {
+    pub reporter: Reporter,
+    pub dry_run: bool,
+    pub concurrency: usize,
+}
+
+impl Driver {
+    /// Runs `command`'s steps; its links are closed whatever happens.
+    pub async fn run<C: Command>(&self, command: &mut C) -> Result<(), C::Error> {
+        let mut links = Links::default();
+        let outcome = self.steps(command, &mut links).await;
+        links.close().await;
+        outcome
+    }
+
+    async fn steps<C: Command>(&self, command: &mut C, links: &mut Links) -> Result<(), C::Error> {
+        let phase = self.reporter.phase(PLAN_PHASE);
+        let planned = match command.observe(links).await {
+            Ok(observed) => command.decide(&observed).map(|c| (observed, c)),
+            Err(e) => Err(e),
+        };
+        let (observed, changes) = match planned {
+            Ok(planned) => {
+                phase.done();
+                planned
+            }
+            Err(e) => {
+                phase.fail(&e.to_string());
+                return Err(e);
+            }
+        };
+        if self.dry_run {
+            self.reporter.planned(&changes.planned());
+            return Ok(());
+        }
+        let applier = command.applier(&observed).await?;
+        let runner = Runner::new(self.reporter.clone(), self.concurrency);
+        for stage in changes.stages {
+            let failures = applier.apply_stage(&stage, &runner).await;
+            if failures.is_empty() {
+                command.stage_done(&stage.phase, &applier)?;
+                continue;
+            }
+            match command.stage_failed(&stage.phase, &failures) {
+                OnFailure::Continue => {}
+                OnFailure::StopWith(e) => return Err(e),
+                OnFailure::Stop => {
+                    return Err(StageFailed {
+                        stage: stage.phase.to_string(),
+                        failures,
+                    }
+                    .into());
+                }
+            }
+        }
+        command.finish()
+    }
+}
+
+#[cfg(test)]
+#[path = "driver_tests.rs"]
+mod tests;

@@ -1,0 +1,311 @@
+//! The driver's order and failure handling, with a command whose steps record what ran, a
+//! stand-in for the executor and links that count their closes.
+
+use super::*;
+use crate::diff::Action;
+use crate::hosts::HostError;
+use crate::hosts::ssh::{BoxedStream, ExecOutput};
+use futures::future::BoxFuture;
+use rkers_core::changeset::Pace;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    Prepare,
+    Switch,
+    Record,
+}
+
+impl Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "step {self:?}")
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum FakeError {
+    #[error(transparent)]
+    Stage(#[from] StageFailed),
+    #[error("{0}")]
+    Own(String),
+}
+
+/// A link that only counts how often it was closed.
+#[derive(Debug, Default)]
+struct CountingLink {
+    closed: AtomicUsize,
+}
+
+fn refused<T>() -> BoxFuture<'static, Result<T, HostError>> {
+    Box::pin(async {
+        Err(HostError::Ssh {
+            host: "fake".into(),
+            detail: "a link that only closes".into(),
+        })
+    })
+}
+
+impl HostLink for CountingLink {
+    fn host(&self) -> &str {
+        "fake"
+    }
+    fn addr(&self) -> &str {
+        "fake:22"
+    }
+    fn user(&self) -> &str {
+        "root"
+    }
+    fn exec<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<ExecOutput, HostError>> {
+        refused()
+    }
+    fn exec_with_input<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: &'a [u8],
+    ) -> BoxFuture<'a, Result<ExecOutput, HostError>> {
+        refused()
+    }
+    fn exec_stream<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<BoxedStream, HostError>> {
+        refused()
+    }
+    fn open_tcp<'a>(&'a self, _: &'a str, _: u16) -> BoxFuture<'a, Result<BoxedStream, HostError>> {
+        refused()
+    }
+    fn open_docker<'a>(&'a self, _: &'a str) -> BoxFuture<'a, std::io::Result<BoxedStream>> {
+        Box::pin(async { Err(std::io::Error::other("no Docker here")) })
+    }
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst) > 0
+    }
+    fn close(&self) -> BoxFuture<'_, ()> {
+        self.closed.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async {})
+    }
+}
+
+/// What ran, in order, shared by the command and its applier.
+type Log = Arc<Mutex<Vec<String>>>;
+
+fn note(log: &Log, line: String) {
+    log.lock().unwrap().push(line);
+}
+
+/// Applies a stage by noting it; fails on `failing`'s hosts.
+struct FakeApplier {
+    log: Log,
+    failing: Option<Step>,
+}
+
+impl ApplyStage<Step> for FakeApplier {
+    async fn apply_stage(&self, stage: &Stage<Step>, _runner: &Runner) -> Vec<(String, String)> {
+        note(&self.log, format!("apply {}", stage.phase));
+        if self.failing == Some(stage.phase) {
+            let host = &stage.hosts[0].host;
+            vec![(host.clone(), "boom".to_string())]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+struct FakeCommand {
+    log: Log,
+    link: Arc<CountingLink>,
+    /// Observe fails, after it handed over its link.
+    observe_fails: bool,
+    /// Building the applier fails (the API cannot be reached).
+    applier_fails: bool,
+    /// The stage whose hosts fail, and what the command makes of it.
+    failing: Option<Step>,
+    on_failure: fn() -> OnFailure<FakeError>,
+}
+
+impl FakeCommand {
+    fn new(log: &Log) -> Self {
+        FakeCommand {
+            log: log.clone(),
+            link: Arc::default(),
+            observe_fails: false,
+            applier_fails: false,
+            failing: None,
+            on_failure: || OnFailure::Stop,
+        }
+    }
+}
+
+fn restart(name: &str) -> Action {
+    Action::RestartContainer { name: name.into() }
+}
+
+impl Command for FakeCommand {
+    type Stage = Step;
+    type Observed = Vec<String>;
+    type Applier = FakeApplier;
+    type Error = FakeError;
+
+    async fn observe(&mut self, links: &mut Links) -> Result<Vec<String>, FakeError> {
+        links.keep_link(self.link.clone());
+        note(&self.log, "observe".into());
+        if self.observe_fails {
+            return Err(FakeError::Own("h2 unreachable".into()));
+        }
+        Ok(vec!["h1".into(), "h2".into()])
+    }
+
+    fn decide(&self, hosts: &Vec<String>) -> Result<Changeset<Step>, FakeError> {
+        note(&self.log, "decide".into());
+        let mut changes = Changeset::default();
+        for step in [Step::Prepare, Step::Switch, Step::Record] {
+            for h in hosts {
+                changes.push(step, Pace::OneAtATime, h, restart(&format!("{step}")));
+            }
+        }
+        Ok(changes)
+    }
+
+    async fn applier(&mut self, _: &Vec<String>) -> Result<FakeApplier, FakeError> {
+        note(&self.log, "applier".into());
+        if self.applier_fails {
+            return Err(FakeError::Own("no API".into()));
+        }
+        Ok(FakeApplier {
+            log: self.log.clone(),
+            failing: self.failing,
+        })
+    }
+
+    fn stage_done(&mut self, stage: &Step, _: &FakeApplier) -> Result<(), FakeError> {
+        note(&self.log, format!("done {stage}"));
+        Ok(())
+    }
+
+    fn stage_failed(&mut self, stage: &Step, _: &[(String, String)]) -> OnFailure<FakeError> {
+        note(&self.log, format!("failed {stage}"));
+        (self.on_failure)()
+    }
+
+    fn finish(&mut self) -> Result<(), FakeError> {
+        note(&self.log, "finish".into());
+        Ok(())
+    }
+}
+
+fn driver(dry_run: bool) -> Driver {
+    Driver {
+        reporter: Reporter::plain(),
+        dry_run,
+        concurrency: 2,
+    }
+}
+
+fn lines(log: &Log) -> Vec<String> {
+    log.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn stages_apply_in_order_each_recorded_after_it_ran() {
+    let log = Log::default();
+    let mut command = FakeCommand::new(&log);
+    driver(false).run(&mut command).await.unwrap();
+    assert_eq!(
+        lines(&log),
+        [
+            "observe",
+            "decide",
+            "applier",
+            "apply step Prepare",
+            "done step Prepare",
+            "apply step Switch",
+            "done step Switch",
+            "apply step Record",
+            "done step Record",
+            "finish",
+        ]
+    );
+    assert_eq!(command.link.closed.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_failed_stage_stops_the_run_and_nothing_after_it_runs_or_is_recorded() {
+    let log = Log::default();
+    let mut command = FakeCommand::new(&log);
+    command.failing = Some(Step::Switch);
+    let e = driver(false).run(&mut command).await.unwrap_err();
+    assert_eq!(e.to_string(), "[step Switch]\n  - h1: boom");
+    let FakeError::Stage(failed) = &e else {
+        panic!("expected the driver's stage error, got {e:?}");
+    };
+    assert_eq!(failed.hosts(), ["h1"]);
+    assert_eq!(
+        lines(&log),
+        [
+            "observe",
+            "decide",
+            "applier",
+            "apply step Prepare",
+            "done step Prepare",
+            "apply step Switch",
+            "failed step Switch",
+        ]
+    );
+    assert_eq!(command.link.closed.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_command_may_stop_with_its_own_error_or_go_on() {
+    let log = Log::default();
+    let mut command = FakeCommand::new(&log);
+    command.failing = Some(Step::Prepare);
+    command.on_failure = || OnFailure::StopWith(FakeError::Own("keeps both".into()));
+    let e = driver(false).run(&mut command).await.unwrap_err();
+    assert_eq!(e.to_string(), "keeps both");
+    assert_eq!(lines(&log).last().unwrap(), "failed step Prepare");
+    assert_eq!(command.link.closed.load(Ordering::SeqCst), 1);
+
+    let log = Log::default();
+    let mut command = FakeCommand::new(&log);
+    command.failing = Some(Step::Switch);
+    command.on_failure = || OnFailure::Continue;
+    driver(false).run(&mut command).await.unwrap();
+    let seen = lines(&log);
+    assert_eq!(
+        seen[6..],
+        [
+            "failed step Switch",
+            "apply step Record",
+            "done step Record",
+            "finish"
+        ]
+    );
+    assert!(!seen.contains(&"done step Switch".to_string()));
+}
+
+#[tokio::test]
+async fn a_dry_run_applies_nothing_and_closes_the_links() {
+    let log = Log::default();
+    let mut command = FakeCommand::new(&log);
+    driver(true).run(&mut command).await.unwrap();
+    assert_eq!(lines(&log), ["observe", "decide"]);
+    assert_eq!(command.link.closed.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn links_are_closed_when_observe_or_the_applier_fails() {
+    let log = Log::default();
+    let mut command = FakeCommand::new(&log);
+    command.observe_fails = true;
+    let e = driver(false).run(&mut command).await.unwrap_err();
+    assert_eq!(e.to_string(), "h2 unreachable");
+    assert_eq!(lines(&log), ["observe"]);
+    assert_eq!(command.link.closed.load(Ordering::SeqCst), 1);
+
+    let log = Log::default();
+    let mut command = FakeCommand::new(&log);
+    command.applier_fails = true;
+    let e = driver(false).run(&mut command).await.unwrap_err();
+    assert_eq!(e.to_string(), "no API");
+    assert_eq!(lines(&log), ["observe", "decide", "applier"]);
+    assert_eq!(command.link.closed.load(Ordering::SeqCst), 1);
+}
