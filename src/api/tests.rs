@@ -1,7 +1,13 @@
 //! The API's behaviour that needs no host: config errors, the one `result` event, the
 //! compare-and-swap save of what a run leaves.
 
+use super::run::*;
 use super::*;
+use crate::cluster::Cluster;
+use crate::config;
+use crate::output::Reporter;
+use crate::state::{ClusterFiles, StateFile};
+use std::path::Path;
 use std::sync::Mutex;
 
 fn collecting() -> (EventSink, Arc<Mutex<Vec<Event>>>) {

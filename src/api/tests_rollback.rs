@@ -1,7 +1,11 @@
 //! [`rollback`] without hosts: its refusals are typed and leave the store alone, and its dry run
 //! goes to the hosts of the config the state recorded, not the operation's, saving nothing.
 
+use super::run::*;
 use super::*;
+use crate::output::Reporter;
+use crate::state::{ClusterFiles, StateFile};
+use crate::{config, phases};
 use std::sync::Mutex;
 
 /// The config the previous run applied: one host nothing listens on (port 1), so a run that
