@@ -628,6 +628,14 @@ fn addon_templates_follow_kdm_ranges() {
         Some("calico-v3.30.2")
     );
     assert_eq!(
+        t(addon::CALICO, "v1.31.10-rancher1-1").as_deref(),
+        Some("calico-v3.30.2")
+    );
+    assert_eq!(
+        t(addon::CALICO, "v1.31.9-rancher1-1").as_deref(),
+        Some("calico-v3.29.0")
+    );
+    assert_eq!(
         t(addon::CALICO, "v1.29.2-rancher1-1").as_deref(),
         Some("calico-v3.27.0-rancher2")
     );

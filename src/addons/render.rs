@@ -71,6 +71,10 @@ static TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/calico-v3.29.0.yaml.j2"),
     ),
     (
+        "calico-v3.30.2",
+        include_str!("../../templates/calico-v3.30.2.yaml.j2"),
+    ),
+    (
         "canal-v3.17.1",
         include_str!("../../templates/canal-v3.17.1.yaml.j2"),
     ),
@@ -1028,7 +1032,7 @@ mod tests {
     /// Templates KDM selects for some RKE1 version that are not ported yet (v1.31.10+ and
     /// v1.32.6+ select them; their Go bodies, over 500,000 characters each, are only in the
     /// search tool's file index).
-    const NOT_BUNDLED: &[&str] = &["calico-v3.30.2", "canal-v3.30.2"];
+    const NOT_BUNDLED: &[&str] = &["canal-v3.30.2"];
 
     /// Every template the embedded catalog selects for a supported version and a supported addon
     /// (not ACI) is bundled, apart from the named gaps, which stay unbundled.
@@ -1090,10 +1094,13 @@ mod tests {
     }
 
     /// The plans of `plugin` on a bundled version, with the network plugin's template swapped
-    /// for `template`, one KDM selects for newer versions and rkers does not bundle (the
-    /// embedded catalog stops before those versions).
+    /// for `template`, a key rkers does not bundle (one KDM selects for newer versions, or one
+    /// made up for the test).
     fn plans_needing(plugin: &str, template: &str) -> Vec<AddonPlan> {
-        assert!(NOT_BUNDLED.contains(&template));
+        assert!(
+            TEMPLATES.iter().all(|(k, _)| *k != template),
+            "{template} is bundled"
+        );
         let (cfg, catalog) = config(plugin);
         let mut plans = plan_addons(&cfg, catalog, &[]).unwrap();
         let vars = network_vars(&cfg, catalog).unwrap().unwrap().1;
@@ -1167,7 +1174,8 @@ mod tests {
 
     #[test]
     fn an_unbundled_template_the_cluster_does_not_run_is_refused_with_the_remedies() {
-        let plans = plans_needing("calico", "calico-v3.30.2");
+        // Every calico template KDM selects is bundled: a made-up newer one stands in.
+        let plans = plans_needing("calico", "calico-v9.99.9");
         let key = network(&plans).template.clone().unwrap();
         let empty = BTreeMap::new();
         let mut blank = BTreeMap::new();
