@@ -6,8 +6,9 @@
 //! the same way without making anything worse. Reverting the config then succeeds, and a
 //! stale `old-…` container a killed run left is cleaned up by the next `up`.
 //!
-//! The same for a worker: kube-proxy's image changed to one whose kube-proxy exits at once,
-//! `max_unavailable_worker: 1`. The first worker's kube-proxy is put back, the other worker is
+//! The same for a worker: the Kubernetes image changed to one whose kubelet exits at once
+//! (RKE1 sets every service's `image` from `system_images`), `max_unavailable_worker: 1`. The
+//! first worker's kubelet is put back, the other worker is
 //! not touched, every node is Ready and uncordoned, the state's current side stays the last
 //! healthy run's (it is recorded after the worker plane), and a second `up` fails the same way.
 //!
@@ -189,12 +190,12 @@ async fn check_undone(cluster: &E2e, state_before: &Value, apiserver_before: &st
     snapshots
 }
 
-/// The standard kube-proxy image with a kube-proxy that exits at once. rkers gives kube-proxy
-/// its own entrypoint (rke-tools' entrypoint.sh, then `kube-proxy …`), so an image ENTRYPOINT
-/// would never run: the binary itself is what fails. Built on `host`, pushed to the sandbox
+/// The standard Kubernetes image with a kubelet that exits at once. rkers gives kubelet its
+/// own entrypoint (rke-tools' entrypoint.sh, then `kubelet …`), so an image ENTRYPOINT would
+/// never run: the binary itself is what fails. Built on `host`, pushed to the sandbox
 /// registry under rkers-test/, and untagged there again, so the workers pull it in the run.
 /// Returns its name.
-fn build_failing_kube_proxy(cluster: &E2e, host: &str) -> String {
+fn build_failing_kubelet(cluster: &E2e, host: &str) -> String {
     use base64::Engine;
     let standard = cluster
         .env
@@ -203,10 +204,10 @@ fn build_failing_kube_proxy(cluster: &E2e, host: &str) -> String {
         .to_string();
     let instance = std::env::var("SANDBOX_INSTANCE").unwrap_or_else(|_| "0".into());
     let registry = &cluster.env.registry;
-    let image = format!("{registry}/rkers-test/kube-proxy-exits:{instance}");
+    let image = format!("{registry}/rkers-test/kubelet-exits:{instance}");
     let dockerfile = format!(
-        "FROM {standard}\nRUN printf '#!/bin/sh\\necho kube-proxy of the test image exits at \
-         once >&2\\nexit 1\\n' > /usr/local/bin/kube-proxy && chmod 755 /usr/local/bin/kube-proxy\n"
+        "FROM {standard}\nRUN printf '#!/bin/sh\\necho kubelet of the test image exits at \
+         once >&2\\nexit 1\\n' > /usr/local/bin/kubelet && chmod 755 /usr/local/bin/kubelet\n"
     );
     let dockerfile = base64::engine::general_purpose::STANDARD.encode(dockerfile);
     let password = std::fs::read_to_string(cluster.env.dir.join("registry-password"))
@@ -240,8 +241,8 @@ async fn a_failed_worker_upgrade_is_undone_and_the_state_stays_old() {
     let Some(cluster) = E2e::new() else { return };
     let api = cluster.standard().await;
     let started = Instant::now();
-    let bad = build_failing_kube_proxy(&cluster, "host2");
-    // host1's kube-proxy (a control plane host, upgraded with its control plane) gets a working
+    let bad = build_failing_kubelet(&cluster, "host2");
+    // host1 (a control plane host, upgraded with its control plane) gets a working
     // image under the new name, so the change succeeds there and fails only on the workers:
     // the failure must come from the worker plane, after the control plane went through.
     cluster.env.on_host(
@@ -253,17 +254,21 @@ async fn a_failed_worker_upgrade_is_undone_and_the_state_stays_old() {
     cluster.edit(|t| {
         format!(
             "{}upgrade_strategy:\n  max_unavailable_worker: 1\n",
-            t.replacen(
-                "  kubeproxy:\n",
-                &format!("  kubeproxy:\n    image: {bad}\n"),
-                1
-            )
+            t.lines()
+                .map(|l| {
+                    if l.starts_with("  kubernetes: ") {
+                        format!("  kubernetes: {bad}\n")
+                    } else {
+                        format!("{l}\n")
+                    }
+                })
+                .collect::<String>()
         )
     });
     let plan = cluster.dry_run();
     assert!(
         plan.contains(
-            "keep kube-proxy as old-kube-proxy until http://localhost:10256/healthz answers"
+            "keep kubelet as old-kubelet until http://localhost:10248/healthz answers"
         ) && plan.contains("rolling upgrade of workers, 1 at a time"),
         "{plan}"
     );
@@ -281,7 +286,7 @@ async fn a_failed_worker_upgrade_is_undone_and_the_state_stays_old() {
             .filter(|v| v["event"] == "applied" && v["data"]["action"] == "restore_container")
             .collect();
         assert_eq!(restores.len(), 1, "{attempt}: one worker restored:\n{out}");
-        assert_eq!(restores[0]["data"]["name"], "kube-proxy", "{out}");
+        assert_eq!(restores[0]["data"]["name"], "kubelet", "{out}");
         assert_eq!(restores[0]["status"], "ok", "{out}");
         let failed_ip = restores[0]["host"].as_str().unwrap_or_default();
         let (failed, other) = if failed_ip == cluster.env.ip(2) {
@@ -292,22 +297,22 @@ async fn a_failed_worker_upgrade_is_undone_and_the_state_stays_old() {
         };
         for part in [
             "failed its health check",
-            "kube-proxy of the test image exits at once",
+            "kubelet of the test image exits at once",
             "the host was restored",
             "not upgraded",
         ] {
             assert!(out.contains(part), "{attempt}: the error lacks {part:?}:\n{out}");
         }
         let now = cluster.env.container_ids(&HOSTS);
-        // The failed worker runs the kube-proxy it ran before; the other one was not touched.
+        // The failed worker runs the kubelet it ran before; the other one was not touched.
         for (key, id) in &before {
             if key.starts_with(&format!("{failed}/")) || key.starts_with(&format!("{other}/")) {
                 assert_eq!(now.get(key), Some(id), "{attempt}: {key} changed:\n{out}");
             }
         }
         assert_ne!(
-            now["host1/kube-proxy"], before["host1/kube-proxy"],
-            "host1's kube-proxy runs the new image"
+            now["host1/kubelet"], before["host1/kubelet"],
+            "host1's kubelet runs the new image"
         );
         assert_eq!(old_containers(&cluster), Vec::<String>::new());
         assert_eq!(
