@@ -267,9 +267,8 @@ async fn a_failed_worker_upgrade_is_undone_and_the_state_stays_old() {
     });
     let plan = cluster.dry_run();
     assert!(
-        plan.contains(
-            "keep kubelet as old-kubelet until http://localhost:10248/healthz answers"
-        ) && plan.contains("rolling upgrade of workers, 1 at a time"),
+        plan.contains("keep kubelet as old-kubelet until http://localhost:10248/healthz answers")
+            && plan.contains("rolling upgrade of workers, 1 at a time"),
         "{plan}"
     );
 
@@ -301,7 +300,10 @@ async fn a_failed_worker_upgrade_is_undone_and_the_state_stays_old() {
             "the host was restored",
             "not upgraded",
         ] {
-            assert!(out.contains(part), "{attempt}: the error lacks {part:?}:\n{out}");
+            assert!(
+                out.contains(part),
+                "{attempt}: the error lacks {part:?}:\n{out}"
+            );
         }
         let now = cluster.env.container_ids(&HOSTS);
         // The failed worker runs the kubelet it ran before; the other one was not touched.
@@ -321,7 +323,11 @@ async fn a_failed_worker_upgrade_is_undone_and_the_state_stays_old() {
             "{attempt}: a failed worker must leave the state of the last healthy run"
         );
         wait_nodes_ready(&api, &HOSTS, Duration::from_secs(120)).await;
-        assert_eq!(nodes_cordoned(&cluster), "", "{attempt}: a node stays cordoned");
+        assert_eq!(
+            nodes_cordoned(&cluster),
+            "",
+            "{attempt}: a node stays cordoned"
+        );
     }
     eprintln!(
         "two failed worker upgrades, checked, in {:.1}s",
