@@ -6,12 +6,18 @@
 //! the same way without making anything worse. Reverting the config then succeeds, and a
 //! stale `old-…` container a killed run left is cleaned up by the next `up`.
 //!
+//! The same for a worker: the Kubernetes image changed to one whose kubelet exits at once
+//! (RKE1 sets every service's `image` from `system_images`), `max_unavailable_worker: 1`. The
+//! first worker's kubelet is put back, the other worker is
+//! not touched, every node is Ready and uncordoned, the state's current side stays the last
+//! healthy run's (it is recorded after the worker plane), and a second `up` fails the same way.
+//!
 //! nextest runs this binary in the `sandbox` group (one at a time on the shared hosts).
 
 mod support;
 
 use serde_json::Value;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use support::e2e::{E2e, HOSTS, wait_nodes_ready};
 
 const BAD_FLAG: &str = "services:\n  kube-api:\n    extra_args:\n      no-such-flag: \"1\"\n";
@@ -182,4 +188,155 @@ async fn check_undone(cluster: &E2e, state_before: &Value, apiserver_before: &st
     let snapshots = pre_change_snapshots(cluster, "host1");
     assert!(!snapshots.is_empty(), "no rkers-pre- snapshot on host1");
     snapshots
+}
+
+/// The standard Kubernetes image with a kubelet that exits at once. rkers gives kubelet its
+/// own entrypoint (rke-tools' entrypoint.sh, then `kubelet …`), so an image ENTRYPOINT would
+/// never run: the binary itself is what fails. Built on `host`, pushed to the sandbox
+/// registry under rkers-test/, and untagged there again, so the workers pull it in the run.
+/// Returns its name.
+fn build_failing_kubelet(cluster: &E2e, host: &str) -> String {
+    use base64::Engine;
+    let standard = cluster
+        .env
+        .on_host(host, "docker inspect -f '{{.Config.Image}}' kube-proxy")
+        .trim()
+        .to_string();
+    let instance = std::env::var("SANDBOX_INSTANCE").unwrap_or_else(|_| "0".into());
+    let registry = &cluster.env.registry;
+    let image = format!("{registry}/rkers-test/kubelet-exits:{instance}");
+    let dockerfile = format!(
+        "FROM {standard}\nRUN printf '#!/bin/sh\\necho kubelet of the test image exits at \
+         once >&2\\nexit 1\\n' > /usr/local/bin/kubelet && chmod 755 /usr/local/bin/kubelet\n"
+    );
+    let dockerfile = base64::engine::general_purpose::STANDARD.encode(dockerfile);
+    let password = std::fs::read_to_string(cluster.env.dir.join("registry-password"))
+        .expect("the sandbox's registry password");
+    // A Docker client config of its own: the sandbox hosts share the machine's /root.
+    cluster.env.on_host(
+        host,
+        &format!(
+            "set -e; echo {dockerfile} | base64 -d | docker build -q -t {image} - >/dev/null
+             d=$(mktemp -d); echo '{pw}' | docker --config $d login -u rkers --password-stdin {registry} >/dev/null 2>&1
+             docker --config $d push {image} >/dev/null; rm -rf $d; docker rmi {image} >/dev/null",
+            pw = password.trim()
+        ),
+    );
+    image
+}
+
+fn nodes_cordoned(cluster: &E2e) -> String {
+    let (ok, out) = cluster.kubectl(&[
+        "get",
+        "nodes",
+        "-o",
+        "jsonpath={.items[?(@.spec.unschedulable==true)].metadata.name}",
+    ]);
+    assert!(ok, "{out}");
+    out.trim().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_worker_upgrade_is_undone_and_the_state_stays_old() {
+    let Some(cluster) = E2e::new() else { return };
+    let api = cluster.standard().await;
+    let started = Instant::now();
+    let bad = build_failing_kubelet(&cluster, "host2");
+    // host1 (a control plane host, upgraded with its control plane) gets a working
+    // image under the new name, so the change succeeds there and fails only on the workers:
+    // the failure must come from the worker plane, after the control plane went through.
+    cluster.env.on_host(
+        "host1",
+        &format!("docker tag \"$(docker inspect -f '{{{{.Config.Image}}}}' kube-proxy)\" {bad}"),
+    );
+    let before = cluster.env.container_ids(&HOSTS);
+    let state_before = cluster.state()["currentState"].clone();
+    cluster.edit(|t| {
+        format!(
+            "{}upgrade_strategy:\n  max_unavailable_worker: 1\n",
+            t.lines()
+                .map(|l| {
+                    if l.starts_with("  kubernetes: ") {
+                        format!("  kubernetes: {bad}\n")
+                    } else {
+                        format!("{l}\n")
+                    }
+                })
+                .collect::<String>()
+        )
+    });
+    let plan = cluster.dry_run();
+    assert!(
+        plan.contains("keep kubelet as old-kubelet until http://localhost:10248/healthz answers")
+            && plan.contains("rolling upgrade of workers, 1 at a time"),
+        "{plan}"
+    );
+
+    // The same `up` twice: each fails on the first worker, puts it back and leaves the rest.
+    for attempt in ["first", "second"] {
+        let (ok, out) = cluster.rkers(&["up", "--output", "json"]);
+        assert!(!ok, "the {attempt} up must fail:\n{out}");
+        let events: Vec<Value> = out
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let restores: Vec<&Value> = events
+            .iter()
+            .filter(|v| v["event"] == "applied" && v["data"]["action"] == "restore_container")
+            .collect();
+        assert_eq!(restores.len(), 1, "{attempt}: one worker restored:\n{out}");
+        assert_eq!(restores[0]["data"]["name"], "kubelet", "{out}");
+        assert_eq!(restores[0]["status"], "ok", "{out}");
+        let failed_ip = restores[0]["host"].as_str().unwrap_or_default();
+        let (failed, other) = if failed_ip == cluster.env.ip(2) {
+            ("host2", "host3")
+        } else {
+            assert_eq!(failed_ip, cluster.env.ip(3), "{out}");
+            ("host3", "host2")
+        };
+        for part in [
+            "failed its health check",
+            "kubelet of the test image exits at once",
+            "the host was restored",
+            "not upgraded",
+        ] {
+            assert!(
+                out.contains(part),
+                "{attempt}: the error lacks {part:?}:\n{out}"
+            );
+        }
+        let now = cluster.env.container_ids(&HOSTS);
+        // The failed worker runs the kubelet it ran before; the other one was not touched.
+        for (key, id) in &before {
+            if key.starts_with(&format!("{failed}/")) || key.starts_with(&format!("{other}/")) {
+                assert_eq!(now.get(key), Some(id), "{attempt}: {key} changed:\n{out}");
+            }
+        }
+        assert_ne!(
+            now["host1/kubelet"], before["host1/kubelet"],
+            "host1's kubelet runs the new image"
+        );
+        assert_eq!(old_containers(&cluster), Vec::<String>::new());
+        assert_eq!(
+            cluster.state()["currentState"],
+            state_before,
+            "{attempt}: a failed worker must leave the state of the last healthy run"
+        );
+        wait_nodes_ready(&api, &HOSTS, Duration::from_secs(120)).await;
+        assert_eq!(
+            nodes_cordoned(&cluster),
+            "",
+            "{attempt}: a node stays cordoned"
+        );
+    }
+    eprintln!(
+        "two failed worker upgrades, checked, in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+
+    // Back to the standard config: up succeeds and the state records it.
+    cluster.reset_config(3);
+    cluster.up();
+    assert_eq!(old_containers(&cluster), Vec::<String>::new());
+    wait_nodes_ready(&api, &HOSTS, Duration::from_secs(180)).await;
 }

@@ -12,7 +12,8 @@
 //! 4. apply: first what comes before any change (`snapshot`: the etcd snapshot a change to
 //!    etcd or the control plane takes, stale `old-…` containers), then `files` and certificates, images, Windows hosts' wins (`windows`), the etcd
 //!    plane (`etcd_members`, `etcd`), the control plane (`planes`, `rolling`), RBAC and
-//!    the current state (`cluster`), the worker plane, node labels and taints and log links
+//!    the current state (`cluster`; on an existing cluster after the worker plane, so a failed
+//!    worker leaves the last healthy state), the worker plane, node labels and taints and log links
 //!    (`nodes`), hosts that left (`removed_hosts`), in RKE1's order, hosts in parallel where
 //!    safe; last, once all went well, the state this run replaced kept for `rkers rollback`
 //!    (`cluster`). `containers` brings one container to its planned state.
@@ -186,12 +187,20 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     }
     let api = cluster::authz(cluster, &run).await?;
     cluster::rewrite_secrets(&run).await?;
-    // RKE1's order (§9): the state is recorded once the control plane answers, before the
-    // worker plane; on a new cluster the kubelets already run, only kube-proxy waits for it.
-    let saved = cluster::save_state(cluster, loaded.state, &run).await?;
-    if let Some(old) = old_current {
+    let saved = if let Some(old) = old_current {
+        // Unlike RKE1, which records the state here, before the worker plane (§9), an existing
+        // cluster's state is recorded only once its workers ran the change healthy: a worker
+        // whose kubelet or kube-proxy failed (and was put back) must leave the state of the last
+        // healthy run, not one that claims the new config (issue 30). The file keeps RKE1's
+        // format; only the moment it names the new config moves, and a run stopped in the
+        // worker plane is read back as one stopped in the control plane always was.
         rolling::upgrade_worker_plane(cluster, old, &run, &runner, Some(&api)).await?;
+        cluster::save_state(cluster, loaded.state, &run).await?
     } else {
+        // RKE1's order (§9) on a new cluster, which has no earlier state to keep: the state is
+        // recorded once the control plane answers; the kubelets already run, only kube-proxy
+        // waits for it.
+        let saved = cluster::save_state(cluster, loaded.state, &run).await?;
         if let Some(early) = early_workers.join_next().await {
             early??;
         }
@@ -200,7 +209,8 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         }
         // kube-proxy everywhere, and the worker components of etcd and control plane hosts.
         planes::plane(&run, &runner, "worker plane", WORKER_PLANE, |_| true).await?;
-    }
+        saved
+    };
     nodes::sync_nodes(&run).await?;
     removed_hosts::remove_hosts(&run, &runner).await?;
     nodes::link_logs(&run, &runner).await?;
