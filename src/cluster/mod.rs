@@ -314,14 +314,7 @@ impl Cluster {
         old: Option<&StateFile>,
     ) -> Result<String, ClusterError> {
         use crate::plan::encryption::{self, EncryptionKey};
-        let Some(sec) = self
-            .config
-            .services
-            .kube_api
-            .secrets_encryption_config
-            .as_ref()
-            .filter(|s| s.enabled)
-        else {
+        let Some(sec) = self.config.services.kube_api.enabled_secrets_encryption() else {
             return Ok(String::new());
         };
         let text = if let Some(custom) = &sec.custom_config {

@@ -1,11 +1,13 @@
-//! The one driver of the commands declared as lists of steps (`encrypt rotate-key`; `remove`,
-//! `cert rotate` and the snapshot commands still sequence themselves). A command declares
+//! The one driver of the commands declared as lists of steps (`encrypt rotate-key`, `cert
+//! rotate`; `remove` and the snapshot commands still sequence themselves). A command declares
 //! its steps through [`Command`]: what it observes (I/O: the hosts it connects, what it reads),
 //! what it decides from that (a pure function to its typed changeset, in `rkers_core`), what
 //! applies its stages (the executor, with the hosts and API its actions need), and what it
 //! records after a stage. The driver owns the rest, the same for every command:
 //!
-//! - the `plan` phase around observe and decide, failed with the error that ended it;
+//! - connecting first, for a command that does it under a phase of its own
+//!   ([`Command::connect`]), then the `plan` phase around observe and decide, failed with the
+//!   error that ended it;
 //! - the dry run: [`crate::output::Reporter::planned`] of the changeset, and nothing applied;
 //! - the stages applied in order, each at its pace; the first failing stage ends the run with
 //!   [`StageFailed`] unless the command says otherwise ([`OnFailure`]), and no later stage runs
@@ -36,8 +38,18 @@ pub trait Command {
     /// Its error; a failed stage becomes one.
     type Error: From<StageFailed> + Display;
 
-    /// Connects the hosts it needs (handing their links to `links` as soon as they are open)
-    /// and reads what the decision needs.
+    /// Before the plan phase, for a command that connects its hosts under a phase of its own
+    /// (`cert rotate`'s `connect`): connects them, handing their links to `links`. By default
+    /// observe connects, within the plan phase.
+    fn connect(
+        &mut self,
+        _links: &mut Links,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        async { Ok(()) }
+    }
+
+    /// Connects the hosts it needs (handing their links to `links` as soon as they are open),
+    /// unless [`Command::connect`] did, and reads what the decision needs.
     fn observe(
         &mut self,
         links: &mut Links,
@@ -165,6 +177,7 @@ impl Driver {
     }
 
     async fn steps<C: Command>(&self, command: &mut C, links: &mut Links) -> Result<(), C::Error> {
+        command.connect(links).await?;
         let phase = self.reporter.phase(PLAN_PHASE);
         let planned = match command.observe(links).await {
             Ok(observed) => command.decide(&observed).map(|c| (observed, c)),

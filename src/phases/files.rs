@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 const MOUNT: &str = "/etc/kubernetes";
 const HELPER: &str = "rkers-file-sync";
 
-pub use rkers_core::files::DesiredFile;
+pub use rkers_core::files::{DesiredFile, changed};
 
 /// A file's mode and owner as the host's filesystem reports them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -327,22 +327,6 @@ fn build_tar(files: &[DesiredFile]) -> std::io::Result<Vec<u8>> {
         builder.append_data(&mut header, &f.relative_path, f.contents.as_slice())?;
     }
     builder.into_inner()
-}
-
-/// The files whose contents differ from what the host has (or that it lacks), by what the
-/// files mean ([`crate::diff::same_file_content`]).
-pub fn changed<'a>(
-    desired: &'a [DesiredFile],
-    current: &BTreeMap<String, Vec<u8>>,
-) -> Vec<&'a DesiredFile> {
-    desired
-        .iter()
-        .filter(|f| {
-            !current.get(&f.relative_path).is_some_and(|on_host| {
-                crate::diff::same_file_content(&f.relative_path, &f.contents, on_host)
-            })
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! never in debug output, never serialized.
 
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// A file under `/etc/kubernetes`, by its path relative to that directory.
 #[derive(Clone, PartialEq, Eq)]
@@ -47,6 +48,22 @@ pub fn desired_files(files: &[FileWrite]) -> Vec<DesiredFile> {
             relative_path: f.path.clone(),
             contents: f.contents.clone(),
             mode: f.mode,
+        })
+        .collect()
+}
+
+/// The files whose contents differ from what the host has (or that it lacks), by what the
+/// files mean ([`crate::diff::same_file_content`]).
+pub fn changed<'a>(
+    desired: &'a [DesiredFile],
+    current: &BTreeMap<String, Vec<u8>>,
+) -> Vec<&'a DesiredFile> {
+    desired
+        .iter()
+        .filter(|f| {
+            !current.get(&f.relative_path).is_some_and(|on_host| {
+                crate::diff::same_file_content(&f.relative_path, &f.contents, on_host)
+            })
         })
         .collect()
 }

@@ -17,9 +17,7 @@ pub(super) fn rotation<'c>(
         .config
         .services
         .kube_api
-        .secrets_encryption_config
-        .as_ref()
-        .filter(|s| s.enabled)
+        .enabled_secrets_encryption()
         .ok_or(RotateKeyError::Disabled)?;
     if sec.custom_config.is_some() {
         return Err(RotateKeyError::CustomConfig);

@@ -1006,6 +1006,16 @@ service_struct! {
     }
 }
 
+impl KubeApiService {
+    /// `secrets_encryption_config` when cluster.yml has it and it is enabled: the one reading
+    /// of "is secrets encryption on" for `up` and `encrypt rotate-key`.
+    pub fn enabled_secrets_encryption(&self) -> Option<&SecretsEncryptionConfig> {
+        self.secrets_encryption_config
+            .as_ref()
+            .filter(|s| s.enabled)
+    }
+}
+
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize, Debug)]
 #[serde(default, rename_all(serialize = "camelCase"))]
 pub struct EventRateLimit {
@@ -3443,5 +3453,25 @@ impl fmt::Debug for S3BackupConfig {
             .field("custom_ca", &self.custom_ca)
             .field("folder", &self.folder)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_encryption_is_on_only_when_present_and_enabled() {
+        let mut kube_api = KubeApiService::default();
+        assert!(kube_api.enabled_secrets_encryption().is_none());
+        kube_api.secrets_encryption_config = Some(SecretsEncryptionConfig::default());
+        assert!(kube_api.enabled_secrets_encryption().is_none());
+        let custom = serde_json::json!({"kind": "EncryptionConfiguration"});
+        kube_api.secrets_encryption_config = Some(SecretsEncryptionConfig {
+            enabled: true,
+            custom_config: Some(custom.clone()),
+        });
+        let on = kube_api.enabled_secrets_encryption();
+        assert_eq!(on.and_then(|s| s.custom_config.as_ref()), Some(&custom));
     }
 }

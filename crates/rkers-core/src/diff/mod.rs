@@ -12,10 +12,12 @@
 //! restarts a running one, so adopted clusters are unaffected.
 
 mod action;
+pub mod cert_rotation;
 mod content;
 pub mod encryption;
 pub mod key_rotation;
 pub mod minor;
+pub mod readers;
 mod reasons;
 pub mod removed_apis;
 

@@ -1,0 +1,104 @@
+//! Step 3: the plan `up` would make for the connected hosts (which containers each runs,
+//! their health checks, the files they get), and per host its files as found and which of
+//! the containers that read a changed file exist.
+
+use super::{CertRotate, RotateError};
+use crate::cluster::Cluster;
+use crate::hosts::HostPool;
+use crate::phases::files;
+use crate::phases::up::{etc_kubernetes, files_root, host_files};
+use crate::plan::{self, ClusterPlan};
+use rkers_core::diff::cert_rotation::CertHost;
+use std::collections::BTreeSet;
+
+/// The connected hosts and what was found on each.
+pub(super) struct Found {
+    pub pool: HostPool,
+    pub hosts: Vec<CertHost>,
+}
+
+pub(super) async fn hosts(command: &mut CertRotate<'_>) -> Result<Found, RotateError> {
+    let pool = command
+        .pool
+        .take()
+        .ok_or_else(|| RotateError::NotConnected {
+            host: "every host".into(),
+        })?;
+    let cluster = command.cluster;
+    let bundle = &command.state.desired_state.certificates_bundle;
+    let cluster_plan = build_plan(
+        cluster,
+        &pool,
+        &command.state.desired_state.encryption_config,
+    )?;
+    let helper_image = &cluster.config.system_images.cert_downloader;
+    let registries = cluster.registry_credentials();
+    let mut hosts = Vec::new();
+    for h in cluster_plan.hosts {
+        let host = pool
+            .get(&h.address)
+            .ok_or_else(|| RotateError::NotConnected {
+                host: h.address.clone(),
+            })?;
+        let docker = host.docker();
+        let windows = cluster_plan.windows.contains_key(&h.address);
+        let desired = host_files(&h, bundle, &command.spec, windows);
+        let loaded = host_files(&h, &command.loaded_bundle, &command.spec, windows);
+        let on_disk = if windows {
+            // The file helper is a Linux image: a Windows worker is read by the host agent.
+            let paths: Vec<String> = desired.iter().map(|f| f.relative_path.clone()).collect();
+            crate::phases::windows::observe_host(host, &h.prefix_path, &[], &paths)
+                .await?
+                .files
+        } else {
+            docker
+                .ensure_image(helper_image, &registries, &mut |_| {})
+                .await?;
+            files::read_dir(docker, &etc_kubernetes(&h), helper_image).await?
+        };
+        let mut found = CertHost {
+            address: h.address.clone(),
+            windows,
+            dir: files_root(&h, windows),
+            desired,
+            loaded,
+            on_disk,
+            containers: h.containers,
+            found: BTreeSet::new(),
+        };
+        for name in found.readers_to_find() {
+            if docker.inspect_container(name).await?.is_some() {
+                found.found.insert(name.to_string());
+            }
+        }
+        hosts.push(found);
+    }
+    Ok(Found { pool, hosts })
+}
+
+fn build_plan(
+    cluster: &Cluster,
+    pool: &HostPool,
+    encryption_config: &str,
+) -> Result<ClusterPlan, RotateError> {
+    let facts = crate::phases::host_facts(pool);
+    let service_options = cluster.service_options()?;
+    let windows_options = if facts.values().any(crate::plan::HostFacts::is_windows) {
+        Some(cluster.windows_service_options()?)
+    } else {
+        None
+    };
+    let default_tools_tag = cluster.default_rke_tools_tag();
+    plan::build(&plan::PlanInput {
+        config: &cluster.config,
+        service_options: &service_options,
+        windows_service_options: windows_options.as_ref(),
+        host_facts: &facts,
+        etcd: &plan::EtcdContext::fresh(),
+        encryption_config: (!encryption_config.is_empty()).then_some(encryption_config),
+        default_rke_tools_tag: default_tools_tag.as_deref(),
+        // `cert rotate` has no `--dind`.
+        dind: false,
+    })
+    .map_err(RotateError::from)
+}
