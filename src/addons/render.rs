@@ -1033,16 +1033,12 @@ mod tests {
         }
     }
 
-    /// Templates KDM selects for some RKE1 version that are not ported yet: none since calico and
-    /// canal v3.30.2 were. A template KDM adds goes here until it is ported.
-    const NOT_BUNDLED: &[&str] = &[];
-
     /// A template key no catalog selects and rkers does not bundle, standing in for a template KDM
     /// adds after rkers' release.
     const UNBUNDLED_CANAL: &str = "canal-v9.99.0";
 
     /// Every template the embedded catalog selects for a supported version and a supported addon
-    /// (not ACI) is bundled, apart from the named gaps, which stay unbundled.
+    /// (not ACI) is bundled.
     #[test]
     fn every_selected_template_is_bundled() {
         let catalog = Catalog::embedded();
@@ -1064,18 +1060,12 @@ mod tests {
                 let Some(key) = catalog.addon_template(addon, &version) else {
                     continue;
                 };
-                if !bundled.contains(key.as_str()) && !NOT_BUNDLED.contains(&key.as_str()) {
+                if !bundled.contains(key.as_str()) {
                     missing.push(format!("{version} {addon}: {key}"));
                 }
             }
         }
         assert!(missing.is_empty(), "selected but not bundled: {missing:#?}");
-        for key in NOT_BUNDLED {
-            assert!(
-                !bundled.contains(key),
-                "{key} is bundled now: drop it from NOT_BUNDLED"
-            );
-        }
     }
 
     /// A config with defaults and network `plugin`, on the newest supported version whose
