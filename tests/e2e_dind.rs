@@ -198,7 +198,17 @@ fn up_and_remove_docker_in_docker_nodes() {
     let mode = &up_args[1..up_args.len() - 2];
     sb.rollback_of_a_kubelet_flag(&rkers, &config, mode, 2, &|| {
         ["rke-dind-dind1", "rke-dind-dind2"]
-            .map(|c| sb.docker(&["exec", c, "docker", "inspect", "-f", "{{json .Args}}", "kubelet"]))
+            .map(|c| {
+                sb.docker(&[
+                    "exec",
+                    c,
+                    "docker",
+                    "inspect",
+                    "-f",
+                    "{{json .Args}}",
+                    "kubelet",
+                ])
+            })
             .to_vec()
     });
 

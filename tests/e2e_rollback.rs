@@ -151,9 +151,10 @@ const CONFIGMAP: &str = "rkers-rollback-written-since";
 async fn restore_snapshot(cluster: &E2e, api: &rkers::kubeapi::KubeApi) {
     let started = std::time::Instant::now();
     let old_yml = std::fs::read_to_string(&cluster.config).unwrap();
-    let apiserver_before = cluster
-        .env
-        .on_host(HOSTS[0], "docker inspect -f '{{json .Args}}' kube-apiserver");
+    let apiserver_before = cluster.env.on_host(
+        HOSTS[0],
+        "docker inspect -f '{{json .Args}}' kube-apiserver",
+    );
     let config_before = cluster.state()["currentState"]["rkeConfig"].clone();
 
     cluster.edit(|t| t.replacen("services:\n", &format!("services:\n{APISERVER_FLAG}"), 1));
@@ -164,10 +165,14 @@ async fn restore_snapshot(cluster: &E2e, api: &rkers::kubeapi::KubeApi) {
         .expect("the run records its pre-run snapshot")
         .to_string();
     assert!(snapshot.starts_with("rkers-pre-"), "{snapshot}");
-    let apiserver_changed = cluster
-        .env
-        .on_host(HOSTS[0], "docker inspect -f '{{json .Args}}' kube-apiserver");
-    assert!(apiserver_changed.contains("--event-ttl=2h0m0s"), "{apiserver_changed}");
+    let apiserver_changed = cluster.env.on_host(
+        HOSTS[0],
+        "docker inspect -f '{{json .Args}}' kube-apiserver",
+    );
+    assert!(
+        apiserver_changed.contains("--event-ttl=2h0m0s"),
+        "{apiserver_changed}"
+    );
     let (ok, out) = cluster.kubectl(&["create", "configmap", CONFIGMAP, "--from-literal=a=b"]);
     assert!(ok, "{out}");
 
@@ -186,11 +191,21 @@ async fn restore_snapshot(cluster: &E2e, api: &rkers::kubeapi::KubeApi) {
             .iter()
             .any(|(h, a)| h == host && a.starts_with(prefix))
     };
-    assert!(has(HOSTS[0], "remove container etcd"), "{plan}");
-    assert!(has(HOSTS[0], "remove container kube-apiserver"), "{plan}");
-    assert!(has("cluster", "run up"), "{plan}");
+    let etcd_host = cluster.env.ip(1);
+    assert!(
+        has(&etcd_host, &format!("restore snapshot {snapshot} into ")),
+        "{plan}"
+    );
+    for container in ["etcd", "kube-apiserver"] {
+        let removal = format!("remove container {container} (replaced on the restored data)");
+        assert!(has(&etcd_host, &removal), "{plan}");
+    }
+    assert!(has("cluster", "run `rkers up`"), "{plan}");
     assert_eq!(cluster.env.container_ids(&HOSTS), containers);
-    assert_eq!(std::fs::read_to_string(cluster.state_path()).unwrap(), state_text);
+    assert_eq!(
+        std::fs::read_to_string(cluster.state_path()).unwrap(),
+        state_text
+    );
     assert!(cluster.kubectl(&["get", "configmap", CONFIGMAP]).0);
 
     let rollback_started = std::time::Instant::now();
@@ -201,11 +216,15 @@ async fn restore_snapshot(cluster: &E2e, api: &rkers::kubeapi::KubeApi) {
         rollback_started.elapsed().as_secs_f64()
     );
     let (found, out) = cluster.kubectl(&["get", "configmap", CONFIGMAP]);
-    assert!(!found && out.contains("NotFound"), "etcd was not restored: {out}");
+    assert!(
+        !found && out.contains("NotFound"),
+        "etcd was not restored: {out}"
+    );
     assert_eq!(
-        cluster
-            .env
-            .on_host(HOSTS[0], "docker inspect -f '{{json .Args}}' kube-apiserver"),
+        cluster.env.on_host(
+            HOSTS[0],
+            "docker inspect -f '{{json .Args}}' kube-apiserver"
+        ),
         apiserver_before
     );
     assert_eq!(cluster.state()["currentState"]["rkeConfig"], config_before);
@@ -260,7 +279,10 @@ fn minor_crossing(cluster: &E2e, snapshot: &str) {
     );
     let (code, text) = rollback(&["--restore-snapshot"]);
     assert_eq!(code, Some(0), "{text}");
-    assert!(text.contains(&format!("Restoring etcd snapshot {snapshot}")), "{text}");
+    assert!(
+        text.contains(&format!("Restoring etcd snapshot {snapshot}")),
+        "{text}"
+    );
 }
 
 /// Without a state, or a state that records no previous run, the rollback is refused with

@@ -166,7 +166,10 @@ impl Instance {
         run("up", &[]);
         let before = kubelet_args();
         assert_eq!(before.len(), nodes);
-        assert!(before.iter().all(|a| a.contains("--max-pods=120")), "{before:?}");
+        assert!(
+            before.iter().all(|a| a.contains("--max-pods=120")),
+            "{before:?}"
+        );
         let plan = run("rollback", &["--dry-run"]);
         assert_eq!(
             plan.matches("recreate container kubelet").count(),
@@ -178,7 +181,10 @@ impl Instance {
         assert!(after.iter().all(|a| !a.contains("--max-pods")), "{after:?}");
         std::fs::write(config, &old).unwrap();
         let plan = run("up", &["--dry-run"]);
-        assert!(plan.contains(&format!("0 actions on {nodes} host")), "{plan}");
+        assert!(
+            plan.contains(&format!("0 actions on {nodes} host")),
+            "{plan}"
+        );
         eprintln!(
             "up, rollback --dry-run, rollback and up --dry-run with {mode:?} took {:.1}s",
             started.elapsed().as_secs_f64()

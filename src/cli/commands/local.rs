@@ -103,9 +103,15 @@ pub async fn prepare(
         }
         LinkMode::Dind { args, dry_run } => {
             let registries = cluster.registry_credentials();
-            start_dind(&mut cluster.config.nodes, args, registries, dry_run, reporter)
-                .await
-                .map(Some)
+            start_dind(
+                &mut cluster.config.nodes,
+                args,
+                registries,
+                dry_run,
+                reporter,
+            )
+            .await
+            .map(Some)
         }
     }
 }

@@ -44,22 +44,26 @@ pub async fn run(args: &RollbackArgs, reporter: &Reporter) -> Result<(), CliErro
         crate::cli::lock_cluster("rollback", args.dry_run, &prepared.cluster, reporter)?;
     let mode = LinkMode::of(&args.links, args.dry_run)?;
     let mut opts = up_options(args);
-    if let Some(links) =
-        local::prepare_recorded(mode, &prepared.cluster, cluster_yml_nodes.as_deref(), reporter)
-            .await?
+    if let Some(links) = local::prepare_recorded(
+        mode,
+        &prepared.cluster,
+        cluster_yml_nodes.as_deref(),
+        reporter,
+    )
+    .await?
     {
         opts.ssh.links = links;
     }
     let restore_snapshot = prepared.restore_snapshot.as_deref();
     rollback::run(&prepared.cluster, restore_snapshot, opts, reporter)
-    .await
-    .map_err(|e| match e {
-        RollbackRunError::Up(UpError::Cluster(c)) if c.is_invalid_config() => {
-            CliError::InvalidConfig(c.to_string())
-        }
-        RollbackRunError::Up(other) => CliError::failed(other),
-        RollbackRunError::Restore(other) => CliError::failed(other),
-    })?;
+        .await
+        .map_err(|e| match e {
+            RollbackRunError::Up(UpError::Cluster(c)) if c.is_invalid_config() => {
+                CliError::InvalidConfig(c.to_string())
+            }
+            RollbackRunError::Up(other) => CliError::failed(other),
+            RollbackRunError::Restore(other) => CliError::failed(other),
+        })?;
     rollback::report_differences(&differences, reporter);
     Ok(())
 }
