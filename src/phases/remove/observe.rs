@@ -25,7 +25,7 @@ pub(super) async fn hosts(command: &mut Remove<'_>) -> Result<Found, RemoveError
     let config = &cluster.config;
     let external_etcd = !config.services.etcd.external_urls.is_empty();
     let image = &config.system_images.alpine;
-    let reachable: Vec<(&std::sync::Arc<Host>, HostKind)> = removal::hosts_to_clean(config)
+    let reachable: Vec<(String, &std::sync::Arc<Host>, HostKind)> = removal::hosts_to_clean(config)
         .into_iter()
         .filter_map(|(address, roles)| {
             let host = pool.get(&address)?;
@@ -36,13 +36,13 @@ pub(super) async fn hosts(command: &mut Remove<'_>) -> Result<Found, RemoveError
                 let prefix = plan::host_prefix_path(&config.prefix_path, os);
                 HostKind::Linux { roles, prefix }
             };
-            Some((host, kind))
+            Some((address, host, kind))
         })
         .collect();
     let hosts = try_join_all(
         reachable
             .into_iter()
-            .map(|(host, kind)| find(host, kind, external_etcd, image)),
+            .map(|(address, host, kind)| find(address, host, kind, external_etcd, image)),
     )
     .await?;
     let local_files = local_files_to_delete(cluster, command.opts.keep_backups)
@@ -59,6 +59,7 @@ pub(super) async fn hosts(command: &mut Remove<'_>) -> Result<Found, RemoveError
 
 /// One host, each thing asked at once; a Windows worker is asked only for its containers.
 async fn find(
+    address: String,
     host: &Host,
     kind: HostKind,
     external_etcd: bool,
@@ -89,7 +90,7 @@ async fn find(
     let (containers, directories, has_cleaner_image) =
         try_join3(present, existing_directories(host, &dirs), has_image).await?;
     Ok(FoundHost {
-        address: host.name().to_string(),
+        address,
         kind,
         containers,
         directories,
