@@ -79,8 +79,7 @@ async fn wait_healthy(run: &Run, host: &Host, h: &HostPlan, name: &str) -> Resul
         && let Some(check) = &spec.health_check
     {
         let tls = run.exec.health_tls(check);
-        let Err(failed) = health::wait_component(host, name, &check.url, tls.as_ref()).await
-        else {
+        let Err(failed) = health::wait_component(host, name, &check.url, tls.as_ref()).await else {
             return Ok(());
         };
         let now = host.docker().inspect_container(name).await.ok().flatten();
@@ -182,8 +181,16 @@ mod tests {
             name: "kube-apiserver".into(),
         }];
         let exited = container("exited");
-        assert!(!stopped_since_observed(&started, "kube-apiserver", Some(&exited)));
-        assert!(!stopped_since_observed(&restarted, "kube-apiserver", Some(&exited)));
+        assert!(!stopped_since_observed(
+            &started,
+            "kube-apiserver",
+            Some(&exited)
+        ));
+        assert!(!stopped_since_observed(
+            &restarted,
+            "kube-apiserver",
+            Some(&exited)
+        ));
         for status in ["running", "restarting", "created"] {
             assert!(!stopped_since_observed(
                 &[],
