@@ -185,7 +185,10 @@ impl Command for FakeCommand {
 
     fn planned(&mut self, changes: &Changeset<Step>) {
         if self.connects.is_some() {
-            note(&self.log, format!("planned {} stages", changes.stages.len()));
+            note(
+                &self.log,
+                format!("planned {} stages", changes.stages.len()),
+            );
         }
     }
 
@@ -413,6 +416,11 @@ async fn planned_follows_the_plan_phase_in_the_dry_run_and_the_run_alike() {
         .unwrap_err();
     assert_eq!(
         lines(&log),
-        ["connect", "plan phase Started", "observe", "plan phase Failed"]
+        [
+            "connect",
+            "plan phase Started",
+            "observe",
+            "plan phase Failed"
+        ]
     );
 }

@@ -1,8 +1,8 @@
 //! Step 4: what applies the removal's stages. Every host's teardown runs at once, each host's
 //! actions wave by wave ([`waves`]); the local files go through the executor one at a time.
 
-use super::observe::Found;
 use super::Remove;
+use super::observe::Found;
 use crate::diff::Action;
 use crate::phases::Runner;
 use crate::phases::changeset;

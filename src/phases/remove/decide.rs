@@ -1,8 +1,8 @@
 //! Step 3, pure: the removal's changeset, decided by the core from what was found; the local
 //! files are deleted only when connect reached every host.
 
-use super::observe::Found;
 use super::Remove;
+use super::observe::Found;
 use rkers_core::changeset::Changeset;
 use rkers_core::diff::removal::{self, CleanerImages, RemovalStage};
 

@@ -18,9 +18,10 @@ pub(super) struct Found {
 }
 
 pub(super) async fn hosts(command: &mut Remove<'_>) -> Result<Found, RemoveError> {
-    let pool = command.pool.take().ok_or_else(|| {
-        RemoveError::Hosts(vec![("every host".into(), "not connected".into())])
-    })?;
+    let pool = command
+        .pool
+        .take()
+        .ok_or_else(|| RemoveError::Hosts(vec![("every host".into(), "not connected".into())]))?;
     let cluster = command.cluster;
     let config = &cluster.config;
     let external_etcd = !config.services.etcd.external_urls.is_empty();

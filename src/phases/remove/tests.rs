@@ -20,12 +20,8 @@ fn a_hosts_containers_go_together_then_its_directories_and_log_links() {
             dir: "/var/lib/rancher/rke/log".into(),
             image: "alpine".into(),
         },
-        Action::DeleteLocalFile {
-            path: "a".into(),
-        },
-        Action::DeleteLocalFile {
-            path: "b".into(),
-        },
+        Action::DeleteLocalFile { path: "a".into() },
+        Action::DeleteLocalFile { path: "b".into() },
     ];
     let sizes: Vec<usize> = waves(&actions).iter().map(|w| w.len()).collect();
     // Actions of no wave run alone, each after the one before.

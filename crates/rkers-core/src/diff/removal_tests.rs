@@ -137,7 +137,10 @@ fn a_linux_host_is_searched_for_its_containers_with_their_old_copies_and_the_log
         ["kubelet", "old-kubelet", "kube-proxy", "old-kube-proxy"]
     );
     let dirs = directories_to_find(&kind, true);
-    assert_eq!(dirs.first().map(String::as_str), Some("/opt/rke/etc/kubernetes"));
+    assert_eq!(
+        dirs.first().map(String::as_str),
+        Some("/opt/rke/etc/kubernetes")
+    );
     assert_eq!(dirs.last().map(String::as_str), Some(RKE_LOG_DIR));
     assert!(directories_to_find(&HostKind::Windows, false).is_empty());
 }
@@ -195,7 +198,10 @@ fn local_files_go_last_and_only_when_every_host_was_reached() {
         linux("h1", &["etcd"], &[], true),
         linux("h2", &[], &[], true),
     ];
-    let files = ["kube_config_cluster.yml".to_string(), "cluster.rkestate".to_string()];
+    let files = [
+        "kube_config_cluster.yml".to_string(),
+        "cluster.rkestate".to_string(),
+    ];
     let all = remove_cluster(&hosts, &images(), true, &files);
     let stages: Vec<String> = all.stages.iter().map(|s| s.phase.to_string()).collect();
     assert_eq!(stages, ["remove", "remove local files"]);
