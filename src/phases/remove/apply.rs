@@ -10,7 +10,6 @@ use crate::phases::driver::ApplyStage;
 use crate::phases::executor::Executor;
 use rkers_core::changeset::Stage;
 use rkers_core::diff::removal::RemovalStage;
-use std::future::Future;
 
 /// The executor, with the reachable hosts, the cleaner image and the registries' credentials.
 pub(super) struct Teardown {
@@ -29,22 +28,20 @@ pub(super) fn teardown(command: &Remove<'_>, found: &Found) -> Teardown {
 }
 
 impl ApplyStage<RemovalStage> for Teardown {
-    fn apply_stage<'s>(
-        &'s self,
-        stage: &'s Stage<RemovalStage>,
-        runner: &'s Runner,
-    ) -> impl Future<Output = Vec<(String, String)>> + Send + 's {
-        async move {
-            match stage.phase {
-                RemovalStage::Hosts => {
-                    changeset::apply_stage(stage, runner, |host: String, actions: Vec<Action>| {
-                        let exec = &self.exec;
-                        async move { apply_in_waves(exec, &host, &actions).await }
-                    })
-                    .await
-                }
-                RemovalStage::LocalFiles => self.exec.apply_stage(stage, runner).await,
+    async fn apply_stage(
+        &self,
+        stage: &Stage<RemovalStage>,
+        runner: &Runner,
+    ) -> Vec<(String, String)> {
+        match stage.phase {
+            RemovalStage::Hosts => {
+                changeset::apply_stage(stage, runner, |host: String, actions: Vec<Action>| {
+                    let exec = &self.exec;
+                    async move { apply_in_waves(exec, &host, &actions).await }
+                })
+                .await
             }
+            RemovalStage::LocalFiles => self.exec.apply_stage(stage, runner).await,
         }
     }
 }

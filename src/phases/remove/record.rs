@@ -53,6 +53,10 @@ pub(super) fn stage_failed(
 }
 
 /// Every stage ran: the hosts connect could not reach still fail the command.
+#[expect(
+    clippy::result_large_err,
+    reason = "the command's own error, returned once at its end"
+)]
 pub(super) fn finish(command: &mut Remove<'_>) -> Result<(), RemoveError> {
     if !command.failures.is_empty() {
         return Err(RemoveError::Hosts(std::mem::take(&mut command.failures)));
