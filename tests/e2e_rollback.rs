@@ -173,6 +173,9 @@ async fn restore_snapshot(cluster: &E2e, api: &rkers::kubeapi::KubeApi) {
         apiserver_changed.contains("--event-ttl=2h0m0s"),
         "{apiserver_changed}"
     );
+    // A run stopped midway may have left it.
+    let (ok, out) = cluster.kubectl(&["delete", "configmap", CONFIGMAP, "--ignore-not-found"]);
+    assert!(ok, "{out}");
     let (ok, out) = cluster.kubectl(&["create", "configmap", CONFIGMAP, "--from-literal=a=b"]);
     assert!(ok, "{out}");
 
