@@ -106,7 +106,7 @@ const SAME_MOMENT_MS: u64 = 25;
 /// over the phase around it, as it says more.
 pub fn critical_path(intervals: &[Interval]) -> CriticalPath {
     let total_ms = intervals.iter().map(|i| i.end_ms).max().unwrap_or(0);
-    let mut path = Vec::new();
+    let mut path: Vec<PathStep> = Vec::new();
     let mut at = total_ms;
     loop {
         let mut candidates: Vec<&Interval> = intervals
@@ -130,13 +130,11 @@ pub fn critical_path(intervals: &[Interval]) -> CriticalPath {
             .min_by_key(|i| (i.step.host.is_none(), i.start_ms));
         let Some(i) = best else {
             if let Some(first) = path.last_mut() {
-                let first: &mut PathStep = first;
                 first.idle_before_ms = at;
             }
             break;
         };
         if let Some(next) = path.last_mut() {
-            let next: &mut PathStep = next;
             next.idle_before_ms = at.saturating_sub(i.end_ms.min(at));
         }
         path.push(PathStep {

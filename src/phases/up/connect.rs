@@ -114,16 +114,24 @@ async fn pull_during_port_checks(
         .for_each(&names, |h| async move {
             let step = reporter.host_action("connect", h.name(), "pull images during port checks");
             let (docker, name) = (&h.docker(), h.name());
-            let pulls = images[name].iter().map(|image| async move {
-                match docker.ensure_image(image, registries, &mut |_| {}).await {
-                    Ok(true) => Some(image.clone()),
-                    Ok(false) => None,
-                    Err(e) => {
-                        tracing::debug!(host = name, image, "pull left to the images step: {e}");
-                        None
+            let pulls = images
+                .get(name)
+                .into_iter()
+                .flatten()
+                .map(|image| async move {
+                    match docker.ensure_image(image, registries, &mut |_| {}).await {
+                        Ok(true) => Some(image.clone()),
+                        Ok(false) => None,
+                        Err(e) => {
+                            tracing::debug!(
+                                host = name,
+                                image,
+                                "pull left to the images step: {e}"
+                            );
+                            None
+                        }
                     }
-                }
-            });
+                });
             let lacked: BTreeSet<String> = futures::future::join_all(pulls)
                 .await
                 .into_iter()
