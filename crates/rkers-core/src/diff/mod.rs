@@ -20,6 +20,7 @@ pub mod minor;
 pub mod readers;
 mod reasons;
 pub mod removal;
+pub mod snapshot;
 pub mod removed_apis;
 
 pub use action::{Action, HealthProbe, HostActions, Sealed, render_dry_run, undo_check};
