@@ -20,8 +20,8 @@ pub mod minor;
 pub mod readers;
 mod reasons;
 pub mod removal;
-pub mod snapshot;
 pub mod removed_apis;
+pub mod snapshot;
 
 pub use action::{Action, HealthProbe, HostActions, Sealed, render_dry_run, undo_check};
 pub use content::same_file_content;

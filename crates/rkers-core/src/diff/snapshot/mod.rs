@@ -386,7 +386,12 @@ pub fn restore_snapshot(
         for target in found.members.iter().filter(|m| m.member.address != source) {
             let host = &target.member.address;
             if !target.has_file_image {
-                changes.push(RestoreStage::Share, Pace::OneAtATime, host, pull(file_image));
+                changes.push(
+                    RestoreStage::Share,
+                    Pace::OneAtATime,
+                    host,
+                    pull(file_image),
+                );
             }
             changes.push(
                 RestoreStage::Share,
@@ -431,7 +436,10 @@ pub fn restore_snapshot(
         });
     }
     for (host, containers) in &found.replaced {
-        for c in REPLACED.iter().filter(|c| containers.iter().any(|p| p == *c)) {
+        for c in REPLACED
+            .iter()
+            .filter(|c| containers.iter().any(|p| p == *c))
+        {
             changes.push(
                 RestoreStage::Replace,
                 Pace::Parallel,

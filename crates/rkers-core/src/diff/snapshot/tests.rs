@@ -1,8 +1,8 @@
 use super::*;
 use crate::changeset::Stage;
+use crate::config::BackupConfig;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use crate::config::BackupConfig;
 
 fn member(n: u8) -> EtcdMember {
     EtcdMember {
@@ -213,7 +213,9 @@ fn outline<S: Copy>(changes: &Changeset<S>) -> Vec<(S, Vec<(String, Vec<String>)
                             Action::RemoveContainer { name, .. } => format!("rm {name}"),
                             Action::PullImage { image } => format!("pull {image}"),
                             Action::CopySnapshotFrom { from, .. } => format!("copy from {from}"),
-                            Action::WriteFileSet { files, .. } => format!("write {}", files[0].path),
+                            Action::WriteFileSet { files, .. } => {
+                                format!("write {}", files[0].path)
+                            }
                             Action::RunUp { .. } => "up".into(),
                             other => format!("{other:?}"),
                         })
@@ -304,7 +306,10 @@ fn a_restore_shares_the_first_copy_restores_everywhere_then_replaces_and_ups() {
         ],
         local_copy: Some(("10.0.0.1".into(), "/opt/rke/etcd-snapshots/snap.zip".into())),
         replaced: vec![
-            ("10.0.0.1".into(), vec!["etcd".into(), "kube-apiserver".into()]),
+            (
+                "10.0.0.1".into(),
+                vec!["etcd".into(), "kube-apiserver".into()],
+            ),
             ("10.0.0.9".into(), vec!["kubelet".into()]),
         ],
     };
@@ -320,19 +325,13 @@ fn a_restore_shares_the_first_copy_restores_everywhere_then_replaces_and_ups() {
             ),
             (
                 RestoreStage::Prepare,
-                vec![
-                    (h(1), v(&[RESTORE])),
-                    (h(2), v(&["pull tools:1", RESTORE]))
-                ]
+                vec![(h(1), v(&[RESTORE])), (h(2), v(&["pull tools:1", RESTORE]))]
             ),
             (
                 RestoreStage::Replace,
                 vec![
                     // In the order of `REPLACED`, whatever order the host lists them in.
-                    (
-                        h(1),
-                        v(&["rm kube-apiserver", "rm etcd", RESTORE_MOVE])
-                    ),
+                    (h(1), v(&["rm kube-apiserver", "rm etcd", RESTORE_MOVE])),
                     (h(2), v(&[RESTORE_MOVE]))
                 ]
             ),
@@ -352,10 +351,7 @@ fn a_restore_shares_the_first_copy_restores_everywhere_then_replaces_and_ups() {
     let s = s3();
     let changes = restore_snapshot(&request(&etcd, Some(&s)), "files:1", &missing).unwrap();
     assert!(changes.stages[0].hosts.is_empty(), "{changes:?}");
-    assert_eq!(
-        outline(&changes)[1].1[0],
-        (h(1), v(&[DOWNLOAD, RESTORE]))
-    );
+    assert_eq!(outline(&changes)[1].1[0], (h(1), v(&[DOWNLOAD, RESTORE])));
     assert_eq!(shared_from(&changes), None);
 }
 
