@@ -64,13 +64,13 @@ pub enum RestorePlanProblem {
     #[error("host {0} is not connected")]
     NotConnected(String),
     #[error("{0}")]
-    Host(#[from] HostError),
+    Host(#[source] Box<HostError>),
     /// Looking for the snapshot on a host failed.
     #[error("host {host}: {cause}")]
     Search {
         host: String,
         #[source]
-        cause: HostError,
+        cause: Box<HostError>,
     },
     #[error("{0}")]
     NotFound(#[from] SnapshotNotFound),
@@ -79,6 +79,12 @@ pub enum RestorePlanProblem {
 impl From<HostError> for SnapshotError {
     fn from(e: HostError) -> Self {
         SnapshotError::Host(Box::new(e))
+    }
+}
+
+impl From<HostError> for RestorePlanProblem {
+    fn from(e: HostError) -> Self {
+        RestorePlanProblem::Host(Box::new(e))
     }
 }
 

@@ -49,6 +49,24 @@ pub fn check_snapshot_name(name: &str) -> Result<(String, Option<String>), Snaps
     Ok(snapshot::check_snapshot_name(name)?)
 }
 
+/// The etcd members a command works on (at least one, else `none` is the error) and its S3
+/// target (the command line's, else the config's), whose secret is masked from now on.
+fn members_and_s3<'c>(
+    cluster: &'c Cluster,
+    from_cli: Option<&'c S3BackupConfig>,
+    none: &str,
+) -> Result<(Vec<EtcdMember>, Option<&'c S3BackupConfig>), SnapshotError> {
+    let members = etcd_members(&cluster.config);
+    if members.is_empty() {
+        return Err(SnapshotError::Invalid(none.to_string()));
+    }
+    let s3 = effective_s3(&cluster.config.services.etcd, from_cli);
+    if let Some(s3) = s3 {
+        register_s3_secrets(s3, &cluster.redactor);
+    }
+    Ok((members, s3))
+}
+
 /// Masks the S3 secret (and its base64 form, which the helper's environment carries) in every
 /// message rkers prints from now on.
 pub fn register_s3_secrets(s3: &S3BackupConfig, redactor: &Redactor) {

@@ -5,29 +5,23 @@
 use super::{Restore, RestoreOptions};
 use crate::cluster::Cluster;
 use crate::output::Reporter;
-use crate::phases::etcd_snapshot::{SnapshotError, backup_image, register_s3_secrets};
-use rkers_core::diff::snapshot::{effective_s3, etcd_members};
+use crate::phases::etcd_snapshot::{SnapshotError, backup_image, members_and_s3};
 
 pub(super) fn restore<'c>(
     cluster: &'c Cluster,
     opts: &'c RestoreOptions,
     reporter: &Reporter,
 ) -> Result<Restore<'c>, SnapshotError> {
-    let members = etcd_members(&cluster.config);
-    if members.is_empty() {
-        return Err(SnapshotError::Invalid(
-            "the config has no etcd host to restore a snapshot on".into(),
-        ));
-    }
+    let (members, s3) = members_and_s3(
+        cluster,
+        opts.s3.as_ref(),
+        "the config has no etcd host to restore a snapshot on",
+    )?;
     if cluster.load_state()?.is_none() {
         return Err(SnapshotError::Invalid(format!(
             "{} not found: restoring needs the cluster's state file (its certificates)",
             cluster.files.state_path.display()
         )));
-    }
-    let s3 = effective_s3(&cluster.config.services.etcd, opts.s3.as_ref());
-    if let Some(s3) = s3 {
-        register_s3_secrets(s3, &cluster.redactor);
     }
     reporter.info(format!("Restoring etcd snapshot {}", opts.name));
     Ok(Restore {

@@ -95,7 +95,7 @@ async fn first_copy(
                 .await
                 .map_err(|cause| RestorePlanProblem::Search {
                     host: host.name().to_string(),
-                    cause,
+                    cause: Box::new(cause),
                 })?;
             if out.stdout_str().trim() == "yes" {
                 return Ok(Some((host.name().to_string(), path)));

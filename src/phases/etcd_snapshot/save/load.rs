@@ -5,24 +5,18 @@
 use super::{Save, SaveOptions};
 use crate::cluster::Cluster;
 use crate::output::Reporter;
-use crate::phases::etcd_snapshot::{SnapshotError, backup_image, register_s3_secrets};
-use rkers_core::diff::snapshot::{effective_s3, etcd_members};
+use crate::phases::etcd_snapshot::{SnapshotError, backup_image, members_and_s3};
 
 pub(super) fn save<'c>(
     cluster: &'c Cluster,
     opts: &'c SaveOptions,
     reporter: &Reporter,
 ) -> Result<Save<'c>, SnapshotError> {
-    let members = etcd_members(&cluster.config);
-    if members.is_empty() {
-        return Err(SnapshotError::Invalid(
-            "the config has no etcd host to take a snapshot on".into(),
-        ));
-    }
-    let s3 = effective_s3(&cluster.config.services.etcd, opts.s3.as_ref());
-    if let Some(s3) = s3 {
-        register_s3_secrets(s3, &cluster.redactor);
-    }
+    let (members, s3) = members_and_s3(
+        cluster,
+        opts.s3.as_ref(),
+        "the config has no etcd host to take a snapshot on",
+    )?;
     Ok(Save {
         cluster,
         opts,
