@@ -1,5 +1,5 @@
 //! The one driver of the commands declared as lists of steps (`encrypt rotate-key`, `cert
-//! rotate`, `remove`; the snapshot commands still sequence themselves). A command declares
+//! rotate`, `remove`, `etcd snapshot-save`, `etcd snapshot-restore`). A command declares
 //! its steps through [`Command`]: what it observes (I/O: the hosts it connects, what it reads),
 //! what it decides from that (a pure function to its typed changeset, in `rkers_core`), what
 //! applies its stages (the executor, with the hosts and API its actions need), and what it
@@ -7,7 +7,8 @@
 //!
 //! - connecting first, for a command that does it under a phase of its own
 //!   ([`Command::connect`]), then the `plan` phase around observe and decide, failed with the
-//!   error that ended it, then what the command says about its plan ([`Command::planned`]);
+//!   error that ended it (in the phase's line as [`Command::plan_failure`] words it), then what
+//!   the command says about its plan ([`Command::planned`]);
 //! - the dry run: [`crate::output::Reporter::planned`] of the changeset, and nothing applied;
 //! - the stages applied in order, each at its pace; the first failing stage ends the run with
 //!   [`StageFailed`] unless the command says otherwise ([`OnFailure`]), and no later stage runs
@@ -57,6 +58,13 @@ pub trait Command {
 
     /// Pure: every change the command makes, from what was observed.
     fn decide(&self, observed: &Self::Observed) -> Result<Changeset<Self::Stage>, Self::Error>;
+
+    /// The plan phase's failure line for `error`, which the command returns in full: by
+    /// default its text; a command may shorten it (`snapshot-restore` names the hosts that
+    /// cannot be used, its error lists why).
+    fn plan_failure(&self, error: &Self::Error) -> String {
+        error.to_string()
+    }
 
     /// After the plan phase, before the dry run prints the changeset or anything applies: what
     /// the command says about its plan (`remove`'s warnings that local files are kept), the
@@ -195,7 +203,7 @@ impl Driver {
                 planned
             }
             Err(e) => {
-                phase.fail(&e.to_string());
+                phase.fail(&command.plan_failure(&e));
                 return Err(e);
             }
         };

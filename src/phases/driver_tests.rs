@@ -123,6 +123,8 @@ struct FakeCommand {
     /// Connects under a phase of its own (handing its link then, not in observe) and says
     /// something about its plan; `Some(true)`: connecting fails.
     connects: Option<bool>,
+    /// The plan phase's failure line, when not the error's text.
+    plan_failure: Option<&'static str>,
 }
 
 impl FakeCommand {
@@ -135,6 +137,7 @@ impl FakeCommand {
             failing: None,
             on_failure: || OnFailure::Stop,
             connects: None,
+            plan_failure: None,
         }
     }
 }
@@ -181,6 +184,11 @@ impl Command for FakeCommand {
             }
         }
         Ok(changes)
+    }
+
+    fn plan_failure(&self, error: &FakeError) -> String {
+        self.plan_failure
+            .map_or_else(|| error.to_string(), str::to_string)
     }
 
     fn planned(&mut self, changes: &Changeset<Step>) {
@@ -423,4 +431,29 @@ async fn planned_follows_the_plan_phase_in_the_dry_run_and_the_run_alike() {
             "plan phase Failed"
         ]
     );
+}
+
+#[tokio::test]
+async fn the_plan_phase_fails_with_the_line_the_command_words_and_returns_its_whole_error() {
+    for (own_line, shown) in [(None, "h2 unreachable"), (Some("1 host(s)"), "1 host(s)")] {
+        let failed = Log::default();
+        let sink_log = failed.clone();
+        let reporter = Reporter::with_sink(Arc::new(move |e: crate::output::Event| {
+            if e.phase.as_deref() == Some(PLAN_PHASE) && e.status == crate::output::Status::Failed {
+                note(&sink_log, e.error.or(e.message).unwrap_or_default());
+            }
+        }));
+        let driver = Driver {
+            reporter,
+            dry_run: false,
+            concurrency: 2,
+        };
+        let log = Log::default();
+        let mut command = FakeCommand::new(&log);
+        command.observe_fails = true;
+        command.plan_failure = own_line;
+        let e = driver.run(&mut command).await.unwrap_err();
+        assert_eq!(e.to_string(), "h2 unreachable");
+        assert_eq!(lines(&failed), [shown]);
+    }
 }

@@ -1,4 +1,6 @@
-//! etcd snapshots (§26): `rkers etcd snapshot-save` and `snapshot-restore`.
+//! etcd snapshots (§26): `rkers etcd snapshot-save` ([`save`]) and `snapshot-restore`
+//! ([`restore`]), each a list of steps the driver runs ([`crate::phases::driver`]); what they
+//! decide is the core's [`rkers_core::diff::snapshot`].
 //!
 //! Both drive the rke-tools helper `rke-etcd-backup` in one-shot containers on the etcd hosts,
 //! as RKE1 does, so the archives are RKE1's: `/opt/rke/etcd-snapshots/<name>.zip` holding
@@ -16,128 +18,62 @@
 //! (kubelets included) before finding out whether the snapshot restores; the worker plane is
 //! kept here, its kubelets reconnect to the restored API.
 
-use crate::cluster::{Cluster, ClusterError};
-use crate::config::{EtcdService, RkeConfig, S3BackupConfig};
-use crate::diff::Action;
-use crate::hosts::{self, ContainerSpec, Host, HostPool, SshOptions};
-use crate::output::{Redactor, Reporter};
-use crate::phases::changeset::{self, Changeset, FileWrite, Pace};
-use crate::phases::executor::Executor;
-use crate::phases::up::{UpError, UpOptions};
-use crate::plan;
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
-use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::time::Duration;
-
-/// Where snapshots live on the hosts (not prefix-aware, as in RKE1), and the restore scratch.
-pub const SNAPSHOT_DIR: &str = "/opt/rke/etcd-snapshots";
-pub const RESTORE_DIR: &str = "/opt/rke/etcd-snapshots-restore";
-const HELPER: &str = "/opt/rke-tools/rke-etcd-backup";
-const SNAPSHOT_ONCE: &str = "etcd-snapshot-once";
-const DOWNLOAD: &str = "etcd-download-backup";
-const RESTORE: &str = "etcd-restore";
-const RESTORE_MOVE: &str = "etcd-restore-move";
-const RESTORE_CLEAN: &str = "etcd-restore-clean";
-/// RKE1's `backup_config.timeout` default for one-shot helpers.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
-/// Containers removed before the restored data goes in; `up` recreates them.
-const REPLACED: &[&str] = &[
-    plan::ETCD_ROLLING_SNAPSHOTS,
-    plan::KUBE_APISERVER,
-    plan::KUBE_CONTROLLER_MANAGER,
-    plan::KUBE_SCHEDULER,
-    plan::ETCD,
-];
-
-#[derive(Debug, thiserror::Error)]
-pub enum SnapshotError {
-    #[error("{0}")]
-    Cluster(#[from] ClusterError),
-    #[error("{0}")]
-    Invalid(String),
-    /// Hosts that cannot be reached stop a restore before anything changes.
-    #[error("{}", .0.to_string().trim_end())]
-    Unreachable(#[from] crate::hosts::HostProblems),
-    #[error("{0}")]
-    Host(#[source] Box<crate::hosts::HostError>),
-    #[error("[etcd] snapshot {name} was not saved on any etcd host:\n{}", listed(.failures))]
-    NotSaved {
-        name: String,
-        failures: Vec<(String, String)>,
-    },
-    /// The restore could not be planned; `detail` names the host.
-    #[error("[etcd] cannot restore snapshot {name}; the cluster was left as it was: {detail}")]
-    RestorePlan { name: String, detail: String },
-    #[error(
-        "[etcd] cannot restore snapshot {name}; the cluster was left as it was:\n{}",
-        changeset::list_failures(.failures)
-    )]
-    RestoreAborted {
-        name: String,
-        failures: Vec<(String, String)>,
-    },
-    #[error(
-        "[etcd] restoring snapshot {name} failed after etcd was stopped:\n{}\nrun `rkers etcd snapshot-restore` again or `rkers up`",
-        changeset::list_failures(.failures)
-    )]
-    RestoreFailed {
-        name: String,
-        failures: Vec<(String, String)>,
-    },
-    #[error(
-        "[etcd] snapshot {name} was restored into etcd, but bringing the cluster back failed: {cause}\nrun `rkers up` to finish"
-    )]
-    Up {
-        name: String,
-        #[source]
-        cause: UpError,
-    },
-}
-
-impl From<crate::hosts::HostError> for SnapshotError {
-    fn from(e: crate::hosts::HostError) -> Self {
-        SnapshotError::Host(Box::new(e))
-    }
-}
-
-impl crate::error::HostContext for SnapshotError {
-    fn hosts(&self) -> Vec<&str> {
-        match self {
-            SnapshotError::Host(e) => vec![e.host()],
-            SnapshotError::NotSaved { failures, .. }
-            | SnapshotError::RestoreAborted { failures, .. }
-            | SnapshotError::RestoreFailed { failures, .. } => {
-                failures.iter().map(|(h, _)| h.as_str()).collect()
-            }
-            SnapshotError::Unreachable(e) => crate::error::HostContext::hosts(e),
-            SnapshotError::Up { cause, .. } => crate::error::HostContext::hosts(cause),
-            SnapshotError::Cluster(_)
-            | SnapshotError::Invalid(_)
-            | SnapshotError::RestorePlan { .. } => Vec::new(),
-        }
-    }
-}
-
-/// One line per host that failed.
-fn listed(failures: &[(String, String)]) -> String {
-    failures
-        .iter()
-        .map(|(h, e)| format!("  - host {h}: {e}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
+mod error;
 mod restore;
 mod save;
-mod specs;
 #[cfg(test)]
 mod tests;
 
+pub use error::{RestorePlanProblem, SnapshotError};
 pub use restore::{RestoreOptions, restore};
-pub use save::{SaveOptions, member_snapshot_steps, s3_location, save};
-pub use specs::*;
+pub use rkers_core::diff::snapshot::{
+    EtcdMember, RESTORE_DIR, SNAPSHOT_DIR, default_snapshot_name, effective_s3, etcd_members,
+    initial_cluster, s3_location,
+};
+pub use save::{SaveOptions, member_snapshot_steps, save};
+
+use crate::cluster::Cluster;
+use crate::config::S3BackupConfig;
+use crate::hosts::{Host, HostPool};
+use crate::output::{Redactor, Reporter};
+use crate::phases::executor::Executor;
+use crate::plan;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use rkers_core::diff::snapshot;
+use std::time::Duration;
+
+/// A snapshot name as given on the command line ([`snapshot::check_snapshot_name`]): the name
+/// and an optional warning.
+pub fn check_snapshot_name(name: &str) -> Result<(String, Option<String>), SnapshotError> {
+    Ok(snapshot::check_snapshot_name(name)?)
+}
+
+/// The etcd members a command works on (at least one, else `none` is the error) and its S3
+/// target (the command line's, else the config's), whose secret is masked from now on.
+fn members_and_s3<'c>(
+    cluster: &'c Cluster,
+    from_cli: Option<&'c S3BackupConfig>,
+    none: &str,
+) -> Result<(Vec<EtcdMember>, Option<&'c S3BackupConfig>), SnapshotError> {
+    let members = etcd_members(&cluster.config);
+    if members.is_empty() {
+        return Err(SnapshotError::Invalid(none.to_string()));
+    }
+    let s3 = effective_s3(&cluster.config.services.etcd, from_cli);
+    if let Some(s3) = s3 {
+        register_s3_secrets(s3, &cluster.redactor);
+    }
+    Ok((members, s3))
+}
+
+/// Masks the S3 secret (and its base64 form, which the helper's environment carries) in every
+/// message rkers prints from now on.
+pub fn register_s3_secrets(s3: &S3BackupConfig, redactor: &Redactor) {
+    for secret in [&s3.secret_key, &STANDARD.encode(&s3.secret_key)] {
+        redactor.register(secret);
+    }
+}
 
 /// The image RKE1 runs its backup helpers with: the alpine (rke-tools) image, with the default
 /// Kubernetes version's tag when it is `rancher/rke-tools` (§14.2, §33.9).
@@ -148,33 +84,27 @@ pub fn backup_image(cluster: &Cluster) -> String {
     )
 }
 
-fn timeout_of(etcd: &EtcdService) -> Duration {
-    etcd.backup_config
-        .as_ref()
-        .filter(|b| b.timeout > 0)
-        .map_or(DEFAULT_TIMEOUT, |b| Duration::from_secs(b.timeout as u64))
+/// What both commands ask of the core: the snapshot, its helper image, etcd's settings and S3.
+fn request<'a>(
+    cluster: &'a Cluster,
+    name: &'a str,
+    image: &'a str,
+    s3: Option<&'a S3BackupConfig>,
+) -> snapshot::SnapshotRequest<'a> {
+    snapshot::SnapshotRequest {
+        name,
+        image,
+        etcd: &cluster.config.services.etcd,
+        s3,
+    }
 }
 
 fn prefix_of(cluster: &Cluster, host: &Host) -> String {
     plan::host_prefix_path(&cluster.config.prefix_path, &host.facts().operating_system)
 }
 
-/// Runs a one-shot helper; a non-zero exit is an error carrying its last log lines.
-async fn run_helper(
-    host: &Host,
-    container: &str,
-    spec: &ContainerSpec,
-    image_registries: &[hosts::target::RegistryCredential],
-    timeout: Duration,
-) -> Result<String, String> {
-    host.docker()
-        .ensure_image(&spec.image, image_registries, &mut |_| {})
-        .await
-        .map_err(|e| e.to_string())?;
-    host.docker()
-        .run_to_success(container, spec, timeout)
-        .await
-        .map_err(|e| e.to_string())
+fn helper_timeout(cluster: &Cluster) -> Duration {
+    Duration::from_secs(snapshot::helper_timeout_secs(&cluster.config.services.etcd))
 }
 
 /// The executor of a snapshot command's actions: uploads and copies with `cert_downloader`,
@@ -186,32 +116,5 @@ fn executor<'a>(cluster: &Cluster, pool: &HostPool, reporter: &Reporter) -> Exec
         cluster.registry_credentials(),
     )
     .with_hosts(pool.hosts())
-    .with_one_shot_timeout(timeout_of(&cluster.config.services.etcd))
-}
-
-/// The checksum `etcd-restore` printed on `host`.
-fn restore_digest(exec: &Executor<'_>, host: &str) -> Option<String> {
-    exec.one_shot_log(host, RESTORE)?
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("sha256 ").map(str::to_string))
-}
-
-/// Adds `PullImage` for `image` on `host` when the host does not have it.
-async fn pull_if_missing(
-    changes: &mut Changeset,
-    stage: &str,
-    host: &Host,
-    image: &str,
-) -> Result<(), crate::hosts::HostError> {
-    if !host.docker().image_exists(image).await? {
-        changes.push(
-            stage,
-            Pace::OneAtATime,
-            host.name(),
-            Action::PullImage {
-                image: image.to_string(),
-            },
-        );
-    }
-    Ok(())
+    .with_one_shot_timeout(helper_timeout(cluster))
 }

@@ -21,6 +21,7 @@ pub mod readers;
 mod reasons;
 pub mod removal;
 pub mod removed_apis;
+pub mod snapshot;
 
 pub use action::{Action, HealthProbe, HostActions, Sealed, render_dry_run, undo_check};
 pub use content::same_file_content;

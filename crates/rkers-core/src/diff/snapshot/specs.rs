@@ -1,122 +1,10 @@
-//! The one-shot helper containers of snapshot save and restore, and the names and S3 settings
-//! they take: pure, decided from the config alone.
+//! The one-shot rke-tools helper containers of snapshot save and restore, as RKE1 runs them:
+//! pure, decided from the config and the member alone.
 
-use super::*;
-
-/// One etcd member of the config.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EtcdMember {
-    pub address: String,
-    pub internal_address: String,
-    pub hostname: String,
-}
-
-impl EtcdMember {
-    pub fn member_name(&self) -> String {
-        format!("etcd-{}", self.hostname)
-    }
-}
-
-/// The etcd hosts of the config, in `nodes` order, named as the plan names them.
-pub fn etcd_members(config: &RkeConfig) -> Vec<EtcdMember> {
-    let mut out: Vec<EtcdMember> = Vec::new();
-    for n in config
-        .nodes
-        .iter()
-        .filter(|n| n.role.iter().any(|r| r == "etcd"))
-    {
-        if out.iter().any(|m| m.address == n.address) {
-            continue;
-        }
-        out.push(EtcdMember {
-            address: n.address.clone(),
-            internal_address: if n.internal_address.is_empty() {
-                n.address.clone()
-            } else {
-                n.internal_address.clone()
-            },
-            hostname: if n.hostname_override.is_empty() {
-                n.address.to_lowercase()
-            } else {
-                n.hostname_override.clone()
-            },
-        });
-    }
-    out
-}
-
-/// `--initial-cluster` of a restore: every etcd member with its peer URL.
-pub fn initial_cluster(members: &[EtcdMember]) -> String {
-    members
-        .iter()
-        .map(|m| {
-            format!(
-                "{}=https://{}:2380",
-                m.member_name(),
-                crate::config::url_host(&m.internal_address)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// RKE1's default snapshot name: `rke_etcd_snapshot_<RFC 3339 time>`.
-pub fn default_snapshot_name(now: time::OffsetDateTime) -> String {
-    let stamp = now
-        .to_offset(time::UtcOffset::UTC)
-        .replace_nanosecond(0)
-        .unwrap_or(now)
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default();
-    format!("rke_etcd_snapshot_{stamp}")
-}
-
-/// A snapshot name as given on the command line: a `.zip` extension is dropped (RKE1 only
-/// warned, then looked for `<name>.zip.zip`); names that would leave the snapshot directory
-/// are refused. Returns the name and an optional warning.
-pub fn check_snapshot_name(name: &str) -> Result<(String, Option<String>), SnapshotError> {
-    let (base, warning) = match name.strip_suffix(".zip") {
-        Some(b) => (
-            b.to_string(),
-            Some(format!(
-                "snapshot names are given without the .zip extension: using [{b}]"
-            )),
-        ),
-        None => (name.to_string(), None),
-    };
-    if base.is_empty() || base.contains('/') || base == "." || base == ".." {
-        return Err(SnapshotError::Invalid(format!(
-            "invalid snapshot name {name:?}: a file name without '/' is needed"
-        )));
-    }
-    Ok((base, warning))
-}
-
-/// Masks the S3 secret (and its base64 form, which the helper's environment carries) in every
-/// message rkers prints from now on.
-pub fn register_s3_secrets(s3: &S3BackupConfig, redactor: &Redactor) {
-    for secret in [&s3.secret_key, &STANDARD.encode(&s3.secret_key)] {
-        redactor.register(secret);
-    }
-}
-
-/// The helper's S3 flags and environment (RKE1's `configS3BackupImgCmd` minus the interval).
-pub fn s3_flags(s3: &S3BackupConfig) -> (Vec<String>, Vec<String>) {
-    plan::s3_backup_flags(s3)
-}
-
-/// The S3 target of a command: the command line's, else the config's `backup_config`.
-pub fn effective_s3<'a>(
-    etcd: &'a EtcdService,
-    from_cli: Option<&'a S3BackupConfig>,
-) -> Option<&'a S3BackupConfig> {
-    from_cli.or_else(|| {
-        etcd.backup_config
-            .as_ref()
-            .filter(|b| b.enabled != Some(false))
-            .and_then(|b| b.s3_backup_config.as_ref())
-    })
-}
+use super::{EtcdMember, HELPER, RESTORE_DIR, SNAPSHOT_DIR};
+use crate::config::{EtcdService, S3BackupConfig};
+use crate::container::{ContainerSpec, RestartPolicy};
+use crate::plan;
 
 fn ssl(name: &str) -> String {
     format!("/etc/kubernetes/ssl/{name}")
@@ -138,7 +26,7 @@ fn backup_helper(image: &str, cmd: Vec<String>, env: Vec<String>, prefix: &str) 
         env,
         binds: vec![format!("{SNAPSHOT_DIR}/:/backup"), kubernetes_bind(prefix)],
         network_mode: Some("host".into()),
-        restart_policy: Some(hosts::RestartPolicy::No),
+        restart_policy: Some(RestartPolicy::No),
         ..Default::default()
     }
 }
@@ -181,7 +69,7 @@ pub fn snapshot_once_spec(
         cmd.push(format!("--retention={}h", b.retention * b.interval_hours));
     }
     if let Some(s3) = s3 {
-        let (flags, s3_env) = s3_flags(s3);
+        let (flags, s3_env) = plan::s3_backup_flags(s3);
         cmd.extend(flags);
         env.extend(s3_env);
     }
@@ -197,7 +85,7 @@ pub fn s3_download_spec(
     etcd: &EtcdService,
     s3: &S3BackupConfig,
 ) -> ContainerSpec {
-    let (flags, s3_env) = s3_flags(s3);
+    let (flags, s3_env) = plan::s3_backup_flags(s3);
     let mut cmd = vec![
         HELPER.to_string(),
         "etcd-backup".into(),
@@ -257,7 +145,7 @@ pub fn restore_prepare_spec(
             format!("{SNAPSHOT_DIR}/:/backup"),
         ],
         network_mode: Some("host".into()),
-        restart_policy: Some(hosts::RestartPolicy::No),
+        restart_policy: Some(RestartPolicy::No),
         ..Default::default()
     }
 }
@@ -284,12 +172,13 @@ pub fn restore_move_spec(image: &str, prefix: &str) -> ContainerSpec {
             ),
         ],
         network_mode: Some("none".into()),
-        restart_policy: Some(hosts::RestartPolicy::No),
+        restart_policy: Some(RestartPolicy::No),
         ..Default::default()
     }
 }
 
-pub(super) fn restore_clean_spec(image: &str) -> ContainerSpec {
+/// Removes the restore scratch directory again after a failed restore.
+pub fn restore_clean_spec(image: &str) -> ContainerSpec {
     ContainerSpec {
         image: image.to_string(),
         entrypoint: vec!["/bin/sh".into(), "-c".into()],
