@@ -150,6 +150,16 @@ pub fn is_ready(node: &Node) -> bool {
         .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
+/// When the node's kubelet last posted its Ready condition.
+pub fn ready_heartbeat(node: &Node) -> Option<String> {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+        .and_then(|c| c.last_heartbeat_time.as_ref())
+        .map(|t| t.0.to_string())
+}
+
 impl KubeApi {
     /// Marks a node (un)schedulable.
     pub async fn set_unschedulable(
@@ -195,10 +205,23 @@ impl KubeApi {
         hostname: &str,
         timeout: Duration,
     ) -> Result<(), KubeApiError> {
+        self.wait_node_ready_after(hostname, None, timeout).await
+    }
+
+    /// [`Self::wait_node_ready`], where a Ready condition whose heartbeat is still `stale` (read
+    /// before the node's kubelet was replaced) does not count: the node keeps the old kubelet's
+    /// Ready for up to 40 s after it stopped, whatever the new one will say.
+    pub async fn wait_node_ready_after(
+        &self,
+        hostname: &str,
+        stale: Option<&str>,
+        timeout: Duration,
+    ) -> Result<(), KubeApiError> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             if let Ok(node) = find_node(self, hostname, 1).await
                 && is_ready(&node)
+                && (stale.is_none() || ready_heartbeat(&node).as_deref() != stale)
             {
                 return Ok(());
             }
