@@ -164,7 +164,12 @@ pub(super) async fn upgrade_control_plane(
     let phase = runner.reporter.phase("control plane");
     let both: Vec<&str> = CONTROL_PLANE.iter().chain(WORKER_PLANE).copied().collect();
     let hosts = upgrade_hosts(run, old, &both, |h| h.roles.controlplane);
-    let mut strategy = upgrade_strategy(cluster, run, |s| &s.max_unavailable_controlplane, hosts.len())?;
+    let mut strategy = upgrade_strategy(
+        cluster,
+        run,
+        |s| &s.max_unavailable_controlplane,
+        hosts.len(),
+    )?;
     strategy.cni_wait = Some(crate::checks::guard::CniWait::for_cluster(
         cluster,
         run.pool.hosts(),
@@ -218,7 +223,8 @@ pub(super) async fn upgrade_worker_plane(
     let workers = upgrade_hosts(run, old, WORKER_PLANE, |h| {
         !h.roles.controlplane && !h.roles.etcd
     });
-    let mut strategy = upgrade_strategy(cluster, run, |s| &s.max_unavailable_worker, workers.len())?;
+    let mut strategy =
+        upgrade_strategy(cluster, run, |s| &s.max_unavailable_worker, workers.len())?;
     strategy.cni_wait = one_at_a_time.cni_wait.clone();
     let result = upgrade::rolling(runner, "worker plane", api, workers, &strategy, apply).await;
     finish(phase, result)
@@ -262,7 +268,11 @@ async fn upgrade_worker_host(
         None => Err("the Kubernetes API cannot be reached to see it".to_string()),
     };
     let Err(cause) = waited else {
-        return exec.settle_kept(true).await.map(drop).map_err(|e| e.to_string());
+        return exec
+            .settle_kept(true)
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string());
     };
     let wait = format!(
         "node {node} did not report Ready within {}s after its upgrade (--node-ready-timeout): {cause}",

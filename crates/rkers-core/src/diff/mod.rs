@@ -23,8 +23,7 @@ pub mod removed_apis;
 
 pub use action::{
     Action, HealthProbe, HostActions, Sealed, UndoCheck, keep_until_node_ready, kubelet_runs,
-    node_ready_wait,
-    render_dry_run, undo_check,
+    node_ready_wait, render_dry_run, undo_check,
 };
 pub use content::same_file_content;
 pub use reasons::{newer_default_for_change, newer_default_for_file};
