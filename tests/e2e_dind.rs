@@ -9,7 +9,9 @@
 //!    `--dind-dns-server`) and the cluster inside them; with a bridge CNI config written into
 //!    each node (the sandbox's part, as it does for its hosts) both nodes are Ready.
 //! 2. A second `up --dind` plans no action and keeps every container.
-//! 3. `remove --dind` leaves no container on the daemon and no kubeconfig or state.
+//! 3. `rollback --dind` after `up --dind` added a kubelet flag gives each node's kubelet its
+//!    old arguments back, and `up --dind` with the old cluster.yml is then a no-op.
+//! 4. `remove --dind` leaves no container on the daemon and no kubeconfig or state.
 //!
 //! The sandbox instance is `RKERS_DIND_E2E` (its scripts/sandbox environment as `KEY=VALUE`
 //! words, like `RKERS_LOCAL_E2E`); the image is `<sandbox registry>/$IMAGE_DIND` of
@@ -192,7 +194,25 @@ fn up_and_remove_docker_in_docker_nodes() {
         "a no-op up must keep every container of the node"
     );
 
-    // 3. remove --dind.
+    // 3. rollback --dind (with up's options, which start no node that runs already).
+    let mode = &up_args[1..up_args.len() - 2];
+    sb.rollback_of_a_kubelet_flag(&rkers, &config, mode, 2, &|| {
+        ["rke-dind-dind1", "rke-dind-dind2"]
+            .map(|c| {
+                sb.docker(&[
+                    "exec",
+                    c,
+                    "docker",
+                    "inspect",
+                    "-f",
+                    "{{json .Args}}",
+                    "kubelet",
+                ])
+            })
+            .to_vec()
+    });
+
+    // 4. remove --dind.
     let started = Instant::now();
     let (ok, text) = sb.in_host(
         &rkers,

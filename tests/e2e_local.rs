@@ -5,7 +5,9 @@
 //!
 //! 1. `up --local` gives a Ready node `localhost` (kubectl through the written kubeconfig).
 //! 2. A second `up --local` plans no action and keeps every container.
-//! 3. `remove --local` leaves no container on that daemon (the helper included).
+//! 3. `rollback --local` after `up --local` added a kubelet flag gives kubelet its old
+//!    arguments back, and `up --local` with the old cluster.yml is then a no-op.
+//! 4. `remove --local` leaves no container on that daemon (the helper included).
 //!
 //! The sandbox instance is given as `RKERS_LOCAL_E2E`, the environment scripts/sandbox reads
 //! for it as `KEY=VALUE` words (as `tests/e2e_api.rs` takes `RKERS_API_E2E_A`):
@@ -147,7 +149,12 @@ fn up_and_remove_on_the_local_docker_daemon() {
         "a no-op up must keep every container"
     );
 
-    // 3. remove --local leaves nothing of rkers on the daemon.
+    // 3. rollback --local.
+    sb.rollback_of_a_kubelet_flag(&rkers, &config, &["--local"], 1, &|| {
+        vec![sb.docker(&["inspect", "-f", "{{json .Args}}", "kubelet"])]
+    });
+
+    // 4. remove --local leaves nothing of rkers on the daemon.
     let started = Instant::now();
     let (ok, text) = sb.in_host(
         &rkers,

@@ -4,6 +4,13 @@
 //! again), names the cluster.yml key that still differs, and `up` with the old cluster.yml is
 //! then a no-op. Refusals need no hosts: no state, and a state without a previous run.
 //!
+//! Then `rollback --restore-snapshot` on the same cluster: after a kube-apiserver flag change
+//! (which makes `up` take its `rkers-pre-…` snapshot) and a ConfigMap written since, its dry
+//! run lists the restore and the containers it replaces and changes nothing; the run restores
+//! etcd from that snapshot (the ConfigMap is gone) and the old kube-apiserver flags. Crossing
+//! back over a minor (a state doctored to say v1.21 runs: only v1.20.2 runs here) is refused
+//! without `--restore-snapshot` and planned with it.
+//!
 //! nextest runs this binary in the `sandbox` group (one at a time on the shared hosts).
 
 mod support;
@@ -132,6 +139,153 @@ async fn rollback_goes_back_to_the_previous_run() {
         started.elapsed().as_secs_f64()
     );
     wait_nodes_ready(&api, &HOSTS, Duration::from_secs(180)).await;
+
+    restore_snapshot(&cluster, &api).await;
+}
+
+const APISERVER_FLAG: &str = "  kube-api:\n    extra_args:\n      event-ttl: \"2h0m0s\"\n";
+const CONFIGMAP: &str = "rkers-rollback-written-since";
+
+/// `rollback --restore-snapshot` after a kube-apiserver flag change, on `cluster` as the
+/// first part of the test left it (cluster.yml the sandbox's own, `up` a no-op).
+async fn restore_snapshot(cluster: &E2e, api: &rkers::kubeapi::KubeApi) {
+    let started = std::time::Instant::now();
+    let old_yml = std::fs::read_to_string(&cluster.config).unwrap();
+    let apiserver_before = cluster.env.on_host(
+        HOSTS[0],
+        "docker inspect -f '{{json .Args}}' kube-apiserver",
+    );
+    let config_before = cluster.state()["currentState"]["rkeConfig"].clone();
+
+    cluster.edit(|t| t.replacen("services:\n", &format!("services:\n{APISERVER_FLAG}"), 1));
+    let out = cluster.up();
+    assert!(out.contains("rkers-pre-"), "no pre-run snapshot:\n{out}");
+    let snapshot = cluster.state()["rkersPrevious"]["snapshot"]
+        .as_str()
+        .expect("the run records its pre-run snapshot")
+        .to_string();
+    assert!(snapshot.starts_with("rkers-pre-"), "{snapshot}");
+    let apiserver_changed = cluster.env.on_host(
+        HOSTS[0],
+        "docker inspect -f '{{json .Args}}' kube-apiserver",
+    );
+    assert!(
+        apiserver_changed.contains("--event-ttl=2h0m0s"),
+        "{apiserver_changed}"
+    );
+    // A run stopped midway may have left it.
+    let (ok, out) = cluster.kubectl(&["delete", "configmap", CONFIGMAP, "--ignore-not-found"]);
+    assert!(ok, "{out}");
+    let (ok, out) = cluster.kubectl(&["create", "configmap", CONFIGMAP, "--from-literal=a=b"]);
+    assert!(ok, "{out}");
+
+    minor_crossing(cluster, &snapshot);
+
+    // The dry run: the restore of that snapshot, the containers it replaces, then `up`; and
+    // nothing changes.
+    let containers = cluster.env.container_ids(&HOSTS);
+    let state_text = std::fs::read_to_string(cluster.state_path()).unwrap();
+    let (ok, plan) = cluster.rkers(&["rollback", "--restore-snapshot", "--dry-run"]);
+    assert!(ok, "rollback --restore-snapshot --dry-run failed:\n{plan}");
+    assert!(plan.contains(&snapshot), "{plan}");
+    let actions = dry_run_actions(&plan);
+    let has = |host: &str, prefix: &str| {
+        actions
+            .iter()
+            .any(|(h, a)| h == host && a.starts_with(prefix))
+    };
+    let etcd_host = cluster.env.ip(1);
+    assert!(
+        has(&etcd_host, &format!("restore snapshot {snapshot} into ")),
+        "{plan}"
+    );
+    for container in ["etcd", "kube-apiserver"] {
+        let removal = format!("remove container {container} (replaced on the restored data)");
+        assert!(has(&etcd_host, &removal), "{plan}");
+    }
+    assert!(has("cluster", "run `rkers up`"), "{plan}");
+    assert_eq!(cluster.env.container_ids(&HOSTS), containers);
+    assert_eq!(
+        std::fs::read_to_string(cluster.state_path()).unwrap(),
+        state_text
+    );
+    assert!(cluster.kubectl(&["get", "configmap", CONFIGMAP]).0);
+
+    let rollback_started = std::time::Instant::now();
+    let (ok, out) = cluster.rkers(&["rollback", "--restore-snapshot"]);
+    assert!(ok, "rollback --restore-snapshot failed:\n{out}");
+    eprintln!(
+        "rollback --restore-snapshot took {:.1}s",
+        rollback_started.elapsed().as_secs_f64()
+    );
+    let (found, out) = cluster.kubectl(&["get", "configmap", CONFIGMAP]);
+    assert!(
+        !found && out.contains("NotFound"),
+        "etcd was not restored: {out}"
+    );
+    assert_eq!(
+        cluster.env.on_host(
+            HOSTS[0],
+            "docker inspect -f '{{json .Args}}' kube-apiserver"
+        ),
+        apiserver_before
+    );
+    assert_eq!(cluster.state()["currentState"]["rkeConfig"], config_before);
+    std::fs::write(&cluster.config, &old_yml).unwrap();
+    let plan = cluster.dry_run();
+    assert!(
+        plan.contains(&format!("0 actions on {} hosts", HOSTS.len())),
+        "{plan}"
+    );
+    wait_nodes_ready(api, &HOSTS, Duration::from_secs(180)).await;
+    eprintln!(
+        "the restore-snapshot part took {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// A state that says the cluster runs v1.21 while its previous run had v1.20 (a copy beside
+/// the cluster's): the rollback is refused, naming the snapshot, and `--restore-snapshot`
+/// plans the restore of that snapshot.
+fn minor_crossing(cluster: &E2e, snapshot: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("cluster.yml");
+    std::fs::copy(&cluster.config, &config).unwrap();
+    let mut state = cluster.state();
+    state["currentState"]["rkeConfig"]["kubernetesVersion"] = "v1.21.12-rancher1-1".into();
+    std::fs::write(
+        dir.path().join("cluster.rkestate"),
+        serde_json::to_string(&state).unwrap(),
+    )
+    .unwrap();
+    let rollback = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rkers"))
+            .args(["rollback", "--dry-run", "--known-hosts"])
+            .arg(&cluster.known_hosts)
+            .args(extra)
+            .arg("--config")
+            .arg(&config)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), text)
+    };
+    let (code, text) = rollback(&[]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("--restore-snapshot") && text.contains(snapshot),
+        "{text}"
+    );
+    let (code, text) = rollback(&["--restore-snapshot"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains(&format!("Restoring etcd snapshot {snapshot}")),
+        "{text}"
+    );
 }
 
 /// Without a state, or a state that records no previous run, the rollback is refused with

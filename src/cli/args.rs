@@ -139,21 +139,8 @@ pub struct UpArgs {
     /// Proceed although hosts already run RKE containers and no state file exists.
     #[arg(long)]
     pub force: bool,
-    /// Deploy on the local Docker daemon.
-    #[arg(long)]
-    pub local: bool,
-    /// Deploy Kubernetes cluster in docker containers (experimental).
-    #[arg(long)]
-    pub dind: bool,
-    /// Image of the docker-in-docker containers.
-    #[arg(long, default_value = crate::hosts::dind::DEFAULT_IMAGE)]
-    pub dind_image: String,
-    /// Storage driver for the docker-in-docker containers.
-    #[arg(long, default_value = "")]
-    pub dind_storage_driver: String,
-    /// DNS server for the docker-in-docker containers.
-    #[arg(long, default_value = "8.8.8.8")]
-    pub dind_dns_server: String,
+    #[command(flatten)]
+    pub links: LinkArgs,
     /// Skip idempotent deployment of control and etcd plane.
     #[arg(long)]
     pub update_only: bool,
@@ -192,12 +179,35 @@ pub struct UpArgs {
     pub node_ready_timeout: Option<u64>,
 }
 
+/// How `up` and `rollback` reach the nodes when not over SSH (RKE1's local and dind modes).
+#[derive(Args, Debug, Clone)]
+pub struct LinkArgs {
+    /// Deploy on the local Docker daemon.
+    #[arg(long)]
+    pub local: bool,
+    /// Deploy Kubernetes cluster in docker containers (experimental).
+    #[arg(long)]
+    pub dind: bool,
+    /// Image of the docker-in-docker containers.
+    #[arg(long, default_value = crate::hosts::dind::DEFAULT_IMAGE)]
+    pub dind_image: String,
+    /// Storage driver for the docker-in-docker containers.
+    #[arg(long, default_value = "")]
+    pub dind_storage_driver: String,
+    /// DNS server for the docker-in-docker containers.
+    #[arg(long, default_value = "8.8.8.8")]
+    pub dind_dns_server: String,
+}
+
 #[derive(Args, Debug)]
 pub struct RollbackArgs {
     #[command(flatten)]
     pub config: ConfigArg,
     #[command(flatten)]
     pub connect: ConnectArgs,
+    /// The cluster `up --local` or `up --dind` made: reach its nodes the same way.
+    #[command(flatten)]
+    pub links: LinkArgs,
     /// Print, per host, the actions the rollback would take, and change nothing.
     #[arg(long)]
     pub dry_run: bool,

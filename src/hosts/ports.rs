@@ -249,6 +249,28 @@ where
         .await
 }
 
+/// The listener image on every host that starts a listener, at most `--concurrency` at a time.
+pub async fn ensure_tools_image(pool: &HostPool, plan: &PortCheckPlan) -> Result<(), HostError> {
+    let mut hosts: Vec<String> = round(plan)
+        .listeners
+        .iter()
+        .map(|l| l.host.clone())
+        .collect();
+    hosts.sort();
+    hosts.dedup();
+    for (_, r) in pool
+        .for_each(&hosts, |h| {
+            let image = plan.tools_image.clone();
+            let regs = plan.registries.clone();
+            async move { h.docker().ensure_image(&image, &regs, &mut |_| {}).await }
+        })
+        .await
+    {
+        r?;
+    }
+    Ok(())
+}
+
 /// Runs the checks in one round and removes the listeners again: the tools image on every host,
 /// then every listener at once, then every host's probe at once, each step at most
 /// `--concurrency` at a time. `Ok` carries the failures found, one per source host that could
@@ -261,20 +283,7 @@ pub async fn check_cluster_ports(
     let round = round(plan);
     let limit = pool.concurrency();
     let result = async {
-        // Images first, once per host.
-        let mut hosts: Vec<String> = round.listeners.iter().map(|l| l.host.clone()).collect();
-        hosts.sort();
-        hosts.dedup();
-        for (_, r) in pool
-            .for_each(&hosts, |h| {
-                let image = plan.tools_image.clone();
-                let regs = plan.registries.clone();
-                async move { h.docker().ensure_image(&image, &regs, &mut |_| {}).await }
-            })
-            .await
-        {
-            r?;
-        }
+        ensure_tools_image(pool, plan).await?;
         // Every listener must answer before any probe starts: a probe that runs early would
         // find the port closed and spend RKE1's retry pause waiting for it.
         let started = bounded(&round.listeners, limit, |l| {

@@ -367,13 +367,18 @@ impl Reporter {
 
     /// The timing summary of the phases seen so far: one line per phase with its time and
     /// slowest host, and the same data as one JSON event (`action: "timing summary"`).
+    /// Then the critical path and each host's waits (`data` of that event).
     pub fn timing_summary(&self, total: Duration) {
-        let summary = self.timings().summary();
+        let (summary, path) = {
+            let t = self.timings();
+            (t.summary(), timing::critical_path(&t.intervals()))
+        };
         if self.is_json() {
             let mut e = Event::new(Status::Info);
             e.action = Some("timing summary".into());
             e.duration_ms = Some(total.as_millis() as u64);
             e.timings = Some(summary);
+            e.data = serde_json::to_value(&path).ok();
             self.emit(e);
             return;
         }
@@ -382,6 +387,9 @@ impl Reporter {
             total.as_secs_f64()
         ));
         for line in timing::render(&summary) {
+            self.info(format!("  {line}"));
+        }
+        for line in timing::render_critical_path(&path) {
             self.info(format!("  {line}"));
         }
     }
@@ -582,7 +590,15 @@ impl PhaseGuard {
             settle_phase_bars(multi, bars, &self.name);
         }
         let took = self.started.elapsed();
-        self.reporter.timings().phase_finished(&self.name, took);
+        let mut timings = self.reporter.timings();
+        timings.phase_finished(&self.name, took);
+        let step = timing::Step {
+            phase: self.name.clone(),
+            host: None,
+            action: None,
+        };
+        timings.ran(step, self.started, took);
+        drop(timings);
         let mut e = Event::new(status);
         e.phase = Some(self.name.clone());
         e.duration_ms = Some(took.as_millis() as u64);
@@ -639,9 +655,15 @@ impl HostAction {
         }
         self.finished = true;
         let took = self.started.elapsed();
-        self.reporter
-            .timings()
-            .host_finished(&self.phase, &self.host, took);
+        let mut timings = self.reporter.timings();
+        timings.host_finished(&self.phase, &self.host, took);
+        let step = timing::Step {
+            phase: self.phase.clone(),
+            host: Some(self.host.clone()),
+            action: Some(self.action.clone()),
+        };
+        timings.ran(step, self.started, took);
+        drop(timings);
         let mut e = Event::new(status);
         e.phase = Some(self.phase.clone());
         e.host = Some(self.host.clone());

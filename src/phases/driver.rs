@@ -1,5 +1,5 @@
 //! The one driver of the commands declared as lists of steps (`encrypt rotate-key`, `cert
-//! rotate`; `remove` and the snapshot commands still sequence themselves). A command declares
+//! rotate`, `remove`; the snapshot commands still sequence themselves). A command declares
 //! its steps through [`Command`]: what it observes (I/O: the hosts it connects, what it reads),
 //! what it decides from that (a pure function to its typed changeset, in `rkers_core`), what
 //! applies its stages (the executor, with the hosts and API its actions need), and what it
@@ -7,7 +7,7 @@
 //!
 //! - connecting first, for a command that does it under a phase of its own
 //!   ([`Command::connect`]), then the `plan` phase around observe and decide, failed with the
-//!   error that ended it;
+//!   error that ended it, then what the command says about its plan ([`Command::planned`]);
 //! - the dry run: [`crate::output::Reporter::planned`] of the changeset, and nothing applied;
 //! - the stages applied in order, each at its pace; the first failing stage ends the run with
 //!   [`StageFailed`] unless the command says otherwise ([`OnFailure`]), and no later stage runs
@@ -57,6 +57,11 @@ pub trait Command {
 
     /// Pure: every change the command makes, from what was observed.
     fn decide(&self, observed: &Self::Observed) -> Result<Changeset<Self::Stage>, Self::Error>;
+
+    /// After the plan phase, before the dry run prints the changeset or anything applies: what
+    /// the command says about its plan (`remove`'s warnings that local files are kept), the
+    /// same for the dry run and the run.
+    fn planned(&mut self, _changes: &Changeset<Self::Stage>) {}
 
     /// What applies the stages; called only when the command is not a dry run.
     fn applier(
@@ -186,6 +191,7 @@ impl Driver {
         let (observed, changes) = match planned {
             Ok(planned) => {
                 phase.done();
+                command.planned(&planned.1);
                 planned
             }
             Err(e) => {

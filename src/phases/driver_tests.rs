@@ -120,6 +120,9 @@ struct FakeCommand {
     /// The stage whose hosts fail, and what the command makes of it.
     failing: Option<Step>,
     on_failure: fn() -> OnFailure<FakeError>,
+    /// Connects under a phase of its own (handing its link then, not in observe) and says
+    /// something about its plan; `Some(true)`: connecting fails.
+    connects: Option<bool>,
 }
 
 impl FakeCommand {
@@ -131,6 +134,7 @@ impl FakeCommand {
             applier_fails: false,
             failing: None,
             on_failure: || OnFailure::Stop,
+            connects: None,
         }
     }
 }
@@ -145,8 +149,22 @@ impl Command for FakeCommand {
     type Applier = FakeApplier;
     type Error = FakeError;
 
-    async fn observe(&mut self, links: &mut Links) -> Result<Vec<String>, FakeError> {
+    async fn connect(&mut self, links: &mut Links) -> Result<(), FakeError> {
+        let Some(fails) = self.connects else {
+            return Ok(());
+        };
         links.keep_link(self.link.clone());
+        note(&self.log, "connect".into());
+        if fails {
+            return Err(FakeError::Own("h2 refused".into()));
+        }
+        Ok(())
+    }
+
+    async fn observe(&mut self, links: &mut Links) -> Result<Vec<String>, FakeError> {
+        if self.connects.is_none() {
+            links.keep_link(self.link.clone());
+        }
         note(&self.log, "observe".into());
         if self.observe_fails {
             return Err(FakeError::Own("h2 unreachable".into()));
@@ -163,6 +181,15 @@ impl Command for FakeCommand {
             }
         }
         Ok(changes)
+    }
+
+    fn planned(&mut self, changes: &Changeset<Step>) {
+        if self.connects.is_some() {
+            note(
+                &self.log,
+                format!("planned {} stages", changes.stages.len()),
+            );
+        }
     }
 
     async fn applier(&mut self, _: &Vec<String>) -> Result<FakeApplier, FakeError> {
@@ -195,6 +222,21 @@ impl Command for FakeCommand {
 fn driver(dry_run: bool) -> Driver {
     Driver {
         reporter: Reporter::plain(),
+        dry_run,
+        concurrency: 2,
+    }
+}
+
+/// A driver whose reporter notes the plan phase's start and end in `log`.
+fn driver_noting_the_plan_phase(dry_run: bool, log: &Log) -> Driver {
+    let log = log.clone();
+    let reporter = Reporter::with_sink(Arc::new(move |e: crate::output::Event| {
+        if e.phase.as_deref() == Some(PLAN_PHASE) {
+            note(&log, format!("plan phase {:?}", e.status));
+        }
+    }));
+    Driver {
+        reporter,
         dry_run,
         concurrency: 2,
     }
@@ -308,4 +350,77 @@ async fn links_are_closed_when_observe_or_the_applier_fails() {
     assert_eq!(e.to_string(), "no API");
     assert_eq!(lines(&log), ["observe", "decide", "applier"]);
     assert_eq!(command.link.closed.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn connect_runs_before_the_plan_phase_and_its_failure_ends_the_run_there() {
+    let log = Log::default();
+    let mut command = FakeCommand::new(&log);
+    command.connects = Some(false);
+    driver_noting_the_plan_phase(false, &log)
+        .run(&mut command)
+        .await
+        .unwrap();
+    assert_eq!(
+        lines(&log)[..5],
+        [
+            "connect",
+            "plan phase Started",
+            "observe",
+            "decide",
+            "plan phase Ok"
+        ]
+    );
+    assert_eq!(command.link.closed.load(Ordering::SeqCst), 1);
+
+    let log = Log::default();
+    let mut command = FakeCommand::new(&log);
+    command.connects = Some(true);
+    let e = driver_noting_the_plan_phase(false, &log)
+        .run(&mut command)
+        .await
+        .unwrap_err();
+    assert_eq!(e.to_string(), "h2 refused");
+    // No plan phase, nothing observed; the link connect opened is closed all the same.
+    assert_eq!(lines(&log), ["connect"]);
+    assert_eq!(command.link.closed.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn planned_follows_the_plan_phase_in_the_dry_run_and_the_run_alike() {
+    for dry_run in [true, false] {
+        let log = Log::default();
+        let mut command = FakeCommand::new(&log);
+        command.connects = Some(false);
+        driver_noting_the_plan_phase(dry_run, &log)
+            .run(&mut command)
+            .await
+            .unwrap();
+        let seen = lines(&log);
+        assert_eq!(seen[4..6], ["plan phase Ok", "planned 3 stages"]);
+        if dry_run {
+            assert_eq!(seen.len(), 6, "a dry run applies nothing: {seen:?}");
+        } else {
+            assert_eq!(seen[6], "applier");
+        }
+    }
+
+    // A plan that fails is not said anything about.
+    let log = Log::default();
+    let mut command = FakeCommand::new(&log);
+    command.connects = Some(false);
+    command.observe_fails = true;
+    driver_noting_the_plan_phase(false, &log)
+        .run(&mut command)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        lines(&log),
+        [
+            "connect",
+            "plan phase Started",
+            "observe",
+            "plan phase Failed"
+        ]
+    );
 }

@@ -135,6 +135,62 @@ impl Instance {
         v
     }
 
+    /// `rollback` in a link mode (`mode`: `--local`, or `--dind` with its options) after `up`
+    /// in that mode added a kubelet flag: its dry run recreates each of the `nodes` kubelets,
+    /// the run gives every kubelet its old arguments back (`kubelet_args` reads them, one per
+    /// node), and `up` with the old cluster.yml then plans nothing. cluster.yml is the old one
+    /// again afterwards.
+    pub fn rollback_of_a_kubelet_flag(
+        &self,
+        rkers: &Path,
+        config: &Path,
+        mode: &[&str],
+        nodes: usize,
+        kubelet_args: &dyn Fn() -> Vec<String>,
+    ) {
+        const ANCHOR: &str = "      housekeeping-interval: \"30s\"\n";
+        let old = std::fs::read_to_string(config).unwrap();
+        assert!(old.contains(ANCHOR), "{old}");
+        let changed = old.replacen(ANCHOR, &format!("{ANCHOR}      max-pods: \"120\"\n"), 1);
+        std::fs::write(config, changed).unwrap();
+        let run = |command: &str, extra: &[&str]| {
+            let mut args = vec![command];
+            args.extend(mode);
+            args.extend(extra);
+            args.extend(["--config", config.to_str().unwrap()]);
+            let (ok, text) = self.in_host(rkers, &args);
+            assert!(ok, "rkers {args:?} failed:\n{text}");
+            text
+        };
+        let started = std::time::Instant::now();
+        run("up", &[]);
+        let before = kubelet_args();
+        assert_eq!(before.len(), nodes);
+        assert!(
+            before.iter().all(|a| a.contains("--max-pods=120")),
+            "{before:?}"
+        );
+        let plan = run("rollback", &["--dry-run"]);
+        assert_eq!(
+            plan.matches("recreate container kubelet").count(),
+            nodes,
+            "{plan}"
+        );
+        run("rollback", &[]);
+        let after = kubelet_args();
+        assert!(after.iter().all(|a| !a.contains("--max-pods")), "{after:?}");
+        std::fs::write(config, &old).unwrap();
+        let plan = run("up", &["--dry-run"]);
+        assert!(
+            plan.contains(&format!("0 actions on {nodes} host")),
+            "{plan}"
+        );
+        eprintln!(
+            "up, rollback --dry-run, rollback and up --dry-run with {mode:?} took {:.1}s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+
     /// Waits until kubectl through `kubeconfig` (run in the host's namespace) lists exactly
     /// `names`, all Ready; returns the listing.
     pub fn wait_ready(

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cli::CliError;
-use crate::cli::args::Command;
+use crate::cli::args::{Command, LinkArgs};
 use crate::cluster::Cluster;
 use crate::config::Node;
 use crate::hosts::dind::{self, DindLinks, DindOptions};
@@ -20,9 +20,33 @@ use crate::output::Reporter;
 pub const LOCAL_ADDRESS: &str = "127.0.0.1";
 pub const LOCAL_HOSTNAME: &str = "localhost";
 
-/// Whether the command runs in local mode.
-pub fn is_local(command: &Command) -> bool {
-    matches!(command, Command::Up(a) if a.local) || matches!(command, Command::Remove(a) if a.local)
+/// How a command reaches its nodes: over SSH, or one of RKE1's modes.
+pub enum LinkMode<'a> {
+    Ssh,
+    Local,
+    Dind { args: &'a LinkArgs, dry_run: bool },
+}
+
+impl<'a> LinkMode<'a> {
+    /// The mode `--local` / `--dind` ask for (`up`, `rollback`).
+    pub fn of(args: &'a LinkArgs, dry_run: bool) -> Result<LinkMode<'a>, CliError> {
+        match (args.local, args.dind) {
+            (true, true) => Err(CliError::Usage(
+                "--local and --dind cannot be used together".into(),
+            )),
+            (true, false) => Ok(LinkMode::Local),
+            (false, true) => Ok(LinkMode::Dind { args, dry_run }),
+            (false, false) => Ok(LinkMode::Ssh),
+        }
+    }
+
+    fn of_command(command: &'a Command) -> Result<LinkMode<'a>, CliError> {
+        match command {
+            Command::Up(a) => LinkMode::of(&a.links, a.dry_run),
+            Command::Remove(a) if a.local => Ok(LinkMode::Local),
+            _ => Ok(LinkMode::Ssh),
+        }
+    }
 }
 
 /// Makes the cluster RKE1's local one: the nodes of the file are replaced by one node
@@ -71,52 +95,111 @@ pub async fn prepare(
     cluster: &mut Cluster,
     reporter: &Reporter,
 ) -> Result<Option<Links>, CliError> {
-    let docker_host = std::env::var("DOCKER_HOST").ok();
-    let ssh = SshOptions::default();
-    match command {
-        Command::Up(a) if a.local && a.dind => Err(CliError::Usage(
-            "--local and --dind cannot be used together".into(),
-        )),
-        Command::Up(a) if a.dind => {
-            let opts = DindOptions {
-                image: a.dind_image.clone(),
-                storage_driver: a.dind_storage_driver.clone(),
-                dns_server: a.dind_dns_server.clone(),
-                registries: cluster.registry_credentials(),
-            };
-            start_dind(cluster, &opts, docker_host.as_deref(), a.dry_run, reporter)
-                .await
-                .map(Some)
-        }
-        _ if is_local(command) => {
+    match LinkMode::of_command(command)? {
+        LinkMode::Ssh => Ok(None),
+        LinkMode::Local => {
             localize(cluster);
-            links(cluster, &ssh, docker_host.as_deref()).map(Some)
+            local_links(cluster).map(Some)
         }
-        _ => Ok(None),
+        LinkMode::Dind { args, dry_run } => {
+            let registries = cluster.registry_credentials();
+            start_dind(
+                &mut cluster.config.nodes,
+                args,
+                registries,
+                dry_run,
+                reporter,
+            )
+            .await
+            .map(Some)
+        }
     }
+}
+
+/// The links of a rollback in `mode`: its config is the one a run in that mode recorded, its
+/// nodes made local or given their dind containers' IPs already, so they are checked rather
+/// than made so again. The dind containers are those of `cluster_yml_nodes` (the nodes of
+/// cluster.yml), started as `up --dind` starts them.
+pub async fn prepare_recorded(
+    mode: LinkMode<'_>,
+    cluster: &Cluster,
+    cluster_yml_nodes: Option<&[Node]>,
+    reporter: &Reporter,
+) -> Result<Option<Links>, CliError> {
+    let recorded: Vec<&str> = cluster
+        .config
+        .nodes
+        .iter()
+        .map(|n| n.address.as_str())
+        .collect();
+    match mode {
+        LinkMode::Ssh => Ok(None),
+        LinkMode::Local if recorded == [LOCAL_ADDRESS] => local_links(cluster).map(Some),
+        LinkMode::Local => Err(CliError::Failed(format!(
+            "the run to roll back to was not an `up --local` (its nodes: {}): roll back \
+             without --local",
+            recorded.join(", ")
+        ))),
+        LinkMode::Dind { args, dry_run } => {
+            let mut nodes = cluster_yml_nodes
+                .ok_or_else(|| {
+                    CliError::Failed(
+                        "rollback --dind finds the node containers by the addresses of \
+                         cluster.yml, which cannot be read"
+                            .into(),
+                    )
+                })?
+                .to_vec();
+            let registries = cluster.registry_credentials();
+            let links = start_dind(&mut nodes, args, registries, dry_run, reporter).await?;
+            let running: Vec<&str> = nodes.iter().map(|n| n.address.as_str()).collect();
+            match recorded.iter().find(|a| !running.contains(a)) {
+                None => Ok(Some(links)),
+                Some(missing) => Err(CliError::Failed(format!(
+                    "node {missing} of the run to roll back to is none of the dind containers \
+                     of cluster.yml's nodes (at {}): roll back with the cluster.yml of that \
+                     run's nodes",
+                    running.join(", ")
+                ))),
+            }
+        }
+    }
+}
+
+/// The links of a local-mode run: the daemon `DOCKER_HOST` names.
+fn local_links(cluster: &Cluster) -> Result<Links, CliError> {
+    let docker_host = std::env::var("DOCKER_HOST").ok();
+    links(cluster, &SshOptions::default(), docker_host.as_deref())
 }
 
 /// Starts (or finds) each node's `rke-dind-<address>` container and makes its IP the node's
 /// address, as RKE1 does (the hostname stays the address of cluster.yml).
 async fn start_dind(
-    cluster: &mut Cluster,
-    opts: &DindOptions,
-    docker_host: Option<&str>,
+    nodes: &mut [Node],
+    args: &LinkArgs,
+    registries: Vec<crate::hosts::target::RegistryCredential>,
     dry_run: bool,
     reporter: &Reporter,
 ) -> Result<Links, CliError> {
-    let outer = Arc::new(DockerEndpoint::parse(docker_host).map_err(CliError::Usage)?);
+    let opts = DindOptions {
+        image: args.dind_image.clone(),
+        storage_driver: args.dind_storage_driver.clone(),
+        dns_server: args.dind_dns_server.clone(),
+        registries,
+    };
+    let docker_host = std::env::var("DOCKER_HOST").ok();
+    let outer = Arc::new(DockerEndpoint::parse(docker_host.as_deref()).map_err(CliError::Usage)?);
     let timeout = SshOptions::default().docker_timeout;
     let docker = dind::outer_client(&outer, timeout)
         .await
         .map_err(CliError::failed)?;
     let mut containers = HashMap::new();
-    for node in &mut cluster.config.nodes {
+    for node in nodes {
         let name = dind::container_name(&node.address);
         let ip = if dry_run {
             dind::node_ip(&docker, &node.address).await
         } else {
-            dind::start_node(&docker, &node.address, opts, Duration::from_secs(60)).await
+            dind::start_node(&docker, &node.address, &opts, Duration::from_secs(60)).await
         }
         .map_err(CliError::failed)?;
         reporter.info(format!("[dind] {name} runs on {outer} at {ip}"));

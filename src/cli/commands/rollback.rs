@@ -1,10 +1,12 @@
 //! `rkers rollback`: the cluster brought back to what the previous successful `up` applied,
 //! from the state file alone (issue 30). The command line's part only: the state file and
-//! cluster.yml next to `--config`, the run lock and the flags; deciding and going back is
+//! cluster.yml next to `--config`, the run lock, the flags and how the nodes are reached
+//! (`--local` and `--dind` as `up` reaches them); deciding and going back is
 //! [`crate::phases::rollback`], shared with the library API.
 
 use crate::cli::CliError;
 use crate::cli::args::RollbackArgs;
+use crate::cli::commands::local::{self, LinkMode};
 use crate::config;
 use crate::metadata::Catalog;
 use crate::output::Reporter;
@@ -36,24 +38,32 @@ pub async fn run(args: &RollbackArgs, reporter: &Reporter) -> Result<(), CliErro
     let current = config::load_file(path)
         .map(|l| l.config)
         .map_err(|e| e.to_string());
+    let cluster_yml_nodes = current.as_ref().ok().map(|c| c.nodes.clone());
     let differences = rollback::cluster_yml_differences(current, &prepared.cluster);
     let _run_lock =
         crate::cli::lock_cluster("rollback", args.dry_run, &prepared.cluster, reporter)?;
-    let restore_snapshot = prepared.restore_snapshot.as_deref();
-    rollback::run(
+    let mode = LinkMode::of(&args.links, args.dry_run)?;
+    let mut opts = up_options(args);
+    if let Some(links) = local::prepare_recorded(
+        mode,
         &prepared.cluster,
-        restore_snapshot,
-        up_options(args),
+        cluster_yml_nodes.as_deref(),
         reporter,
     )
-    .await
-    .map_err(|e| match e {
-        RollbackRunError::Up(UpError::Cluster(c)) if c.is_invalid_config() => {
-            CliError::InvalidConfig(c.to_string())
-        }
-        RollbackRunError::Up(other) => CliError::failed(other),
-        RollbackRunError::Restore(other) => CliError::failed(other),
-    })?;
+    .await?
+    {
+        opts.ssh.links = links;
+    }
+    let restore_snapshot = prepared.restore_snapshot.as_deref();
+    rollback::run(&prepared.cluster, restore_snapshot, opts, reporter)
+        .await
+        .map_err(|e| match e {
+            RollbackRunError::Up(UpError::Cluster(c)) if c.is_invalid_config() => {
+                CliError::InvalidConfig(c.to_string())
+            }
+            RollbackRunError::Up(other) => CliError::failed(other),
+            RollbackRunError::Restore(other) => CliError::failed(other),
+        })?;
     rollback::report_differences(&differences, reporter);
     Ok(())
 }
@@ -73,7 +83,7 @@ fn up_options(args: &RollbackArgs) -> UpOptions {
         ignore_blocking_webhooks: args.ignore_blocking_webhooks,
         // Going back within a minor serves the same API versions.
         ignore_removed_apis: false,
-        dind: false,
+        dind: args.links.dind,
         no_snapshot: args.no_snapshot,
         node_ready_timeout: None,
         minor_back_from_snapshot: false,

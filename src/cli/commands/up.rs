@@ -54,7 +54,7 @@ pub async fn run(
         confirm: terminal_question(),
         ignore_blocking_webhooks: args.ignore_blocking_webhooks,
         ignore_removed_apis: args.ignore_removed_apis,
-        dind: args.dind,
+        dind: args.links.dind,
         no_snapshot: args.no_snapshot,
         node_ready_timeout: args.node_ready_timeout.map(std::time::Duration::from_secs),
         minor_back_from_snapshot: false,

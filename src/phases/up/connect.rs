@@ -10,7 +10,7 @@ use crate::config::RkeConfig;
 use crate::hosts::{self, HostPool};
 use crate::output::Reporter;
 use crate::phases::reconcile;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The connections `up` works through.
 pub(super) struct Connected {
@@ -21,6 +21,9 @@ pub(super) struct Connected {
     pub(super) removed_pool: Option<HostPool>,
     /// Every port between roles was checked here (hosts or roles were added).
     pub(super) ports_checked: bool,
+    /// Per host, the images pulled here while the port checks ran, which the host lacked when
+    /// the run found it.
+    pub(super) prefetched: BTreeMap<String, BTreeSet<String>>,
 }
 
 pub(super) async fn connect(
@@ -50,12 +53,14 @@ pub(super) async fn connect(
         }),
     };
     let mut ports_checked = false;
+    let mut prefetched = BTreeMap::new();
     if opts.disable_port_check || opts.dry_run {
         // The checks start listener containers; a dry run changes nothing.
     } else if !hosts_added {
         tracing::debug!("no host or role added: port checks skipped, as RKE1 does (§10)");
     } else {
-        port_checks(cluster, &pool, reporter).await?;
+        let images = images_to_prefetch(cluster, opts, loaded, &pool);
+        prefetched = port_checks(cluster, &pool, &images, reporter).await?;
         ports_checked = true;
     }
     let removed_pool = connect_removed(old_current, &recon, opts, reporter).await;
@@ -65,7 +70,82 @@ pub(super) async fn connect(
         recon,
         removed_pool,
         ports_checked,
+        prefetched,
     })
+}
+
+/// Per Linux host, every image its planned containers and the file helper use. Empty when the
+/// plan cannot be made: the plan step then reports why.
+fn images_to_prefetch(
+    cluster: &Cluster,
+    opts: &UpOptions,
+    loaded: &Loaded,
+    pool: &HostPool,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let facts = crate::phases::host_facts(pool);
+    let etcd = crate::plan::EtcdContext::fresh();
+    let Ok(plan) = super::plan::build_plan(cluster, opts, &loaded.state, &facts, &etcd) else {
+        return BTreeMap::new();
+    };
+    let helper = &cluster.config.system_images.cert_downloader;
+    plan.hosts
+        .iter()
+        .filter(|h| !plan.windows.contains_key(&h.address))
+        .map(|h| {
+            let mut images: BTreeSet<String> =
+                h.containers.values().map(|c| c.image.clone()).collect();
+            images.insert(helper.clone());
+            (h.address.clone(), images)
+        })
+        .collect()
+}
+
+/// Pulls `images` on every host while the port checks run, each host at most `--concurrency`
+/// at a time and each registry at most its cap of pulls (hosts::pulls); returns the images each
+/// host lacked. A failed pull is left to the images step, which tries again and names it.
+async fn pull_during_port_checks(
+    pool: &HostPool,
+    images: &BTreeMap<String, BTreeSet<String>>,
+    registries: &[hosts::target::RegistryCredential],
+    reporter: &Reporter,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let names: Vec<String> = images.keys().cloned().collect();
+    let pulled = pool
+        .for_each(&names, |h| async move {
+            let step = reporter.host_action("connect", h.name(), "pull images during port checks");
+            let (docker, name) = (&h.docker(), h.name());
+            let pulls = images
+                .get(name)
+                .into_iter()
+                .flatten()
+                .map(|image| async move {
+                    match docker.ensure_image(image, registries, &mut |_| {}).await {
+                        Ok(true) => Some(image.clone()),
+                        Ok(false) => None,
+                        Err(e) => {
+                            tracing::debug!(
+                                host = name,
+                                image,
+                                "pull left to the images step: {e}"
+                            );
+                            None
+                        }
+                    }
+                });
+            let lacked: BTreeSet<String> = futures::future::join_all(pulls)
+                .await
+                .into_iter()
+                .flatten()
+                .collect();
+            step.ok();
+            Ok::<_, hosts::HostError>(lacked)
+        })
+        .await;
+    pulled
+        .into_iter()
+        .filter_map(|(host, r)| r.ok().map(|lacked| (host, lacked)))
+        .filter(|(_, lacked)| !lacked.is_empty())
+        .collect()
 }
 
 /// Refuses the hosts whose Docker the cluster's runtime cannot drive (their Engine API ranges
@@ -134,12 +214,15 @@ pub(super) async fn connect_removed(
 }
 
 /// RKE1's port checks between roles (§10), through listener and checker containers on the
-/// hosts themselves; every host's unreachable ports are listed together.
+/// hosts themselves; every host's unreachable ports are listed together. Every host first gets
+/// the listener image, then pulls `images` while the checks run (issue 31): the images each host
+/// lacked come back. A failed check stops the pulls; no container has changed then.
 pub(super) async fn port_checks(
     cluster: &Cluster,
     pool: &HostPool,
+    images: &BTreeMap<String, BTreeSet<String>>,
     reporter: &Reporter,
-) -> Result<(), UpError> {
+) -> Result<BTreeMap<String, BTreeSet<String>>, UpError> {
     let mut plan = cluster.port_check_plan();
     // The listeners and probes are Linux containers: Windows workers are left out (and said so).
     let windows: Vec<String> = pool
@@ -154,17 +237,28 @@ pub(super) async fn port_checks(
             windows.join(", ")
         ));
     }
+    crate::hosts::ports::ensure_tools_image(pool, &plan).await?;
     let step = reporter.host_action("connect", "all hosts", "port checks between roles");
-    let failures = crate::hosts::ports::check_cluster_ports(pool, &plan).await?;
-    if failures.is_empty() {
-        step.ok();
-        return Ok(());
+    let checks = async {
+        let failures = crate::hosts::ports::check_cluster_ports(pool, &plan).await?;
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(UpError::PortChecks(failures))
+        }
+    };
+    let pulls = async {
+        Ok::<_, UpError>(pull_during_port_checks(pool, images, &plan.registries, reporter).await)
+    };
+    // `try_join`: a failed check drops the pulls at once instead of waiting for them.
+    match tokio::try_join!(checks, pulls) {
+        Ok(((), lacked)) => {
+            step.ok();
+            Ok(lacked)
+        }
+        Err(e) => {
+            step.fail(&e.to_string());
+            Err(e)
+        }
     }
-    let text = failures
-        .iter()
-        .map(|f| f.to_string())
-        .collect::<Vec<_>>()
-        .join("\n");
-    step.fail(&text);
-    Err(UpError::PortChecks(failures))
 }

@@ -79,9 +79,51 @@ async fn wait_healthy(run: &Run, host: &Host, h: &HostPlan, name: &str) -> Resul
         && let Some(check) = &spec.health_check
     {
         let tls = run.exec.health_tls(check);
+        let Err(failed) = health::wait_component(host, name, &check.url, tls.as_ref()).await else {
+            return Ok(());
+        };
+        let now = host.docker().inspect_container(name).await.ok().flatten();
+        if !stopped_since_observed(&run.actions[&h.address], name, now.as_ref()) {
+            return Err(failed);
+        }
+        run.reporter.warn(format!(
+            "{name} on {} ran when this run looked, and has stopped since (an earlier run, \
+             killed while it stopped {name}, leaves that stop to finish on the host): started \
+             again, as planned",
+            h.address
+        ));
+        let start = Action::StartContainer {
+            name: name.to_string(),
+        };
+        run.executor(&h.address)
+            .apply(&[&start])
+            .await
+            .map_err(|e| e.to_string())?;
         health::wait_component(host, name, &check.url, tls.as_ref()).await?;
     }
     Ok(())
+}
+
+/// Whether a container this run left as it was (the plan saw it running: no action of the
+/// run's for it) is found stopped for good at its health check. The plan's intent is that it
+/// runs, so it is started again rather than failing the run; a container the run created,
+/// recreated, started or restarted itself failed on its own and fails the run.
+fn stopped_since_observed(
+    planned: &[Action],
+    name: &str,
+    now: Option<&crate::hosts::ObservedContainer>,
+) -> bool {
+    let touched = planned.iter().any(|a| match a {
+        Action::CreateContainer { name: n, .. }
+        | Action::RecreateContainer { name: n, .. }
+        | Action::StartContainer { name: n }
+        | Action::RestartContainer { name: n } => n == name,
+        _ => false,
+    });
+    !touched
+        && now.is_some_and(|c| {
+            !c.running && !c.restarting && matches!(c.status.as_str(), "exited" | "dead")
+        })
 }
 
 pub(super) async fn remove_unplanned(
@@ -99,4 +141,63 @@ pub(super) async fn remove_unplanned(
         .apply(&actions)
         .await
         .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hosts::ObservedContainer;
+
+    fn container(status: &str) -> ObservedContainer {
+        ObservedContainer {
+            running: status == "running",
+            restarting: status == "restarting",
+            status: status.into(),
+            exit_code: Some(137),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn an_untouched_container_found_stopped_is_started_again() {
+        let planned = [Action::StartContainer {
+            name: "kubelet".into(),
+        }];
+        for status in ["exited", "dead"] {
+            assert!(stopped_since_observed(
+                &planned,
+                "kube-apiserver",
+                Some(&container(status))
+            ));
+        }
+    }
+
+    #[test]
+    fn a_container_the_run_changed_or_one_still_running_fails_as_it_is() {
+        let started = [Action::StartContainer {
+            name: "kube-apiserver".into(),
+        }];
+        let restarted = [Action::RestartContainer {
+            name: "kube-apiserver".into(),
+        }];
+        let exited = container("exited");
+        assert!(!stopped_since_observed(
+            &started,
+            "kube-apiserver",
+            Some(&exited)
+        ));
+        assert!(!stopped_since_observed(
+            &restarted,
+            "kube-apiserver",
+            Some(&exited)
+        ));
+        for status in ["running", "restarting", "created"] {
+            assert!(!stopped_since_observed(
+                &[],
+                "kube-apiserver",
+                Some(&container(status))
+            ));
+        }
+        assert!(!stopped_since_observed(&[], "kube-apiserver", None));
+    }
 }

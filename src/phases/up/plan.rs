@@ -43,6 +43,35 @@ pub(super) struct Planned {
     pub(super) rbac: bool,
 }
 
+/// The cluster's plan on the hosts as connected (pure), with etcd's membership as `etcd` says.
+pub(super) fn build_plan(
+    cluster: &Cluster,
+    opts: &UpOptions,
+    state: &crate::state::StateFile,
+    facts: &BTreeMap<String, plan::HostFacts>,
+    etcd: &plan::EtcdContext,
+) -> Result<ClusterPlan, UpError> {
+    let service_options = cluster.service_options()?;
+    // Only asked for when a Windows host is present: Linux-only clusters need no Windows flags.
+    let windows_options = if facts.values().any(plan::HostFacts::is_windows) {
+        Some(cluster.windows_service_options()?)
+    } else {
+        None
+    };
+    let default_tools_tag = cluster.default_rke_tools_tag();
+    Ok(plan::build(&plan::PlanInput {
+        config: &cluster.config,
+        service_options: &service_options,
+        windows_service_options: windows_options.as_ref(),
+        host_facts: facts,
+        etcd,
+        encryption_config: (!state.desired_state.encryption_config.is_empty())
+            .then_some(state.desired_state.encryption_config.as_str()),
+        default_rke_tools_tag: default_tools_tag.as_deref(),
+        dind: opts.dind,
+    })?)
+}
+
 pub(super) async fn plan(
     cluster: &Cluster,
     opts: &UpOptions,
@@ -55,6 +84,7 @@ pub(super) async fn plan(
         recon,
         removed_pool,
         ports_checked,
+        prefetched,
     } = connected;
     let (old, old_current, state) = (&loaded.old, &loaded.old_current, &loaded.state);
     let phase = reporter.phase("plan");
@@ -67,27 +97,8 @@ pub(super) async fn plan(
         phase.fail(&e.to_string());
         return Err(e);
     }
-    let service_options = cluster.service_options()?;
-    // Only asked for when a Windows host is present: Linux-only clusters need no Windows flags.
-    let windows_options = if facts.values().any(plan::HostFacts::is_windows) {
-        Some(cluster.windows_service_options()?)
-    } else {
-        None
-    };
-    let default_tools_tag = cluster.default_rke_tools_tag();
     let etcd = plan::EtcdContext::fresh();
-    let plan_input = plan::PlanInput {
-        config: &cluster.config,
-        service_options: &service_options,
-        windows_service_options: windows_options.as_ref(),
-        host_facts: &facts,
-        etcd: &etcd,
-        encryption_config: (!state.desired_state.encryption_config.is_empty())
-            .then_some(state.desired_state.encryption_config.as_str()),
-        default_rke_tools_tag: default_tools_tag.as_deref(),
-        dind: opts.dind,
-    };
-    let cluster_plan = plan::build(&plan_input)?;
+    let cluster_plan = build_plan(cluster, opts, state, &facts, &etcd)?;
     let spec = cluster.pki_spec()?;
     let bundle = state.desired_state.certificates_bundle.clone();
     let desired_files: BTreeMap<String, Vec<DesiredFile>> = cluster_plan
@@ -100,7 +111,7 @@ pub(super) async fn plan(
         .collect();
     let helper_image = cluster.config.system_images.cert_downloader.clone();
     let registries = cluster.registry_credentials();
-    let observed = observe(
+    let mut observed = observe(
         &pool,
         &cluster_plan,
         &bundle,
@@ -109,6 +120,15 @@ pub(super) async fn plan(
         &registries,
     )
     .await?;
+    // The images the connect step pulled during the port checks were missing when the run found
+    // the host: the plan pulls them (at once now), as the dry run said it would.
+    for (address, images) in &prefetched {
+        if let Some(obs) = observed.get_mut(address) {
+            for image in images {
+                obs.images.insert(image.clone(), None);
+            }
+        }
+    }
     let expiry_view: Vec<(&str, BTreeMap<String, Vec<u8>>)> = observed
         .iter()
         .map(|(a, o)| {
@@ -185,10 +205,7 @@ pub(super) async fn plan(
                 let at = recon.etcd_added.iter().position(|x| *x == a).unwrap_or(0);
                 let pending = recon.etcd_added[at + 1..].iter().cloned().collect();
                 let joining_etcd = plan::EtcdContext::while_adding(&etcd_order, &pending);
-                let joining = plan::build(&plan::PlanInput {
-                    etcd: &joining_etcd,
-                    ..plan_input.clone()
-                })?;
+                let joining = build_plan(cluster, opts, state, &facts, &joining_etcd)?;
                 if let Some(h) = joining.hosts.iter().find(|h| h.address == a)
                     && let Some(spec) = h.containers.get(plan::ETCD)
                 {

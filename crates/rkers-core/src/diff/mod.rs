@@ -19,6 +19,7 @@ pub mod key_rotation;
 pub mod minor;
 pub mod readers;
 mod reasons;
+pub mod removal;
 pub mod removed_apis;
 
 pub use action::{
