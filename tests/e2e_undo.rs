@@ -340,3 +340,101 @@ async fn a_failed_worker_upgrade_is_undone_and_the_state_stays_old() {
     assert_eq!(old_containers(&cluster), Vec::<String>::new());
     wait_nodes_ready(&api, &HOSTS, Duration::from_secs(180)).await;
 }
+
+/// kubelet's CNI config directory moved to one only host1 has: host1 (upgraded with the
+/// control plane) is Ready with it, while a worker's new kubelet answers its health check but
+/// finds no CNI config, so its node stays NotReady. The worker's previous kubelet is kept as
+/// `old-kubelet` until the node is Ready again (a Ready the previous kubelet posted does not
+/// count), and put back when it is not within `--node-ready-timeout`. Before that undo, `up`
+/// exited 0 here: the node still showed the previous kubelet's Ready when the run looked.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_whose_node_stays_not_ready_is_undone() {
+    let Some(cluster) = E2e::new() else { return };
+    let api = cluster.standard().await;
+    let started = Instant::now();
+    cluster.env.on_host(
+        "host1",
+        "rm -rf /etc/cni/net.d-host1 && cp -a /etc/cni/net.d /etc/cni/net.d-host1",
+    );
+    let before = cluster.env.container_ids(&HOSTS);
+    let state_before = cluster.state()["currentState"].clone();
+    cluster.edit(|t| {
+        format!(
+            "{}upgrade_strategy:\n  max_unavailable_worker: 1\n",
+            t.replacen(
+                "  kubelet:\n    extra_args:\n",
+                "  kubelet:\n    extra_args:\n      cni-conf-dir: /etc/cni/net.d-host1\n",
+                1
+            )
+        )
+    });
+    let plan = cluster.dry_run();
+    for worker in ["host2", "host3"] {
+        assert!(
+            plan.contains(&format!(
+                "keep kubelet as old-kubelet until http://localhost:10248/healthz answers and \
+                 node {worker} is Ready"
+            )),
+            "{plan}"
+        );
+    }
+
+    let (ok, out) = cluster.rkers(&["up", "--node-ready-timeout", "20", "--output", "json"]);
+    assert!(
+        !ok,
+        "up must fail when a worker's node stays NotReady:\n{out}"
+    );
+    let events: Vec<Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let restores: Vec<&Value> = events
+        .iter()
+        .filter(|v| v["event"] == "applied" && v["data"]["action"] == "restore_container")
+        .collect();
+    assert_eq!(restores.len(), 1, "one worker restored:\n{out}");
+    assert_eq!(restores[0]["data"]["name"], "kubelet", "{out}");
+    assert_eq!(restores[0]["status"], "ok", "{out}");
+    let failed_ip = restores[0]["host"].as_str().unwrap_or_default();
+    let failed = if failed_ip == cluster.env.ip(2) {
+        "host2"
+    } else {
+        assert_eq!(failed_ip, cluster.env.ip(3), "{out}");
+        "host3"
+    };
+    for part in [
+        format!("node {failed} did not report Ready within 20s"),
+        "cni config uninitialized".to_string(),
+        "the host was restored".to_string(),
+        "not upgraded".to_string(),
+    ] {
+        assert!(out.contains(&part), "the error lacks {part:?}:\n{out}");
+    }
+    // The workers run the containers they ran before; host1 the new kubelet.
+    let now = cluster.env.container_ids(&HOSTS);
+    for (key, id) in &before {
+        if !key.starts_with("host1/") {
+            assert_eq!(now.get(key), Some(id), "{key} changed:\n{out}");
+        }
+    }
+    assert_ne!(now["host1/kubelet"], before["host1/kubelet"], "{out}");
+    assert_eq!(old_containers(&cluster), Vec::<String>::new());
+    assert_eq!(
+        cluster.state()["currentState"],
+        state_before,
+        "a failed worker must leave the state of the last healthy run"
+    );
+    assert_eq!(nodes_cordoned(&cluster), "", "a node stays cordoned");
+    wait_nodes_ready(&api, &HOSTS, Duration::from_secs(120)).await;
+    eprintln!(
+        "a worker undone for its NotReady node, checked, in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+
+    // Back to the standard config.
+    cluster.reset_config(3);
+    cluster.up();
+    cluster.env.on_host("host1", "rm -rf /etc/cni/net.d-host1");
+    assert_eq!(old_containers(&cluster), Vec::<String>::new());
+    wait_nodes_ready(&api, &HOSTS, Duration::from_secs(180)).await;
+}

@@ -81,22 +81,31 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
 
     /// The containers of this host kept aside until its node is Ready, once the wait is over:
     /// dropped when the node is Ready (`ready`), put back otherwise (each an applied
-    /// [`Action::RestoreContainer`], the last replaced first). Returns the names put back.
+    /// [`Action::RestoreContainer`], the last replaced first). Every one is settled even when
+    /// another fails, so none stays aside; returns the names put back, or the first failure.
     pub async fn settle_kept(&self, ready: bool) -> Result<Vec<String>, ExecFailure> {
         let kept = self.exec.take_kept(self.name);
         let docker = self.host()?.docker();
         let mut restored = Vec::new();
+        let mut first_failure = None;
         for (name, was_running) in kept.into_iter().rev() {
-            if ready {
+            let settled = if ready {
                 docker
                     .remove_container(&format!("{}{name}", plan::OLD_PREFIX))
-                    .await?;
+                    .await
+                    .map_err(ExecFailure::from)
             } else {
-                self.restore_reported(&name, was_running).await?;
-                restored.push(name);
+                self.restore_reported(&name, was_running).await
+            };
+            match settled {
+                Ok(()) if !ready => restored.push(name),
+                Ok(()) => {}
+                Err(e) => {
+                    first_failure.get_or_insert(e);
+                }
             }
         }
-        Ok(restored)
+        first_failure.map_or(Ok(restored), Err)
     }
 
     /// [`Self::restore`], reported as the applied [`Action::RestoreContainer`] it is.

@@ -280,8 +280,8 @@ async fn upgrade_worker_host(
     );
     match exec.settle_kept(false).await {
         Ok(restored) => Err(format!(
-            "{wait}; {} put back as they ran before: the host was restored",
-            restored.join(", ")
+            "{wait}; put back the {} it ran before: the host was restored",
+            restored.join(" and ")
         )),
         Err(e) => Err(format!(
             "{wait}; putting back the previous containers failed: {e}; the host was NOT restored"
