@@ -352,22 +352,9 @@ async fn a_worker_whose_node_stays_not_ready_is_undone() {
     let Some(cluster) = E2e::new() else { return };
     let api = cluster.standard().await;
     let started = Instant::now();
-    cluster.env.on_host(
-        "host1",
-        "rm -rf /etc/cni/net.d-host1 && cp -a /etc/cni/net.d /etc/cni/net.d-host1",
-    );
     let before = cluster.env.container_ids(&HOSTS);
     let state_before = cluster.state()["currentState"].clone();
-    cluster.edit(|t| {
-        format!(
-            "{}upgrade_strategy:\n  max_unavailable_worker: 1\n",
-            t.replacen(
-                "  kubelet:\n    extra_args:\n",
-                "  kubelet:\n    extra_args:\n      cni-conf-dir: /etc/cni/net.d-host1\n",
-                1
-            )
-        )
-    });
+    cluster.only_host1_keeps_its_cni_config();
     let plan = cluster.dry_run();
     for worker in ["host2", "host3"] {
         assert!(
