@@ -225,6 +225,26 @@ fn build_failing_kubelet(cluster: &E2e, host: &str) -> String {
     image
 }
 
+/// The worker whose kubelet a failed `up --output json` put back, the only restore it
+/// reported, and the other worker.
+fn the_one_worker_restored(cluster: &E2e, out: &str) -> (&'static str, &'static str) {
+    let restores: Vec<Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == "applied" && v["data"]["action"] == "restore_container")
+        .collect();
+    assert_eq!(restores.len(), 1, "one worker restored:\n{out}");
+    assert_eq!(restores[0]["data"]["name"], "kubelet", "{out}");
+    assert_eq!(restores[0]["status"], "ok", "{out}");
+    let failed_ip = restores[0]["host"].as_str().unwrap_or_default();
+    if failed_ip == cluster.env.ip(2) {
+        ("host2", "host3")
+    } else {
+        assert_eq!(failed_ip, cluster.env.ip(3), "{out}");
+        ("host3", "host2")
+    }
+}
+
 fn nodes_cordoned(cluster: &E2e) -> String {
     let (ok, out) = cluster.kubectl(&[
         "get",
@@ -276,24 +296,7 @@ async fn a_failed_worker_upgrade_is_undone_and_the_state_stays_old() {
     for attempt in ["first", "second"] {
         let (ok, out) = cluster.rkers(&["up", "--output", "json"]);
         assert!(!ok, "the {attempt} up must fail:\n{out}");
-        let events: Vec<Value> = out
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
-        let restores: Vec<&Value> = events
-            .iter()
-            .filter(|v| v["event"] == "applied" && v["data"]["action"] == "restore_container")
-            .collect();
-        assert_eq!(restores.len(), 1, "{attempt}: one worker restored:\n{out}");
-        assert_eq!(restores[0]["data"]["name"], "kubelet", "{out}");
-        assert_eq!(restores[0]["status"], "ok", "{out}");
-        let failed_ip = restores[0]["host"].as_str().unwrap_or_default();
-        let (failed, other) = if failed_ip == cluster.env.ip(2) {
-            ("host2", "host3")
-        } else {
-            assert_eq!(failed_ip, cluster.env.ip(3), "{out}");
-            ("host3", "host2")
-        };
+        let (failed, other) = the_one_worker_restored(&cluster, &out);
         for part in [
             "failed its health check",
             "kubelet of the test image exits at once",
@@ -371,24 +374,7 @@ async fn a_worker_whose_node_stays_not_ready_is_undone() {
         !ok,
         "up must fail when a worker's node stays NotReady:\n{out}"
     );
-    let events: Vec<Value> = out
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    let restores: Vec<&Value> = events
-        .iter()
-        .filter(|v| v["event"] == "applied" && v["data"]["action"] == "restore_container")
-        .collect();
-    assert_eq!(restores.len(), 1, "one worker restored:\n{out}");
-    assert_eq!(restores[0]["data"]["name"], "kubelet", "{out}");
-    assert_eq!(restores[0]["status"], "ok", "{out}");
-    let failed_ip = restores[0]["host"].as_str().unwrap_or_default();
-    let failed = if failed_ip == cluster.env.ip(2) {
-        "host2"
-    } else {
-        assert_eq!(failed_ip, cluster.env.ip(3), "{out}");
-        "host3"
-    };
+    let (failed, _) = the_one_worker_restored(&cluster, &out);
     for part in [
         format!("node {failed} did not report Ready within 20s"),
         "cni config uninitialized".to_string(),

@@ -292,7 +292,7 @@ mod tests {
         );
         assert_eq!(
             ready_heartbeat(&node).as_deref(),
-            Some("2026-11-28 10:00:00 UTC")
+            Some("2026-11-28T10:00:00Z")
         );
         assert_eq!(
             ready_condition(&Node::default()),

@@ -36,7 +36,8 @@ pub enum Action {
         name: String,
     },
     /// Never planned: what a failed [`Action::RecreateContainer`] does to undo itself (the new
-    /// container did not start, or failed its health check). The previous container, kept
+    /// container did not start, failed its health check, or its node was not Ready again in
+    /// time, see [`node_ready_wait`]). The previous container, kept
     /// aside as `old-<name>`, gets its name back and is started again when it ran.
     RestoreContainer {
         name: String,
