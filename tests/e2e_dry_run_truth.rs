@@ -3,7 +3,8 @@
 //! equal the `applied` events of the second, action for action and in order per host (the host
 //! keys include the pseudo-hosts `cluster` and `local`), every applied action succeeded, and
 //! the dry run changed nothing on the hosts. A failed `up` whose recreated kube-apiserver is
-//! undone applies its dry run up to that recreate, then the undo it promised. `up`'s
+//! undone applies its dry run up to that recreate, then the undo it promised; so does one
+//! whose worker's node stays NotReady after its kubelet's recreate. `up`'s
 //! pre-change etcd snapshot is named after the moment of each plan: that time is the one thing
 //! left out of the comparison.
 //!
@@ -498,6 +499,83 @@ async fn up_undoing_a_failed_recreate_applies_its_dry_run_and_the_undo() {
 
     // Back to the standard config for the tests that follow.
     cluster.standard().await;
+}
+
+/// `up` whose worker's new kubelet runs but whose node stays NotReady (see
+/// `only_host1_keeps_its_cni_config`): host1 applies its dry run, the failing worker its
+/// kubelet's recreate, then, once `--node-ready-timeout` passed, the undo the recreate's
+/// "keep … until … node … is Ready" promised; the other worker and the cluster nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn up_undoing_a_worker_whose_node_stays_not_ready_applies_its_dry_run_and_the_undo() {
+    let Some(cluster) = E2e::new() else { return };
+    cluster.standard().await;
+    cluster.only_host1_keeps_its_cni_config();
+    let (ok, dry) = cluster.rkers(&["up", "--dry-run", "--output", "json"]);
+    assert!(ok, "{dry}");
+    let planned = action_events(&dry, "planned");
+    let (ok, real) = cluster.rkers(&["up", "--node-ready-timeout", "20", "--output", "json"]);
+    assert!(
+        !ok,
+        "up must fail when a worker's node stays NotReady:\n{real}"
+    );
+    let applied = action_events(&real, "applied");
+    assert_eq!(failed_actions(&real), Vec::<String>::new(), "{real}");
+    let h1 = cluster.env.ip(1);
+    let failed = applied
+        .keys()
+        .find(|h| **h != h1)
+        .unwrap_or_else(|| panic!("no worker applied anything:\n{}", show(&applied)))
+        .clone();
+    assert_eq!(
+        applied.keys().collect::<Vec<_>>(),
+        [&h1, &failed],
+        "only host1 and one worker are touched:\n{}",
+        show(&applied)
+    );
+    // host1 (its control plane went through) applied its dry run but what comes after the
+    // worker plane.
+    let h1_applied = &applied[&h1];
+    assert!(
+        !h1_applied.is_empty() && planned[&h1].starts_with(h1_applied),
+        "host1: applied (left) is no beginning of the dry run (right):\n{}\n{}",
+        show(&applied),
+        show(&planned)
+    );
+    let plan = &planned[&failed];
+    let recreate = plan
+        .iter()
+        .position(|(t, _)| t.starts_with("recreate container kubelet"))
+        .unwrap_or_else(|| panic!("{}", show(&planned)));
+    let node = if failed == cluster.env.ip(2) {
+        "host2"
+    } else {
+        "host3"
+    };
+    assert!(
+        plan[recreate].0.ends_with(&format!(
+            "keep kubelet as old-kubelet until http://localhost:10248/healthz answers and node \
+             {node} is Ready"
+        )),
+        "{}",
+        show(&planned)
+    );
+    let mut expected = plan[..=recreate].to_vec();
+    expected.push((
+        "put back and start the previous container kubelet (from old-kubelet: its replacement \
+         failed)"
+            .to_string(),
+        serde_json::json!({"action": "restore_container", "name": "kubelet", "start": true}),
+    ));
+    assert_eq!(
+        applied[&failed],
+        expected,
+        "applied (left) differs from the dry run and its undo (right):\n{}",
+        show(&applied)
+    );
+
+    // Back to the standard config for the tests that follow.
+    cluster.standard().await;
+    cluster.env.on_host("host1", "rm -rf /etc/cni/net.d-host1");
 }
 
 /// A host leaving and coming back, and etcd going from 1 member to 3 and back to 1: each `up`

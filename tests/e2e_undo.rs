@@ -225,6 +225,26 @@ fn build_failing_kubelet(cluster: &E2e, host: &str) -> String {
     image
 }
 
+/// The worker whose kubelet a failed `up --output json` put back, the only restore it
+/// reported, and the other worker.
+fn the_one_worker_restored(cluster: &E2e, out: &str) -> (&'static str, &'static str) {
+    let restores: Vec<Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == "applied" && v["data"]["action"] == "restore_container")
+        .collect();
+    assert_eq!(restores.len(), 1, "one worker restored:\n{out}");
+    assert_eq!(restores[0]["data"]["name"], "kubelet", "{out}");
+    assert_eq!(restores[0]["status"], "ok", "{out}");
+    let failed_ip = restores[0]["host"].as_str().unwrap_or_default();
+    if failed_ip == cluster.env.ip(2) {
+        ("host2", "host3")
+    } else {
+        assert_eq!(failed_ip, cluster.env.ip(3), "{out}");
+        ("host3", "host2")
+    }
+}
+
 fn nodes_cordoned(cluster: &E2e) -> String {
     let (ok, out) = cluster.kubectl(&[
         "get",
@@ -276,24 +296,7 @@ async fn a_failed_worker_upgrade_is_undone_and_the_state_stays_old() {
     for attempt in ["first", "second"] {
         let (ok, out) = cluster.rkers(&["up", "--output", "json"]);
         assert!(!ok, "the {attempt} up must fail:\n{out}");
-        let events: Vec<Value> = out
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
-        let restores: Vec<&Value> = events
-            .iter()
-            .filter(|v| v["event"] == "applied" && v["data"]["action"] == "restore_container")
-            .collect();
-        assert_eq!(restores.len(), 1, "{attempt}: one worker restored:\n{out}");
-        assert_eq!(restores[0]["data"]["name"], "kubelet", "{out}");
-        assert_eq!(restores[0]["status"], "ok", "{out}");
-        let failed_ip = restores[0]["host"].as_str().unwrap_or_default();
-        let (failed, other) = if failed_ip == cluster.env.ip(2) {
-            ("host2", "host3")
-        } else {
-            assert_eq!(failed_ip, cluster.env.ip(3), "{out}");
-            ("host3", "host2")
-        };
+        let (failed, other) = the_one_worker_restored(&cluster, &out);
         for part in [
             "failed its health check",
             "kubelet of the test image exits at once",
@@ -337,6 +340,74 @@ async fn a_failed_worker_upgrade_is_undone_and_the_state_stays_old() {
     // Back to the standard config: up succeeds and the state records it.
     cluster.reset_config(3);
     cluster.up();
+    assert_eq!(old_containers(&cluster), Vec::<String>::new());
+    wait_nodes_ready(&api, &HOSTS, Duration::from_secs(180)).await;
+}
+
+/// kubelet's CNI config directory moved to one only host1 has: host1 (upgraded with the
+/// control plane) is Ready with it, while a worker's new kubelet answers its health check but
+/// finds no CNI config, so its node stays NotReady. The worker's previous kubelet is kept as
+/// `old-kubelet` until the node is Ready again (a Ready the previous kubelet posted does not
+/// count), and put back when it is not within `--node-ready-timeout`. Before that undo, `up`
+/// exited 0 here: the node still showed the previous kubelet's Ready when the run looked.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_whose_node_stays_not_ready_is_undone() {
+    let Some(cluster) = E2e::new() else { return };
+    let api = cluster.standard().await;
+    let started = Instant::now();
+    let before = cluster.env.container_ids(&HOSTS);
+    let state_before = cluster.state()["currentState"].clone();
+    cluster.only_host1_keeps_its_cni_config();
+    let plan = cluster.dry_run();
+    for worker in ["host2", "host3"] {
+        assert!(
+            plan.contains(&format!(
+                "keep kubelet as old-kubelet until http://localhost:10248/healthz answers and \
+                 node {worker} is Ready"
+            )),
+            "{plan}"
+        );
+    }
+
+    let (ok, out) = cluster.rkers(&["up", "--node-ready-timeout", "20", "--output", "json"]);
+    assert!(
+        !ok,
+        "up must fail when a worker's node stays NotReady:\n{out}"
+    );
+    let (failed, _) = the_one_worker_restored(&cluster, &out);
+    for part in [
+        format!("node {failed} did not report Ready within 20s"),
+        "cni config uninitialized".to_string(),
+        "the host was restored".to_string(),
+        "not upgraded".to_string(),
+    ] {
+        assert!(out.contains(&part), "the error lacks {part:?}:\n{out}");
+    }
+    // The workers run the containers they ran before; host1 the new kubelet.
+    let now = cluster.env.container_ids(&HOSTS);
+    for (key, id) in &before {
+        if !key.starts_with("host1/") {
+            assert_eq!(now.get(key), Some(id), "{key} changed:\n{out}");
+        }
+    }
+    assert_ne!(now["host1/kubelet"], before["host1/kubelet"], "{out}");
+    assert_eq!(old_containers(&cluster), Vec::<String>::new());
+    assert_eq!(
+        cluster.state()["currentState"],
+        state_before,
+        "a failed worker must leave the state of the last healthy run"
+    );
+    assert_eq!(nodes_cordoned(&cluster), "", "a node stays cordoned");
+    wait_nodes_ready(&api, &HOSTS, Duration::from_secs(120)).await;
+    eprintln!(
+        "a worker undone for its NotReady node, checked, in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+
+    // Back to the standard config.
+    cluster.reset_config(3);
+    cluster.up();
+    cluster.env.on_host("host1", "rm -rf /etc/cni/net.d-host1");
     assert_eq!(old_containers(&cluster), Vec::<String>::new());
     wait_nodes_ready(&api, &HOSTS, Duration::from_secs(180)).await;
 }

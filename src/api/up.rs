@@ -109,6 +109,7 @@ pub(super) fn up_options(run: &Run, req: &UpRequest, dry_run: bool) -> phases::u
         ignore_removed_apis: req.ignore_removed_apis,
         dind: false,
         no_snapshot: req.no_snapshot,
+        node_ready_timeout: None,
         minor_back_from_snapshot: false,
     }
 }

@@ -173,6 +173,10 @@ pub struct UpArgs {
     /// plane; a change that fails half-way can then only be undone from an older snapshot.
     #[arg(long)]
     pub no_snapshot: bool,
+    /// Seconds an upgraded worker's node may take to be Ready again before the containers it
+    /// ran before are put back and the run fails [default: 180].
+    #[arg(long, value_name = "SECONDS")]
+    pub node_ready_timeout: Option<u64>,
 }
 
 /// How `up` and `rollback` reach the nodes when not over SSH (RKE1's local and dind modes).

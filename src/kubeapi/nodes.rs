@@ -150,6 +150,36 @@ pub fn is_ready(node: &Node) -> bool {
         .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
+/// When the node's kubelet last posted its Ready condition.
+pub fn ready_heartbeat(node: &Node) -> Option<String> {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+        .and_then(|c| c.last_heartbeat_time.as_ref())
+        .map(|t| t.0.to_string())
+}
+
+/// The node's Ready condition as its kubelet posted it, for an error: `Ready=False:
+/// KubeletNotReady: runtime network not ready: …`.
+pub fn ready_condition(node: &Node) -> String {
+    let condition = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"));
+    let Some(c) = condition else {
+        return "no Ready condition posted".to_string();
+    };
+    [c.reason.as_deref(), c.message.as_deref()]
+        .into_iter()
+        .flatten()
+        .filter(|s| !s.is_empty())
+        .fold(format!("Ready={}", c.status), |text, part| {
+            format!("{text}: {part}")
+        })
+}
+
 impl KubeApi {
     /// Marks a node (un)schedulable.
     pub async fn set_unschedulable(
@@ -195,17 +225,37 @@ impl KubeApi {
         hostname: &str,
         timeout: Duration,
     ) -> Result<(), KubeApiError> {
+        self.wait_node_ready_after(hostname, None, timeout).await
+    }
+
+    /// [`Self::wait_node_ready`], where a Ready condition whose heartbeat is still `stale` (read
+    /// before the node's kubelet was replaced) does not count: the node keeps the old kubelet's
+    /// Ready for up to 40 s after it stopped, whatever the new one will say.
+    pub async fn wait_node_ready_after(
+        &self,
+        hostname: &str,
+        stale: Option<&str>,
+        timeout: Duration,
+    ) -> Result<(), KubeApiError> {
         let deadline = tokio::time::Instant::now() + timeout;
+        let mut last_seen = None;
         loop {
-            if let Ok(node) = find_node(self, hostname, 1).await
-                && is_ready(&node)
-            {
-                return Ok(());
+            if let Ok(node) = find_node(self, hostname, 1).await {
+                let fresh = stale.is_none() || ready_heartbeat(&node).as_deref() != stale;
+                if is_ready(&node) && fresh {
+                    return Ok(());
+                }
+                last_seen = Some(if fresh {
+                    ready_condition(&node)
+                } else {
+                    "its Ready condition is still the one its previous kubelet posted".to_string()
+                });
             }
             if tokio::time::Instant::now() >= deadline {
+                let seen = last_seen.map(|s| format!(" ({s})")).unwrap_or_default();
                 return Err(self.err(
                     "wait for node",
-                    format!("{hostname} not Ready after {}s", timeout.as_secs()),
+                    format!("{hostname} not Ready after {}s{seen}", timeout.as_secs()),
                 ));
             }
             tokio::time::sleep(Duration::from_secs(2)).await;
@@ -220,6 +270,35 @@ mod tests {
 
     fn roles(r: &[&str]) -> BTreeSet<String> {
         r.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_not_ready_node_says_why_and_its_heartbeat_tells_kubelets_apart() {
+        let node: Node = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "host2"},
+            "status": {"conditions": [{
+                "type": "Ready",
+                "status": "False",
+                "reason": "KubeletNotReady",
+                "message": "runtime network not ready: cni config uninitialized",
+                "lastHeartbeatTime": "2026-11-28T10:00:00Z"
+            }]}
+        }))
+        .unwrap();
+        assert!(!is_ready(&node));
+        assert_eq!(
+            ready_condition(&node),
+            "Ready=False: KubeletNotReady: runtime network not ready: cni config uninitialized"
+        );
+        assert_eq!(
+            ready_heartbeat(&node).as_deref(),
+            Some("2026-11-28T10:00:00Z")
+        );
+        assert_eq!(
+            ready_condition(&Node::default()),
+            "no Ready condition posted"
+        );
+        assert_eq!(ready_heartbeat(&Node::default()), None);
     }
 
     #[test]

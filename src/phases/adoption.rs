@@ -211,6 +211,7 @@ mod tests {
                     }],
                     start: true,
                     spec: Box::default(),
+                    until_node_ready: None,
                 },
                 Action::RemoveFile {
                     path: "/etc/kubernetes/ssl/kube-kubelet-10-0-0-2-key.pem".into(),
@@ -257,6 +258,7 @@ mod tests {
             }],
             start: true,
             spec: Box::default(),
+            until_node_ready: None,
         };
         assert!(reason(&action).starts_with("cluster.yml"));
     }

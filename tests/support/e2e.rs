@@ -291,6 +291,27 @@ impl E2e {
         std::fs::write(&self.config, f(&text)).unwrap();
     }
 
+    /// kubelet's CNI config directory moved to `/etc/cni/net.d-host1`, a copy only host1 has,
+    /// and workers upgraded one at a time: host1's new kubelet is Ready, a worker's answers its
+    /// health check but its node stays NotReady. Undone by [`Self::reset_config`], an `up`,
+    /// and removing `/etc/cni/net.d-host1`.
+    pub fn only_host1_keeps_its_cni_config(&self) {
+        self.env.on_host(
+            "host1",
+            "rm -rf /etc/cni/net.d-host1 && cp -a /etc/cni/net.d /etc/cni/net.d-host1",
+        );
+        self.edit(|t| {
+            format!(
+                "{}upgrade_strategy:\n  max_unavailable_worker: 1\n",
+                t.replacen(
+                    "  kubelet:\n    extra_args:\n",
+                    "  kubelet:\n    extra_args:\n      cni-conf-dir: /etc/cni/net.d-host1\n",
+                    1
+                )
+            )
+        });
+    }
+
     pub fn state_path(&self) -> PathBuf {
         self.dir.join("cluster.rkestate")
     }

@@ -117,6 +117,7 @@ pub async fn run(
                     dind: false,
                     // etcd was just restored from a snapshot, and `up` recreates nothing.
                     no_snapshot: true,
+                    node_ready_timeout: None,
                     minor_back_from_snapshot: false,
                 },
             };

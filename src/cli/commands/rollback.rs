@@ -85,6 +85,7 @@ fn up_options(args: &RollbackArgs) -> UpOptions {
         ignore_removed_apis: false,
         dind: args.links.dind,
         no_snapshot: args.no_snapshot,
+        node_ready_timeout: None,
         minor_back_from_snapshot: false,
     }
 }

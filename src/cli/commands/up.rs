@@ -56,6 +56,7 @@ pub async fn run(
         ignore_removed_apis: args.ignore_removed_apis,
         dind: args.links.dind,
         no_snapshot: args.no_snapshot,
+        node_ready_timeout: args.node_ready_timeout.map(std::time::Duration::from_secs),
         minor_back_from_snapshot: false,
     };
     if let Some(links) = links {

@@ -20,12 +20,15 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
     /// created or started, or fails its check, the old one is put back under its name and
     /// started again (reported as a [`Action::RestoreContainer`] of its own), so the host
     /// keeps the component it had, and the failure names the cause (with the failed
-    /// container's last log lines).
+    /// container's last log lines). A container kept until its node is Ready
+    /// ([`crate::diff::UndoCheck::NodeReady`]) stays aside after its health check: the rolling
+    /// upgrade that waits for the node settles it ([`Self::settle_kept`]).
     pub(super) async fn recreate(
         &self,
         name: &str,
         spec: &plan::ContainerSpec,
         start: bool,
+        until_node_ready: Option<&str>,
     ) -> Result<(), ExecFailure> {
         let docker = self.host()?.docker();
         let old = format!("{}{name}", plan::OLD_PREFIX);
@@ -43,7 +46,13 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                 restored: undone.err().map(Box::new),
             });
         }
-        if let Some(check) = crate::diff::undo_check(start, spec) {
+        let check = crate::diff::undo_check(start, spec, until_node_ready);
+        let health = match check {
+            Some(crate::diff::UndoCheck::Healthy(h)) => Some(h),
+            Some(crate::diff::UndoCheck::NodeReady { health, .. }) => health,
+            None => None,
+        };
+        if let Some(check) = health {
             let tls = self.exec.health_tls(check);
             let host = self.host()?;
             if let Err(cause) =
@@ -62,8 +71,41 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                 });
             }
         }
+        if let Some(crate::diff::UndoCheck::NodeReady { .. }) = check {
+            self.exec.keep(self.name, name, was_running);
+            return Ok(());
+        }
         docker.remove_container(&old).await?;
         Ok(())
+    }
+
+    /// The containers of this host kept aside until its node is Ready, once the wait is over:
+    /// dropped when the node is Ready (`ready`), put back otherwise (each an applied
+    /// [`Action::RestoreContainer`], the last replaced first). Every one is settled even when
+    /// another fails, so none stays aside; returns the names put back, or the first failure.
+    pub async fn settle_kept(&self, ready: bool) -> Result<Vec<String>, ExecFailure> {
+        let kept = self.exec.take_kept(self.name);
+        let docker = self.host()?.docker();
+        let mut restored = Vec::new();
+        let mut first_failure = None;
+        for (name, was_running) in kept.into_iter().rev() {
+            let settled = if ready {
+                docker
+                    .remove_container(&format!("{}{name}", plan::OLD_PREFIX))
+                    .await
+                    .map_err(ExecFailure::from)
+            } else {
+                self.restore_reported(&name, was_running).await
+            };
+            match settled {
+                Ok(()) if !ready => restored.push(name),
+                Ok(()) => {}
+                Err(e) => {
+                    first_failure.get_or_insert(e);
+                }
+            }
+        }
+        first_failure.map_or(Ok(restored), Err)
     }
 
     /// [`Self::restore`], reported as the applied [`Action::RestoreContainer`] it is.

@@ -126,8 +126,15 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                 name, start, spec, ..
             } => self.create(name, spec, *start).await,
             Action::RecreateContainer {
-                name, start, spec, ..
-            } => self.recreate(name, spec, *start).await,
+                name,
+                start,
+                spec,
+                until_node_ready,
+                ..
+            } => {
+                self.recreate(name, spec, *start, until_node_ready.as_deref())
+                    .await
+            }
             Action::RestoreContainer { name, start } => self.restore(name, *start).await,
             Action::StartContainer { name } => self
                 .host()?

@@ -147,6 +147,9 @@ pub struct Executor<'a> {
     /// The certificates a recreated container's health check presents (the cluster CA, a
     /// client certificate); without them a check is made without TLS material.
     certificates: crate::pki::Bundle,
+    /// Per host, the containers replaced but kept aside as `old-<name>` until the host's node
+    /// is Ready, in the order they were replaced, each with whether it ran before.
+    kept: Mutex<BTreeMap<String, Vec<(String, bool)>>>,
 }
 
 /// Runs `rkers up` (a snapshot restore's last step). Given by the command as a closure: `up`
@@ -173,7 +176,27 @@ impl<'a> Executor<'a> {
             one_shot_logs: Mutex::new(BTreeMap::new()),
             up: None,
             certificates: crate::pki::Bundle::new(),
+            kept: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// Records `container` on `host` as kept aside until the host's node is Ready.
+    fn keep(&self, host: &str, container: &str, was_running: bool) {
+        self.kept
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(host.to_string())
+            .or_default()
+            .push((container.to_string(), was_running));
+    }
+
+    /// The containers kept aside on `host`, no longer recorded.
+    fn take_kept(&self, host: &str) -> Vec<(String, bool)> {
+        self.kept
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(host)
+            .unwrap_or_default()
     }
 
     /// The certificates health checks present.

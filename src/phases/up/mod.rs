@@ -83,6 +83,9 @@ pub struct UpOptions {
     pub dind: bool,
     /// `--no-snapshot`: no etcd snapshot before a change to etcd or the control plane.
     pub no_snapshot: bool,
+    /// `--node-ready-timeout`: how long an upgraded worker's node may take to be Ready again
+    /// before its previous containers are put back; `None`: 180 s.
+    pub node_ready_timeout: Option<std::time::Duration>,
     /// `rkers rollback --restore-snapshot`: etcd was just restored from the snapshot taken
     /// while the older minor ran, so going back a minor is what is asked, not a mistake.
     pub minor_back_from_snapshot: bool,
@@ -107,11 +110,11 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
     // What the cluster ran until now, which `rkers rollback` goes back to once this run finishes.
     loaded.state.keep_rollback_candidate();
     state::save_desired_state(cluster, &loaded.state, reporter)?;
-    let run = Arc::new(run::Run::new(
-        planned,
-        cluster.files.kubeconfig_path.clone(),
-        reporter,
-    ));
+    let mut run = run::Run::new(planned, cluster.files.kubeconfig_path.clone(), reporter);
+    if let Some(timeout) = opts.node_ready_timeout {
+        run.node_ready_timeout = timeout;
+    }
+    let run = Arc::new(run);
     runner.probe_failed_hosts(run.pool.hosts());
     let old_current = loaded.old_current.as_ref();
 

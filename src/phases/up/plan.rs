@@ -175,7 +175,13 @@ pub(super) async fn plan(
                 windows,
             )
         });
-        let list = host_actions(host_plan, obs, &desired_files[&host_plan.address], &loaded);
+        let mut list = host_actions(host_plan, obs, &desired_files[&host_plan.address], &loaded);
+        // Windows workers keep the health-check undo: their containers run under wins.
+        let existing = !windows
+            && old_current
+                .as_ref()
+                .is_some_and(|o| o.nodes.iter().any(|n| n.address == host_plan.address));
+        crate::diff::keep_until_node_ready(&mut list, host_plan, existing);
         all_actions.push(HostActions {
             host: host_plan.address.clone(),
             actions: list.clone(),

@@ -58,13 +58,12 @@ pub(super) fn upgrade_hosts(
 /// the host is already out of service and its upgrade costs nothing of the budget, whatever the
 /// node's (possibly stale) Ready condition says.
 pub(super) fn kubelet_runs(run: &Run, address: &str) -> bool {
-    !run.actions[address].iter().any(|a| {
-        matches!(a, Action::CreateContainer { name, .. } | Action::StartContainer { name } if name == plan::KUBELET)
-    })
+    crate::diff::kubelet_runs(&run.actions[address])
 }
 
 pub(super) fn upgrade_strategy(
     cluster: &Cluster,
+    run: &Run,
     budget_of: fn(&crate::config::NodeUpgradeStrategy) -> &str,
     hosts: usize,
 ) -> Result<upgrade::Strategy, UpError> {
@@ -92,7 +91,7 @@ pub(super) fn upgrade_strategy(
     Ok(upgrade::Strategy {
         budget,
         drain,
-        ready_timeout: NODE_READY_AFTER_UPGRADE,
+        ready_timeout: run.node_ready_timeout,
         cni_wait: None,
     })
 }
@@ -147,7 +146,8 @@ pub(super) fn rolling_summary(
     lines
 }
 
-/// How long an upgraded host's node may take to report Ready again. The wait itself is what
+/// How long an upgraded host's node may take to report Ready again (`--node-ready-timeout`
+/// changes it). The wait itself is what
 /// keeps `upgrade_strategy`'s budget true: the next hosts may only go out of service once this
 /// one serves again (§17).
 pub(super) const NODE_READY_AFTER_UPGRADE: Duration = Duration::from_secs(180);
@@ -164,7 +164,12 @@ pub(super) async fn upgrade_control_plane(
     let phase = runner.reporter.phase("control plane");
     let both: Vec<&str> = CONTROL_PLANE.iter().chain(WORKER_PLANE).copied().collect();
     let hosts = upgrade_hosts(run, old, &both, |h| h.roles.controlplane);
-    let mut strategy = upgrade_strategy(cluster, |s| &s.max_unavailable_controlplane, hosts.len())?;
+    let mut strategy = upgrade_strategy(
+        cluster,
+        run,
+        |s| &s.max_unavailable_controlplane,
+        hosts.len(),
+    )?;
     strategy.cni_wait = Some(crate::checks::guard::CniWait::for_cluster(
         cluster,
         run.pool.hosts(),
@@ -192,12 +197,12 @@ pub(super) async fn upgrade_worker_plane(
     let phase = runner.reporter.phase("worker plane");
     let apply = |address: String| {
         let run = run.clone();
-        async move { apply_plane_on(&run, &address, WORKER_PLANE).await }
+        async move { upgrade_worker_host(&run, api, &address).await }
     };
     let etcd_hosts = upgrade_hosts(run, old, WORKER_PLANE, |h| {
         !h.roles.controlplane && h.roles.etcd
     });
-    let mut one_at_a_time = upgrade_strategy(cluster, |s| &s.max_unavailable_worker, 1)?;
+    let mut one_at_a_time = upgrade_strategy(cluster, run, |s| &s.max_unavailable_worker, 1)?;
     one_at_a_time.budget = 1;
     one_at_a_time.cni_wait = Some(crate::checks::guard::CniWait::for_cluster(
         cluster,
@@ -218,8 +223,89 @@ pub(super) async fn upgrade_worker_plane(
     let workers = upgrade_hosts(run, old, WORKER_PLANE, |h| {
         !h.roles.controlplane && !h.roles.etcd
     });
-    let mut strategy = upgrade_strategy(cluster, |s| &s.max_unavailable_worker, workers.len())?;
+    let mut strategy =
+        upgrade_strategy(cluster, run, |s| &s.max_unavailable_worker, workers.len())?;
     strategy.cni_wait = one_at_a_time.cni_wait.clone();
     let result = upgrade::rolling(runner, "worker plane", api, workers, &strategy, apply).await;
     finish(phase, result)
+}
+
+/// A worker host's plane. What the plan keeps until the host's node is Ready
+/// ([`crate::diff::UndoCheck::NodeReady`]) is settled here: the previous containers are dropped
+/// once the node is Ready, and put back when it is not within the wait (or the plane failed),
+/// so the host runs what it ran before and the error says so.
+async fn upgrade_worker_host(
+    run: &Run,
+    api: Option<&KubeApi>,
+    address: &str,
+) -> Result<(), String> {
+    let Some((node, kubelet)) = kept_until_ready(run, address) else {
+        return apply_plane_on(run, address, WORKER_PLANE).await;
+    };
+    // A node keeps the old kubelet's Ready for a while: only a heartbeat of the new one counts.
+    let stale = match api {
+        Some(api) if kubelet => crate::kubeapi::find_node(api, node, 1)
+            .await
+            .ok()
+            .and_then(|n| crate::kubeapi::nodes::ready_heartbeat(&n)),
+        _ => None,
+    };
+    let exec = run.executor(address);
+    if let Err(failed) = apply_plane_on(run, address, WORKER_PLANE).await {
+        return match exec.settle_kept(false).await {
+            Ok(_) => Err(failed),
+            Err(e) => Err(format!(
+                "{failed}; putting back the containers kept until node {node} is Ready failed too: {e}"
+            )),
+        };
+    }
+    let timeout = run.node_ready_timeout;
+    let waited = match api {
+        Some(api) => api
+            .wait_node_ready_after(node, stale.as_deref(), timeout)
+            .await
+            .map_err(|e| e.to_string()),
+        None => Err("the Kubernetes API cannot be reached to see it".to_string()),
+    };
+    let Err(cause) = waited else {
+        return exec
+            .settle_kept(true)
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string());
+    };
+    let wait = format!(
+        "node {node} did not report Ready within {}s after its upgrade (--node-ready-timeout): {cause}",
+        timeout.as_secs()
+    );
+    match exec.settle_kept(false).await {
+        Ok(restored) => Err(format!(
+            "{wait}; put back the {} it ran before: the host was restored",
+            restored.join(" and ")
+        )),
+        Err(e) => Err(format!(
+            "{wait}; putting back the previous containers failed: {e}; the host was NOT restored"
+        )),
+    }
+}
+
+/// The node whose Ready the host's recreated containers are kept for, and whether kubelet is
+/// one of them; `None` when nothing is kept until then.
+fn kept_until_ready<'r>(run: &'r Run, address: &str) -> Option<(&'r str, bool)> {
+    let mut kept = run.actions[address].iter().filter_map(|a| match a {
+        Action::RecreateContainer {
+            name,
+            start,
+            spec,
+            until_node_ready,
+            ..
+        } => match crate::diff::undo_check(*start, spec, until_node_ready.as_deref()) {
+            Some(crate::diff::UndoCheck::NodeReady { node, .. }) => Some((node, name.as_str())),
+            _ => None,
+        },
+        _ => None,
+    });
+    let (node, first) = kept.next()?;
+    let kubelet = first == plan::KUBELET || kept.any(|(_, name)| name == plan::KUBELET);
+    Some((node, kubelet))
 }

@@ -100,6 +100,8 @@ pub(super) struct Run {
     pub(super) addons: Vec<crate::addons::AddonPlan>,
     /// Applies every action of the run: the planned hosts', the hosts' that left, `cluster`'s.
     pub(super) exec: Executor<'static>,
+    /// How long an upgraded host's node may take to be Ready again (`--node-ready-timeout`).
+    pub(super) node_ready_timeout: std::time::Duration,
 }
 
 impl Run {
@@ -129,6 +131,7 @@ impl Run {
             reporter: reporter.clone(),
             cluster_actions: planned.cluster.actions,
             addons: planned.cluster.addons,
+            node_ready_timeout: super::rolling::NODE_READY_AFTER_UPGRADE,
         }
     }
 

@@ -255,6 +255,7 @@ mod tests {
             }],
             start: true,
             spec: Box::default(),
+            until_node_ready: None,
         }
     }
 

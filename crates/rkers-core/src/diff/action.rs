@@ -20,6 +20,8 @@ pub enum Action {
         spec: Box<crate::plan::ContainerSpec>,
     },
     /// `changes` are what differs from the running container, `spec` what replaces it.
+    /// `until_node_ready` names the node whose Ready the previous container is kept for
+    /// (see [`node_ready_wait`]).
     RecreateContainer {
         name: String,
         #[serde(serialize_with = "changes_as_strings")]
@@ -27,12 +29,15 @@ pub enum Action {
         start: bool,
         #[serde(skip)]
         spec: Box<crate::plan::ContainerSpec>,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        until_node_ready: Option<String>,
     },
     StartContainer {
         name: String,
     },
     /// Never planned: what a failed [`Action::RecreateContainer`] does to undo itself (the new
-    /// container did not start, or failed its health check). The previous container, kept
+    /// container did not start, failed its health check, or its node was not Ready again in
+    /// time, see [`node_ready_wait`]). The previous container, kept
     /// aside as `old-<name>`, gets its name back and is started again when it ran.
     RestoreContainer {
         name: String,
@@ -337,14 +342,90 @@ impl Action {
     }
 }
 
-/// The health check a recreated container must pass before the container it replaces is
-/// dropped (and that puts the previous one back when it fails): the new container runs and
-/// has a check.
-pub fn undo_check(
+/// What a recreated container must come through before the container it replaces is dropped
+/// (a failure puts the previous one back).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UndoCheck<'a> {
+    /// The new container answers its health check.
+    Healthy(&'a crate::plan::HealthCheck),
+    /// The new container answers its health check (when it has one), then the host's node
+    /// reports Ready again within the rolling upgrade's wait.
+    NodeReady {
+        node: &'a str,
+        health: Option<&'a crate::plan::HealthCheck>,
+    },
+}
+
+impl std::fmt::Display for UndoCheck<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UndoCheck::Healthy(check) => write!(f, "{} answers", check.url),
+            UndoCheck::NodeReady {
+                node,
+                health: Some(check),
+            } => write!(f, "{} answers and node {node} is Ready", check.url),
+            UndoCheck::NodeReady { node, health: None } => write!(f, "node {node} is Ready"),
+        }
+    }
+}
+
+/// What a recreated container must come through before the one it replaces is dropped: only a
+/// new container that runs is checked; its health check, then its node's Ready when the plan
+/// keeps it until then (`until_node_ready`, from [`node_ready_wait`]).
+pub fn undo_check<'a>(
     start: bool,
-    spec: &crate::plan::ContainerSpec,
-) -> Option<&crate::plan::HealthCheck> {
-    spec.health_check.as_ref().filter(|_| start)
+    spec: &'a crate::plan::ContainerSpec,
+    until_node_ready: Option<&'a str>,
+) -> Option<UndoCheck<'a>> {
+    if !start {
+        return None;
+    }
+    let health = spec.health_check.as_ref();
+    match until_node_ready {
+        Some(node) => Some(UndoCheck::NodeReady { node, health }),
+        None => health.map(UndoCheck::Healthy),
+    }
+}
+
+/// The node whose Ready a recreated `container` on `host` is kept for: the worker plane's
+/// rolling upgrade waits for a worker host's node to be Ready again after its kubelet or
+/// kube-proxy changed, and a node that does not come back must get the containers it ran
+/// before. Only for hosts that were in the cluster (`existing`) with a kubelet that runs
+/// (`kubelet_runs`): a host that served no pods has nothing to come back to. Control plane hosts
+/// are upgraded with their control plane, whose own undo ends with its health checks.
+pub fn node_ready_wait<'a>(
+    container: &str,
+    host: &'a crate::plan::HostPlan,
+    existing: bool,
+    kubelet_runs: bool,
+) -> Option<&'a str> {
+    let worker_plane = [crate::plan::KUBELET, crate::plan::KUBE_PROXY].contains(&container);
+    (worker_plane && existing && kubelet_runs && !host.roles.controlplane)
+        .then_some(host.hostname.as_str())
+}
+
+/// Sets `until_node_ready` on the host's recreates that [`node_ready_wait`] keeps until its
+/// node is Ready.
+pub fn keep_until_node_ready(actions: &mut [Action], host: &crate::plan::HostPlan, existing: bool) {
+    let runs = kubelet_runs(actions);
+    for action in actions {
+        if let Action::RecreateContainer {
+            name,
+            until_node_ready,
+            ..
+        } = action
+        {
+            *until_node_ready = node_ready_wait(name, host, existing, runs).map(str::to_string);
+        }
+    }
+}
+
+/// Whether the host's kubelet runs before these actions: one the actions create or start does
+/// not.
+pub fn kubelet_runs(actions: &[Action]) -> bool {
+    !actions.iter().any(|a| {
+        matches!(a, Action::CreateContainer { name, .. } | Action::StartContainer { name } if name == crate::plan::KUBELET)
+    })
 }
 
 fn octal<S: serde::Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
@@ -370,17 +451,17 @@ impl std::fmt::Display for Action {
                 changes,
                 start,
                 spec,
+                until_node_ready,
             } => {
                 write!(f, "recreate container {name}")?;
                 for c in changes {
                     write!(f, "\n      {c}")?;
                 }
-                if let Some(check) = undo_check(*start, spec) {
+                if let Some(check) = undo_check(*start, spec, until_node_ready.as_deref()) {
                     write!(
                         f,
-                        "\n      keep {name} as {}{name} until {} answers",
+                        "\n      keep {name} as {}{name} until {check}",
                         crate::plan::OLD_PREFIX,
-                        check.url
                     )?;
                 }
                 Ok(())
@@ -654,6 +735,7 @@ mod tests {
                         }],
                         start: true,
                         spec: Box::default(),
+                        until_node_ready: None,
                     },
                 ],
             },
@@ -695,6 +777,113 @@ mod tests {
             serde_json::to_value(&entry).unwrap()["action"],
             "write_tmpfiles_entry"
         );
+    }
+
+    fn host(controlplane: bool) -> crate::plan::HostPlan {
+        crate::plan::HostPlan {
+            address: "10.0.0.2".into(),
+            internal_address: "10.0.0.2".into(),
+            hostname: "worker-2".into(),
+            roles: crate::plan::Roles {
+                etcd: false,
+                controlplane,
+                worker: true,
+            },
+            prefix_path: String::new(),
+            containers: Default::default(),
+            files: vec![],
+            certificate_names: vec![],
+            port_checks: vec![],
+        }
+    }
+
+    fn recreate(name: &str) -> Action {
+        Action::RecreateContainer {
+            name: name.into(),
+            changes: vec![],
+            start: true,
+            spec: Box::new(crate::plan::ContainerSpec {
+                health_check: Some(crate::plan::HealthCheck {
+                    url: "http://localhost:10248/healthz".into(),
+                    client_certificate: None,
+                }),
+                start: true,
+                ..Default::default()
+            }),
+            until_node_ready: None,
+        }
+    }
+
+    fn kept_until(actions: &[Action]) -> Vec<Option<String>> {
+        actions
+            .iter()
+            .map(|a| match a {
+                Action::RecreateContainer {
+                    until_node_ready, ..
+                } => until_node_ready.clone(),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_running_workers_kubelet_and_kube_proxy_are_kept_until_its_node_is_ready() {
+        let mut actions = vec![
+            recreate("nginx-proxy"),
+            recreate("kubelet"),
+            recreate("kube-proxy"),
+        ];
+        keep_until_node_ready(&mut actions, &host(false), true);
+        let node = Some("worker-2".to_string());
+        assert_eq!(kept_until(&actions), vec![None, node.clone(), node]);
+        assert_eq!(
+            actions[1].to_string(),
+            "recreate container kubelet\n      keep kubelet as old-kubelet until \
+             http://localhost:10248/healthz answers and node worker-2 is Ready"
+        );
+        assert_eq!(
+            actions[0].to_string(),
+            "recreate container nginx-proxy\n      keep nginx-proxy as old-nginx-proxy until \
+             http://localhost:10248/healthz answers"
+        );
+        assert_eq!(
+            serde_json::to_value(&actions[1]).unwrap()["until_node_ready"],
+            "worker-2"
+        );
+        assert!(
+            serde_json::to_value(&actions[0])
+                .unwrap()
+                .get("until_node_ready")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn only_a_serving_worker_of_the_cluster_waits_for_its_node() {
+        // A new host, a control plane host (its control plane's undo ends with its checks),
+        // and a host whose kubelet is started by this run have no Ready to come back to.
+        for (h, existing) in [(host(false), false), (host(true), true)] {
+            let mut actions = vec![recreate("kubelet")];
+            keep_until_node_ready(&mut actions, &h, existing);
+            assert_eq!(kept_until(&actions), vec![None]);
+        }
+        let mut actions = vec![
+            Action::StartContainer {
+                name: "kubelet".into(),
+            },
+            recreate("kube-proxy"),
+        ];
+        keep_until_node_ready(&mut actions, &host(false), true);
+        assert_eq!(kept_until(&actions), vec![None, None]);
+    }
+
+    #[test]
+    fn a_container_that_does_not_run_is_not_checked() {
+        let spec = crate::plan::ContainerSpec::default();
+        assert_eq!(undo_check(false, &spec, Some("n")), None);
+        assert_eq!(undo_check(true, &spec, None), None);
+        let check = undo_check(true, &spec, Some("n")).unwrap();
+        assert_eq!(check.to_string(), "node n is Ready");
     }
 
     #[test]

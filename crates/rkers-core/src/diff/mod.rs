@@ -23,7 +23,10 @@ pub mod removal;
 pub mod removed_apis;
 pub mod snapshot;
 
-pub use action::{Action, HealthProbe, HostActions, Sealed, render_dry_run, undo_check};
+pub use action::{
+    Action, HealthProbe, HostActions, Sealed, UndoCheck, keep_until_node_ready, kubelet_runs,
+    node_ready_wait, render_dry_run, undo_check,
+};
 pub use content::same_file_content;
 pub use reasons::{newer_default_for_change, newer_default_for_file};
 
@@ -179,6 +182,7 @@ pub fn container_action(
             changes,
             start,
             spec: Box::new(spec.clone()),
+            until_node_ready: None,
         });
     }
     if start && !observed.running {
