@@ -172,10 +172,14 @@ pub async fn up(cluster: &Cluster, opts: &UpOptions, reporter: &Reporter) -> Res
         ));
     }
     windows::prepare_windows(&run, &runner).await?;
-    // The waits that remain on a new cluster: kube-apiserver exits when etcd does not answer,
-    // so the control plane waits for the etcd plane; RBAC and the state Secret need the API.
+    // A new cluster starts its etcd and control plane containers at once (kube-apiserver
+    // retries etcd itself) and waits for their health after: RBAC and the state Secret need
+    // the API.
     etcd_members::remove_etcd_members(&run, &runner).await?;
     etcd_members::join_etcd_members(&run, &runner).await?;
+    if old_current.is_none() {
+        planes::start_etcd_and_control_plane(&run, &runner).await?;
+    }
     etcd::etcd_plane(&run, &runner).await?;
     // An existing cluster is upgraded host by host within `upgrade_strategy`'s budgets, through
     // the API server it already has; a new one comes up all at once (§17.1).

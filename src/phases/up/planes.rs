@@ -3,9 +3,10 @@
 
 use super::containers::{apply_container, remove_unplanned, start_container};
 use super::files::pull_host_images;
-use super::run::{EARLY_WORKER_PLANE, Run, WORKER_PLANE};
+use super::run::{CONTROL_PLANE, EARLY_WORKER_PLANE, ETCD_PLANE, Run, WORKER_PLANE};
 use super::windows::sweep_windows_orphans;
 use super::{UpError, finish};
+use crate::diff::Action;
 use crate::phases::Runner;
 use crate::plan::{self, HostPlan};
 use std::sync::Arc;
@@ -139,6 +140,78 @@ pub(super) async fn early_worker_plane(
     finish(phase, result)
 }
 
+/// Whether `actions` only bring `names` up: created, or started where they stand, and nothing
+/// removed, recreated or restarted. Only such containers may start before what they talk to
+/// is healthy: there is no running component to replace, so no `old-…` container, rolling
+/// budget or undo is at stake.
+pub(super) fn only_fresh_starts(actions: &[Action], names: &[&str]) -> bool {
+    !actions.iter().any(|a| match a {
+        Action::RemoveContainer { name, .. }
+        | Action::RecreateContainer { name, .. }
+        | Action::RestartContainer { name } => names.contains(&name.as_str()),
+        _ => false,
+    })
+}
+
+/// A new cluster's etcd and control plane containers, created on every host at once without
+/// waiting for health: each host starts its etcd plane, then its control plane, the order the
+/// dry run lists. kube-apiserver retries etcd by itself, and kube-controller-manager and
+/// kube-scheduler retry kube-apiserver, so their start-up overlaps etcd's; the etcd plane and
+/// the control plane after it then only wait for health, where RBAC and the state need it.
+/// Nothing happens (the planes start as before) unless every container concerned is fresh
+/// ([`only_fresh_starts`]) and no etcd member joins or leaves, which keep their own order.
+pub(super) async fn start_etcd_and_control_plane(
+    run: &Arc<Run>,
+    runner: &Runner,
+) -> Result<(), UpError> {
+    let hosts: Vec<&HostPlan> = run
+        .plan
+        .hosts
+        .iter()
+        .filter(|h| h.roles.etcd || h.roles.controlplane)
+        .collect();
+    let names = [ETCD_PLANE, CONTROL_PLANE].concat();
+    let joined = !run
+        .joined
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .is_empty();
+    if joined
+        || !run.recon.etcd_removed.is_empty()
+        || hosts
+            .iter()
+            .any(|h| !only_fresh_starts(&run.actions[&h.address], &names))
+    {
+        return Ok(());
+    }
+    let title = "etcd and control plane started";
+    let phase = runner.reporter.phase(title);
+    let addresses: Vec<String> = hosts.iter().map(|h| h.address.clone()).collect();
+    let r = run.clone();
+    let result = runner
+        .for_each_host(title, "etcd and control plane", addresses, move |address| {
+            let run = r.clone();
+            async move {
+                let h = run.host_plan(&address);
+                let mut names: Vec<&str> = Vec::new();
+                if h.roles.etcd {
+                    names.extend(ETCD_PLANE);
+                }
+                if h.roles.controlplane {
+                    names.extend(CONTROL_PLANE);
+                }
+                for name in names {
+                    if h.containers.contains_key(name) {
+                        start_container(&run, h, name).await?;
+                    }
+                }
+                Ok(())
+            }
+        })
+        .await;
+    finish(phase, result)
+}
+
 /// Brings `names` on one host to their planned state, unplanned ones removed first.
 pub(super) async fn apply_plane_on(run: &Run, address: &str, names: &[&str]) -> Result<(), String> {
     let h = run.host_plan(address);
@@ -153,4 +226,40 @@ pub(super) async fn apply_plane_on(run: &Run, address: &str, names: &[&str]) -> 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn start(name: &str) -> Action {
+        Action::StartContainer { name: name.into() }
+    }
+
+    #[test]
+    fn only_containers_brought_up_where_they_stand_start_early() {
+        let names = [plan::ETCD, plan::KUBE_APISERVER];
+        assert!(only_fresh_starts(
+            &[start(plan::ETCD), start(plan::KUBELET)],
+            &names
+        ));
+        assert!(only_fresh_starts(&[], &names));
+        let replacing = [
+            Action::RestartContainer {
+                name: plan::KUBE_APISERVER.into(),
+            },
+            Action::RemoveContainer {
+                name: plan::ETCD.into(),
+                reason: "unplanned".into(),
+            },
+        ];
+        for a in replacing {
+            assert!(!only_fresh_starts(&[start(plan::ETCD), a], &names));
+        }
+        // What other planes replace does not hold these back.
+        let kubelet = Action::RestartContainer {
+            name: plan::KUBELET.into(),
+        };
+        assert!(only_fresh_starts(&[kubelet], &names));
+    }
 }
