@@ -8,7 +8,9 @@
 //! pre-change etcd snapshot is named after the moment of each plan: that time is the one thing
 //! left out of the comparison.
 //!
-//! `rollback` after a changed flag is checked the same way as `up`.
+//! `rollback` after a changed flag is checked the same way as `up`. etcd growing from one
+//! member to three and back (e2e_up's cluster does not do it again) also checks every member
+//! healthy, the leaving members' containers and node labels gone.
 //!
 //! One cluster serves the commands that leave it running (`etcd snapshot-save`, `cert rotate
 //! --service kubelet`, `encrypt rotate-key`, then `up` turning encryption off); `remove` comes
@@ -583,7 +585,7 @@ async fn up_undoing_a_worker_whose_node_stays_not_ready_applies_its_dry_run_and_
 #[tokio::test(flavor = "multi_thread")]
 async fn up_with_hosts_and_etcd_members_coming_and_going_applies_exactly_its_dry_run() {
     let Some(cluster) = E2e::new() else { return };
-    cluster.standard().await;
+    let api = cluster.standard().await;
     let (h1, h2, h3) = (cluster.env.ip(1), cluster.env.ip(2), cluster.env.ip(3));
     let has = |plan: &Actions, host: &str, prefix: &str| {
         texts(plan, host).iter().any(|a| a.starts_with(prefix))
@@ -641,6 +643,12 @@ async fn up_with_hosts_and_etcd_members_coming_and_going_applies_exactly_its_dry
         );
     }
     assert_eq!(support::e2e::etcd_members(&cluster.env, "host1").len(), 3);
+    for h in HOSTS {
+        let health = cluster
+            .env
+            .on_host(h, "docker exec etcd etcdctl endpoint health 2>&1");
+        assert!(health.contains("is healthy"), "{h}: {health}");
+    }
 
     // And back to 1: host2 and host3 leave etcd.
     cluster.reset_config(3);
@@ -649,5 +657,24 @@ async fn up_with_hosts_and_etcd_members_coming_and_going_applies_exactly_its_dry
         assert!(has(&plan, h, "remove etcd member"), "{h}: {}", show(&plan));
     }
     assert!(!has(&plan, &h1, "remove etcd member"), "{}", show(&plan));
-    assert_eq!(support::e2e::etcd_members(&cluster.env, "host1").len(), 1);
+    assert_eq!(
+        support::e2e::etcd_members(&cluster.env, "host1"),
+        ["etcd-host1"]
+    );
+    assert!(
+        !cluster
+            .env
+            .container_names("host2")
+            .iter()
+            .any(|n| n == "etcd")
+    );
+    support::e2e::wait_nodes_ready(&api, &HOSTS, std::time::Duration::from_secs(60)).await;
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(api.client.clone());
+    let labels = nodes.get("host2").await.unwrap().metadata.labels;
+    assert!(
+        !labels
+            .unwrap_or_default()
+            .contains_key("node-role.kubernetes.io/etcd"),
+        "host2 keeps the etcd role label"
+    );
 }

@@ -387,6 +387,8 @@ async fn a_cri_dockerd_cluster_rke1_built_is_adopted_without_recreating_containe
     let api = cluster.api().await;
     support::e2e::wait_nodes_ready(&api, &HOSTS, std::time::Duration::from_secs(120)).await;
 
-    // Back to fresh hosts: the next test's standard cluster starts cold.
+    // Back to fresh hosts: the next test's standard cluster starts cold. That next test is
+    // e2e_up, which starts from fresh hosts anyway: nextest runs the sandbox group's binaries in
+    // the order of their names, which is why this file is named to sort just before e2e_up.
     cluster.fresh();
 }
