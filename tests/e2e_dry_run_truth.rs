@@ -6,7 +6,9 @@
 //! undone applies its dry run up to that recreate, then the undo it promised; so does one
 //! whose worker's node stays NotReady after its kubelet's recreate. `up`'s
 //! pre-change etcd snapshot is named after the moment of each plan: that time is the one thing
-//! left out of the comparison.
+//! left out of the comparison. Actions of different hosts are not compared in order: hosts run
+//! in parallel, and the written rule ("What a dry run promises" in
+//! docs/src/reference/commands.md) promises no order across hosts beyond the phases.
 //!
 //! `rollback` after a changed flag is checked the same way as `up`. etcd growing from one
 //! member to three and back (e2e_up's cluster does not do it again) also checks every member

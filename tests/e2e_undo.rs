@@ -369,20 +369,27 @@ async fn a_worker_whose_node_stays_not_ready_is_undone() {
         );
     }
 
-    let (ok, out) = cluster.rkers(&["up", "--node-ready-timeout", "20", "--output", "json"]);
+    let (ok, out) = cluster.rkers(&["up", "--node-ready-timeout", "30", "--output", "json"]);
     assert!(
         !ok,
         "up must fail when a worker's node stays NotReady:\n{out}"
     );
     let (failed, _) = the_one_worker_restored(&cluster, &out);
     for part in [
-        format!("node {failed} did not report Ready within 20s"),
-        "cni config uninitialized".to_string(),
+        format!("node {failed} did not report Ready within 30s"),
         "the host was restored".to_string(),
         "not upgraded".to_string(),
     ] {
         assert!(out.contains(&part), "the error lacks {part:?}:\n{out}");
     }
+    // The error says why the node is not Ready: the reason its new kubelet posted or, on a
+    // loaded machine where that kubelet posted nothing yet within the timeout (CI once), that
+    // the only Ready condition is its predecessor's.
+    assert!(
+        out.contains("cni config uninitialized")
+            || out.contains("its Ready condition is still the one its previous kubelet posted"),
+        "the error does not say why the node is not Ready:\n{out}"
+    );
     // The workers run the containers they ran before; host1 the new kubelet.
     let now = cluster.env.container_ids(&HOSTS);
     for (key, id) in &before {
