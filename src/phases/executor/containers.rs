@@ -47,12 +47,7 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
             });
         }
         let check = crate::diff::undo_check(start, spec, until_node_ready);
-        let health = match check {
-            Some(crate::diff::UndoCheck::Healthy(h)) => Some(h),
-            Some(crate::diff::UndoCheck::NodeReady { health, .. }) => health,
-            None => None,
-        };
-        if let Some(check) = health {
+        if let Some(check) = check.and_then(|c| c.health()) {
             let tls = self.exec.health_tls(check);
             let host = self.host()?;
             if let Err(cause) =
@@ -71,7 +66,7 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                 });
             }
         }
-        if let Some(crate::diff::UndoCheck::NodeReady { .. }) = check {
+        if check.is_some_and(|c| c.waits_for_node()) {
             self.exec.keep(self.name, name, was_running);
             return Ok(());
         }

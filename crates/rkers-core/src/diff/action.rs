@@ -356,6 +356,22 @@ pub enum UndoCheck<'a> {
     },
 }
 
+impl<'a> UndoCheck<'a> {
+    /// The health check the new container answers first, if it has one.
+    pub fn health(&self) -> Option<&'a crate::plan::HealthCheck> {
+        match *self {
+            UndoCheck::Healthy(check) => Some(check),
+            UndoCheck::NodeReady { health, .. } => health,
+        }
+    }
+
+    /// Whether the previous container stays aside past the health check, until the node is
+    /// Ready again (the rolling upgrade settles it).
+    pub fn waits_for_node(&self) -> bool {
+        matches!(self, UndoCheck::NodeReady { .. })
+    }
+}
+
 impl std::fmt::Display for UndoCheck<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -884,6 +900,25 @@ mod tests {
         assert_eq!(undo_check(true, &spec, None), None);
         let check = undo_check(true, &spec, Some("n")).unwrap();
         assert_eq!(check.to_string(), "node n is Ready");
+        assert!(check.waits_for_node());
+        assert_eq!(check.health(), None);
+    }
+
+    #[test]
+    fn the_health_check_comes_first_whatever_else_the_undo_waits_for() {
+        let spec = crate::plan::ContainerSpec {
+            health_check: Some(crate::plan::HealthCheck {
+                url: "http://localhost:10248/healthz".into(),
+                client_certificate: None,
+            }),
+            ..Default::default()
+        };
+        let healthy = undo_check(true, &spec, None).unwrap();
+        assert_eq!(healthy.health(), spec.health_check.as_ref());
+        assert!(!healthy.waits_for_node());
+        let ready = undo_check(true, &spec, Some("n")).unwrap();
+        assert_eq!(ready.health(), spec.health_check.as_ref());
+        assert!(ready.waits_for_node());
     }
 
     #[test]
