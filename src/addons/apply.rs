@@ -388,7 +388,7 @@ pub async fn apply_addon(api: &KubeApi, plan: &AddonPlan) -> Result<AddonChange,
 pub async fn observe_addon(
     api: &KubeApi,
     plan: &AddonPlan,
-) -> Result<crate::diff::cluster::AddonObserved, AddonError> {
+) -> Result<rkers_core::addon::AddonObserved, AddonError> {
     let resource = plan.resource;
     let stored = stored_manifest(api, resource).await?;
     let new_objects = match &plan.manifest {
@@ -448,7 +448,7 @@ pub async fn observe_addon(
             changed.push(id.to_string());
         }
     }
-    Ok(crate::diff::cluster::AddonObserved {
+    Ok(rkers_core::addon::AddonObserved {
         stored,
         changed,
         pruned,

@@ -8,9 +8,10 @@
 //! so `up` on an unchanged cluster has nothing to do here either.
 
 use super::Action;
-use crate::addons::AddonPlan;
-use crate::kubeapi::{ApplyToNode, HOSTNAME_LABEL, NodeSync};
+use crate::kubeapi::ApplyToNode;
 use k8s_openapi::api::core::v1::{Node, Taint};
+use rkers_core::addon::{AddonObserved, AddonPlan};
+use rkers_core::node::{HOSTNAME_LABEL, NodeSync};
 use std::collections::BTreeMap;
 
 /// What the run wants of the cluster.
@@ -47,17 +48,6 @@ pub struct ApiObserved {
     pub nodes: Vec<Node>,
     /// Per addon resource name.
     pub addons: BTreeMap<String, AddonObserved>,
-}
-
-/// One addon as the cluster holds it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AddonObserved {
-    /// The manifest stored in RKE1's ConfigMap, when there is one.
-    pub stored: Option<String>,
-    /// Objects of the new manifest that are missing or that applying it would change.
-    pub changed: Vec<String>,
-    /// Objects the stored manifest lists and the new one lacks.
-    pub pruned: Vec<String>,
 }
 
 /// The cluster actions, in the order `up` applies them.

@@ -1,13 +1,13 @@
 //! Reading a cluster for its uses of API versions that later minors remove, as kubent and
 //! pluto do: the API server's own count of requests to deprecated APIs, objects of kinds
 //! removed outright, and the `apiVersion` in objects' last-applied configurations. What the
-//! uses mean for a minor change is decided by [`crate::diff::removed_apis`].
+//! uses mean for a minor change is decided by [`rkers_core::diff::removed_apis`].
 
 use super::{KubeApi, KubeApiError};
-use crate::diff::removed_apis::{ApiUse, Seen};
 use crate::metadata::RemovedApis;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::discovery::{ApiCapabilities, ApiResource, Discovery, verbs};
+use rkers_core::diff::removed_apis::{ApiUse, Seen};
 use std::collections::BTreeSet;
 
 /// The gauge the API server sets for each deprecated API it served a request for since it

@@ -1,5 +1,6 @@
 //! One addon of a run ([`AddonPlan`]), as the root package renders it from the config and the
-//! version metadata and the diff plans applying or removing it.
+//! version metadata and the diff plans applying or removing it, and what the cluster holds of
+//! it ([`AddonObserved`]), as the root package reads it through the API.
 
 /// One addon of a run: what to deploy under its resource name, or `None` to remove whatever a
 /// previous run deployed there.
@@ -16,4 +17,15 @@ pub struct AddonPlan {
     /// `addons::render::keep_deployed` (`None` until then; such a plan is never applied
     /// unresolved).
     pub unbundled: bool,
+}
+
+/// One addon as the cluster holds it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AddonObserved {
+    /// The manifest stored in RKE1's ConfigMap, when there is one.
+    pub stored: Option<String>,
+    /// Objects of the new manifest that are missing or that applying it would change.
+    pub changed: Vec<String>,
+    /// Objects the stored manifest lists and the new one lacks.
+    pub pruned: Vec<String>,
 }
