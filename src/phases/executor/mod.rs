@@ -324,7 +324,7 @@ impl<'a> Executor<'a> {
             runner,
             |host: String, actions: Vec<Action>| async move {
                 let refs: Vec<&Action> = actions.iter().collect();
-                self.on(&host).apply(&refs).await.map_err(|e| e.to_string())
+                self.on(&host).apply(&refs).await
             },
         )
         .await
