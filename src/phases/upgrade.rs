@@ -304,6 +304,37 @@ fn merge(a: Result<(), PhaseError>, b: Result<(), PhaseError>) -> Result<(), Pha
 mod tests {
     use super::*;
 
+    /// The uncordon's failure is said after the upgrade's own, or alone after a success.
+    #[test]
+    fn a_node_left_cordoned_is_said_after_what_failed_first() {
+        let gone = || KubeApiError::NodeNotFound("n1".into());
+        let alone: UpgradeError<String> = UpgradeError::StaysCordoned {
+            first: None,
+            uncordon: gone(),
+        };
+        assert_eq!(
+            alone.to_string(),
+            "upgraded, but the node stays cordoned: node n1 not found in the cluster"
+        );
+        let after = UpgradeError::StaysCordoned {
+            first: Some(Box::new(UpgradeError::Step("kubelet broke".to_string()))),
+            uncordon: gone(),
+        };
+        assert_eq!(
+            after.to_string(),
+            "kubelet broke; the node stays cordoned: node n1 not found in the cluster"
+        );
+        let budget: UpgradeError<String> = UpgradeError::BudgetUsed {
+            failed: 2,
+            budget: 2,
+        };
+        assert_eq!(
+            budget.to_string(),
+            "not upgraded: 2 hosts failed, which uses up the budget of 2 \
+             (upgrade_strategy.max_unavailable_*)"
+        );
+    }
+
     #[test]
     fn percentages_round_down_but_never_to_zero() {
         assert_eq!(max_unavailable("10%", 3), Ok(1));

@@ -234,3 +234,44 @@ impl HostContext for UpError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worker host whose node stayed NotReady names the node, the wait and what was put back,
+    /// and the final event names the host.
+    #[test]
+    fn a_node_not_ready_says_whether_the_host_was_restored() {
+        let restored = UpError::NodeNotReady {
+            host: "10.0.0.3".into(),
+            node: "w1".into(),
+            secs: 180,
+            cause: None,
+            restored: Ok(vec!["kubelet".into(), "kube-proxy".into()]),
+        };
+        assert_eq!(
+            restored.to_string(),
+            "node w1 did not report Ready within 180s after its upgrade (--node-ready-timeout): \
+             the Kubernetes API cannot be reached to see it; put back the kubelet and kube-proxy \
+             it ran before: the host was restored"
+        );
+        assert_eq!(restored.hosts(), ["10.0.0.3"]);
+        let not = UpError::NodeNotReady {
+            host: "10.0.0.3".into(),
+            node: "w1".into(),
+            secs: 180,
+            cause: Some(Box::new(crate::kubeapi::KubeApiError::NodeNotFound(
+                "w1".into(),
+            ))),
+            restored: Err(Box::new(ExecFailure::Missing("gone".into()))),
+        };
+        assert!(
+            not.to_string().ends_with(
+                "node w1 not found in the cluster; putting back the previous containers \
+                 failed: gone; the host was NOT restored"
+            ),
+            "{not}"
+        );
+    }
+}
