@@ -36,14 +36,25 @@ pub enum GuardError {
     CalicoFix { host: String, detail: String },
     #[error("{}", refusal(.blocking))]
     BlockingWebhooks { blocking: Vec<webhooks::Blocking> },
+    /// A node's CNI not back after its upgrade; `why` is what is still missing.
+    #[error(
+        "node {hostname}: its CNI did not come back within {secs}s after the upgrade ({why}); \
+         the rolling upgrade stops here so no other node loses its network"
+    )]
+    CniNotBack {
+        host: String,
+        hostname: String,
+        secs: u64,
+        why: String,
+    },
 }
 
 impl crate::error::HostContext for GuardError {
     fn hosts(&self) -> Vec<&str> {
         match self {
-            GuardError::CalicoProbe { host, .. } | GuardError::CalicoFix { host, .. } => {
-                vec![host]
-            }
+            GuardError::CalicoProbe { host, .. }
+            | GuardError::CalicoFix { host, .. }
+            | GuardError::CniNotBack { host, .. } => vec![host],
             GuardError::BlockingWebhooks { .. } => Vec::new(),
         }
     }
@@ -301,7 +312,12 @@ impl CniWait {
         None
     }
 
-    pub async fn wait(&self, api: &KubeApi, hostname: &str, address: &str) -> Result<(), String> {
+    pub async fn wait(
+        &self,
+        api: &KubeApi,
+        hostname: &str,
+        address: &str,
+    ) -> Result<(), GuardError> {
         let deadline = Instant::now() + self.timeout;
         loop {
             let cni = cni::discover(api, &self.plugin).await.unwrap_or_default();
@@ -309,11 +325,12 @@ impl CniWait {
                 return Ok(());
             };
             if Instant::now() >= deadline {
-                return Err(format!(
-                    "node {hostname}: its CNI did not come back within {}s after the upgrade ({why}); \
-                     the rolling upgrade stops here so no other node loses its network",
-                    self.timeout.as_secs()
-                ));
+                return Err(GuardError::CniNotBack {
+                    host: address.to_string(),
+                    hostname: hostname.to_string(),
+                    secs: self.timeout.as_secs(),
+                    why,
+                });
             }
             tokio::time::sleep(Duration::from_secs(2)).await;
         }

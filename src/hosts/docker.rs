@@ -67,11 +67,18 @@ impl std::fmt::Display for TransportReason {
     }
 }
 
+/// A Windows host's `docker_socket` that cannot be passed to docker.exe.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("docker_socket {socket:?} is not a plain named pipe path (npipe:////./pipe/<name>)")]
+pub struct NotAPipe {
+    pub socket: String,
+}
+
 /// The dial-stdio command for a Windows host. The default socket of cluster.yml is a Unix
 /// path that means nothing there, so only an explicit named pipe (`npipe:////./pipe/x` or
 /// `//./pipe/x`) is passed on; otherwise docker.exe uses its own default pipe. The pipe name
 /// goes through cmd.exe unquoted, so only plain characters are accepted.
-pub fn windows_dial_stdio_command(socket: &str) -> Result<String, String> {
+pub fn windows_dial_stdio_command(socket: &str) -> Result<String, NotAPipe> {
     let pipe = if let Some(rest) = socket.strip_prefix("npipe://") {
         Some(rest.replace('\\', "/"))
     } else {
@@ -86,9 +93,9 @@ pub fn windows_dial_stdio_command(socket: &str) -> Result<String, String> {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c))
             {
-                return Err(format!(
-                    "docker_socket {socket:?} is not a plain named pipe path (npipe:////./pipe/<name>)"
-                ));
+                return Err(NotAPipe {
+                    socket: socket.to_string(),
+                });
             }
             Ok(format!("docker -H npipe://{p} system dial-stdio"))
         }
@@ -383,10 +390,10 @@ impl DockerClient {
     ) -> Result<DockerClient, HostError> {
         let host = ssh.host().to_owned();
         let command =
-            windows_dial_stdio_command(socket).map_err(|detail| HostError::DockerNotAnswering {
+            windows_dial_stdio_command(socket).map_err(|e| HostError::DockerNotAnswering {
                 host: host.clone(),
                 socket: socket.to_owned(),
-                detail,
+                detail: e.to_string(),
             })?;
         let opener = Opener::DialStdio {
             ssh: ssh.clone(),

@@ -43,22 +43,40 @@ pub enum DockerEndpoint {
     Tcp(String),
 }
 
+/// A `DOCKER_HOST` value rkers cannot reach Docker through.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DockerHostError {
+    #[error("DOCKER_HOST={value:?} names no socket path")]
+    NoPath { value: String },
+    #[error("DOCKER_HOST={value:?} names no address")]
+    NoAddress { value: String },
+    #[error(
+        "DOCKER_HOST={value:?} is not supported: use unix:///path/to/docker.sock or \
+         tcp://host:port (TLS is not supported)"
+    )]
+    Unsupported { value: String },
+}
+
 impl DockerEndpoint {
     /// Reads a `DOCKER_HOST` value (`None` or empty: the default socket).
-    pub fn parse(docker_host: Option<&str>) -> Result<DockerEndpoint, String> {
+    pub fn parse(docker_host: Option<&str>) -> Result<DockerEndpoint, DockerHostError> {
         let value = docker_host
             .filter(|v| !v.is_empty())
             .unwrap_or(DEFAULT_DOCKER_HOST);
         if let Some(path) = value.strip_prefix("unix://") {
             if path.is_empty() {
-                return Err(format!("DOCKER_HOST={value:?} names no socket path"));
+                return Err(DockerHostError::NoPath {
+                    value: value.to_string(),
+                });
             }
             return Ok(DockerEndpoint::Unix(PathBuf::from(path)));
         }
         if let Some(addr) = value.strip_prefix("tcp://") {
             let addr = addr.trim_end_matches('/');
             if addr.is_empty() {
-                return Err(format!("DOCKER_HOST={value:?} names no address"));
+                return Err(DockerHostError::NoAddress {
+                    value: value.to_string(),
+                });
             }
             let addr = if addr
                 .rsplit_once(':')
@@ -70,10 +88,9 @@ impl DockerEndpoint {
             };
             return Ok(DockerEndpoint::Tcp(addr));
         }
-        Err(format!(
-            "DOCKER_HOST={value:?} is not supported: use unix:///path/to/docker.sock or \
-             tcp://host:port (TLS is not supported)"
-        ))
+        Err(DockerHostError::Unsupported {
+            value: value.to_string(),
+        })
     }
 
     pub async fn connect(&self) -> std::io::Result<BoxedStream> {
@@ -491,7 +508,9 @@ mod tests {
             DockerEndpoint::parse(Some("tcp://10.0.0.2:2376/")).unwrap(),
             DockerEndpoint::Tcp("10.0.0.2:2376".into())
         );
-        let e = DockerEndpoint::parse(Some("ssh://me@box")).unwrap_err();
+        let e = DockerEndpoint::parse(Some("ssh://me@box"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not supported"), "{e}");
     }
 }

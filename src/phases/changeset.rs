@@ -28,7 +28,7 @@ impl HostName for HostActions {
 /// Applies one stage: each host's actions, in order, through `apply` (the executor, which
 /// reports each action and stops a host at its first failure), the hosts at the stage's pace.
 /// Returns the hosts that failed, with why.
-pub async fn apply_stage<S, F, Fut>(
+pub async fn apply_stage<S, F, Fut, E>(
     stage: &rkers_core::changeset::Stage<S>,
     runner: &Runner,
     apply: F,
@@ -36,7 +36,8 @@ pub async fn apply_stage<S, F, Fut>(
 where
     S: Display,
     F: Fn(String, Vec<Action>) -> Fut + Clone + Send + Sync,
-    Fut: Future<Output = Result<(), String>> + Send,
+    Fut: Future<Output = Result<(), E>> + Send,
+    E: Display + Send,
 {
     if stage.hosts.is_empty() {
         return Vec::new();
@@ -60,7 +61,7 @@ where
             let mut failures = Vec::new();
             for h in &stage.hosts {
                 if let Err(e) = apply(h.host.clone(), h.actions.clone()).await {
-                    failures.push((h.host.clone(), e));
+                    failures.push((h.host.clone(), e.to_string()));
                     break;
                 }
             }

@@ -19,10 +19,33 @@ use kube::api::{Api, ListParams, PostParams};
 const PAGE_SIZE: u32 = 250;
 const REWRITE_WORKERS: usize = 5;
 
+/// Why the Secrets could not be rewritten, or encryption not turned off.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretsError {
+    #[error("list Secrets: {0}")]
+    List(#[source] kube::Error),
+    /// Each Secret not rewritten, as `namespace/name: why`.
+    #[error(
+        "{} of {total} Secrets not rewritten:\n  - {}",
+        .failed.len(),
+        .failed.join("\n  - ")
+    )]
+    NotRewritten { total: usize, failed: Vec<String> },
+    /// The provider file the cluster runs with cannot be read.
+    #[error("{0}")]
+    Provider(#[source] encryption::EncryptionError),
+    #[error(
+        "can't turn encryption off: the provider file the cluster runs with has no aescbc \
+         key to keep reading its Secrets with; turn it off in the custom_config instead \
+         (identity first), run `rkers up`, then remove it"
+    )]
+    NoKeyToKeep,
+}
+
 /// Rewrites every Secret of every namespace with a no-op update, so the API server stores it
 /// again with its first provider. A Secret changed meanwhile is read again and rewritten; one
 /// deleted meanwhile needs nothing. Returns how many were rewritten.
-pub async fn rewrite_secrets(api: &KubeApi, reporter: &Reporter) -> Result<usize, String> {
+pub async fn rewrite_secrets(api: &KubeApi, reporter: &Reporter) -> Result<usize, SecretsError> {
     let all: Api<Secret> = Api::all(api.client.clone());
     let mut names = Vec::new();
     let mut token: Option<String> = None;
@@ -39,7 +62,7 @@ pub async fn rewrite_secrets(api: &KubeApi, reporter: &Reporter) -> Result<usize
                 token = None;
                 continue;
             }
-            Err(e) => return Err(format!("list Secrets: {e}")),
+            Err(e) => return Err(SecretsError::List(e)),
         };
         for s in page.items {
             if let (Some(ns), Some(name)) = (s.metadata.namespace, s.metadata.name) {
@@ -60,13 +83,9 @@ pub async fn rewrite_secrets(api: &KubeApi, reporter: &Reporter) -> Result<usize
         .buffer_unordered(REWRITE_WORKERS)
         .collect()
         .await;
-    let errors: Vec<String> = results.into_iter().filter_map(Result::err).collect();
-    if !errors.is_empty() {
-        return Err(format!(
-            "{} of {total} Secrets not rewritten:\n  - {}",
-            errors.len(),
-            errors.join("\n  - ")
-        ));
+    let failed: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+    if !failed.is_empty() {
+        return Err(SecretsError::NotRewritten { total, failed });
     }
     reporter.info(format!("[rewrite-secrets] {total} secrets rewritten"));
     Ok(total)
@@ -117,15 +136,10 @@ pub fn apiserver_tls(state: &StateFile) -> TlsMaterial {
 pub fn identity_first(
     applied: &str,
     state: &StateFile,
-) -> Result<crate::diff::encryption::IdentityFirst, String> {
-    let keys = encryption::aescbc_keys(applied).map_err(|e| e.to_string())?;
+) -> Result<crate::diff::encryption::IdentityFirst, SecretsError> {
+    let keys = encryption::aescbc_keys(applied).map_err(SecretsError::Provider)?;
     let Some(key) = keys.first() else {
-        return Err(
-            "can't turn encryption off: the provider file the cluster runs with has no aescbc \
-             key to keep reading its Secrets with; turn it off in the custom_config instead \
-             (identity first), run `rkers up`, then remove it"
-                .into(),
-        );
+        return Err(SecretsError::NoKeyToKeep);
     };
     Ok(crate::diff::encryption::IdentityFirst {
         path: PROVIDER_FILE.into(),

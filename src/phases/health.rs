@@ -14,16 +14,55 @@ use std::time::Duration;
 
 pub use rkers_core::health::TlsMaterial;
 
+/// Why a health check failed. The texts are RKE1's where it had one (§9).
+#[derive(Debug, thiserror::Error)]
+pub enum HealthError {
+    #[error("GET {url}: no answer within {secs}s")]
+    NoAnswer { url: String, secs: u64 },
+    /// The request could not be made or got no HTTP answer (the URL, the tunnel through the
+    /// node, TLS, HTTP); the text names the step.
+    #[error("{0}")]
+    Request(String),
+    /// The check answered something else than healthy until the time allowed ran out, or its
+    /// container stopped or keeps crashing (`last`).
+    #[error("{url} not healthy: {last}")]
+    NotHealthy { url: String, last: String },
+    /// A component on `host` failed its check; `log` is its last log lines, ` | `-joined.
+    #[error("{name}: Failed to verify healthcheck: {source}, log: {log}")]
+    Component {
+        host: String,
+        name: String,
+        #[source]
+        source: Box<HealthError>,
+        log: String,
+    },
+}
+
+impl crate::error::HostContext for HealthError {
+    fn hosts(&self) -> Vec<&str> {
+        match self {
+            HealthError::Component { host, .. } => vec![host],
+            HealthError::NoAnswer { .. }
+            | HealthError::Request(_)
+            | HealthError::NotHealthy { .. } => Vec::new(),
+        }
+    }
+}
+
 /// One GET of `url` through the node; returns the status and body.
 pub async fn get(
     ssh: &dyn HostLink,
     url: &str,
     tls: Option<&TlsMaterial>,
     timeout: Duration,
-) -> Result<(u16, String), String> {
+) -> Result<(u16, String), HealthError> {
     tokio::time::timeout(timeout, get_inner(ssh, url, tls))
         .await
-        .map_err(|_| format!("GET {url}: no answer within {}s", timeout.as_secs()))?
+        .map_err(|_| HealthError::NoAnswer {
+            url: url.to_string(),
+            secs: timeout.as_secs(),
+        })?
+        .map_err(HealthError::Request)
 }
 
 async fn get_inner(
@@ -183,7 +222,7 @@ pub async fn wait_healthy(
     tls: Option<&TlsMaterial>,
     attempts: u32,
     accept: impl Fn(&str) -> bool,
-) -> Result<(), String> {
+) -> Result<(), HealthError> {
     wait_healthy_watching(ssh, url, tls, attempts, accept, None).await
 }
 
@@ -197,7 +236,7 @@ async fn wait_healthy_watching(
     attempts: u32,
     accept: impl Fn(&str) -> bool,
     container: Option<(&crate::hosts::DockerClient, &str)>,
-) -> Result<(), String> {
+) -> Result<(), HealthError> {
     let attempts = attempts.max(1);
     let allowed = Duration::from_secs(u64::from(attempts.min(5) + 5 * attempts.saturating_sub(5)));
     let started = tokio::time::Instant::now();
@@ -213,7 +252,7 @@ async fn wait_healthy_watching(
                     body.trim().chars().take(200).collect::<String>()
                 )
             }
-            Err(e) => last = e,
+            Err(e) => last = e.to_string(),
         }
         if let Some((docker, name)) = container {
             // A Docker API call that fails says nothing about the container: keep polling.
@@ -221,7 +260,10 @@ async fn wait_healthy_watching(
                 let baseline = *restarts_before
                     .get_or_insert_with(|| seen.as_ref().map_or(0, |c| c.restart_count));
                 if let Some(crash) = crashed(seen.as_ref(), baseline) {
-                    return Err(format!("{url} not healthy: {crash}"));
+                    return Err(HealthError::NotHealthy {
+                        url: url.to_string(),
+                        last: crash,
+                    });
                 }
             }
         }
@@ -232,7 +274,10 @@ async fn wait_healthy_watching(
         pause = next_pause(pause, waited);
         tokio::time::sleep(pause).await;
     }
-    Err(format!("{url} not healthy: {last}"))
+    Err(HealthError::NotHealthy {
+        url: url.to_string(),
+        last,
+    })
 }
 
 /// Restarts by Docker's restart policy, seen during one wait, that make a crash loop: the
@@ -292,7 +337,7 @@ pub async fn wait_component(
     name: &str,
     url: &str,
     tls: Option<&TlsMaterial>,
-) -> Result<(), String> {
+) -> Result<(), HealthError> {
     let etcd = name == crate::plan::ETCD;
     let attempts = if etcd { 18 } else { 24 };
     let accept = |body: &str| !etcd || etcd_body_healthy(body);
@@ -306,10 +351,12 @@ pub async fn wait_component(
             .map(str::trim)
             .filter(|l| !l.is_empty())
             .collect();
-        return Err(format!(
-            "{name}: Failed to verify healthcheck: {e}, log: {}",
-            last[last.len().saturating_sub(3)..].join(" | ")
-        ));
+        return Err(HealthError::Component {
+            host: host.name().to_string(),
+            name: name.to_string(),
+            source: Box::new(e),
+            log: last[last.len().saturating_sub(3)..].join(" | "),
+        });
     }
     Ok(())
 }

@@ -8,7 +8,7 @@
 //! mounts `/var/lib/rancher` and Docker's root directory at their host paths, or, when there is
 //! no kubelet to run it in, in one helper container like RKE1's.
 
-use crate::hosts::{self, Host};
+use crate::hosts::{self, Host, HostError};
 use std::time::Duration;
 
 /// The directory RKE1 keeps the links in.
@@ -40,14 +40,11 @@ pub async fn link_logs(
     helper_image: &str,
     docker_root: &str,
     containers: &[String],
-) -> Result<(), String> {
+) -> Result<(), HostError> {
     let docker = host.docker();
     let mut links = Vec::new();
     for name in containers {
-        if let Some(c) = docker
-            .inspect_container(name)
-            .await
-            .map_err(|e| e.to_string())?
+        if let Some(c) = docker.inspect_container(name).await?
             && let Some(path) = c.log_path
             && !path.contains('\'')
         {
@@ -59,8 +56,7 @@ pub async fn link_logs(
     // create, start, wait and removal, which at 30 hosts on two cores took two minutes.
     let kubelet_running = docker
         .inspect_container("kubelet")
-        .await
-        .map_err(|e| e.to_string())?
+        .await?
         .is_some_and(|k| k.running && k.binds.iter().any(|b| b.starts_with(LOG_LINK_ROOT_BIND)));
     if kubelet_running {
         match docker
@@ -95,12 +91,11 @@ pub async fn link_logs(
         .run_to_success("rke-log-linker", &spec, Duration::from_secs(60))
         .await
         .map(drop)
-        .map_err(|e| e.to_string())
 }
 
 /// Drops the dangling log links under `dir` (RKE1's `rke-log-cleaner`) in a one-shot
 /// container of `image`.
-pub async fn clean_log_links(host: &Host, image: &str, dir: &str) -> Result<(), String> {
+pub async fn clean_log_links(host: &Host, image: &str, dir: &str) -> Result<(), HostError> {
     let dir = shell_words::quote(dir);
     let spec = crate::hosts::ContainerSpec {
         image: image.to_string(),
@@ -120,7 +115,6 @@ pub async fn clean_log_links(host: &Host, image: &str, dir: &str) -> Result<(), 
         )
         .await
         .map(drop)
-        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

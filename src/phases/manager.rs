@@ -81,7 +81,9 @@ impl Runner {
 
     /// Runs `work` for every host in parallel, at most `concurrency` at once across the run, and
     /// reports each host's outcome. Every host is attempted; all failures are returned together.
-    pub async fn for_each_host<H, F, Fut>(
+    /// A step fails with its own error type; its text is made here, where the failure is
+    /// reported (the progress line and [`PhaseError::Hosts`]).
+    pub async fn for_each_host<H, F, Fut, E>(
         &self,
         phase: &str,
         action: &str,
@@ -91,7 +93,8 @@ impl Runner {
     where
         H: HostName + Send + 'static,
         F: Fn(H) -> Fut + Send + Sync,
-        Fut: Future<Output = Result<(), String>> + Send,
+        Fut: Future<Output = Result<(), E>> + Send,
+        E: std::fmt::Display + Send,
     {
         self.for_each_host_gated(phase, action, hosts, None, work)
             .await
@@ -99,7 +102,7 @@ impl Runner {
 
     /// [`for_each_host`](Self::for_each_host), with each host first taking a permit of `gate`
     /// (a rolling upgrade's budget of hosts out of service), before it counts as started.
-    pub async fn for_each_host_gated<H, F, Fut>(
+    pub async fn for_each_host_gated<H, F, Fut, E>(
         &self,
         phase: &str,
         action: &str,
@@ -110,7 +113,8 @@ impl Runner {
     where
         H: HostName + Send + 'static,
         F: Fn(H) -> Fut + Send + Sync,
-        Fut: Future<Output = Result<(), String>> + Send,
+        Fut: Future<Output = Result<(), E>> + Send,
+        E: std::fmt::Display + Send,
     {
         let tasks = hosts.into_iter().map(|host| {
             let name = host.host_name().to_string();
@@ -131,7 +135,8 @@ impl Runner {
                         progress.ok();
                         None
                     }
-                    Err(message) => {
+                    Err(e) => {
+                        let message = e.to_string();
                         let message = match probe {
                             Some(h) => crate::hosts::lost::explain(&h, message).await,
                             None => message,

@@ -13,8 +13,9 @@
 //! without cordon: there is nothing to protect on them (RKE1 does the same for NotReady nodes,
 //! §17.2 step 2; a node whose kubelet was just removed still reads Ready for up to 40 s).
 
-use crate::kubeapi::KubeApi;
+use crate::checks::guard::GuardError;
 use crate::kubeapi::drain::{Cordon, DrainOptions};
+use crate::kubeapi::{KubeApi, KubeApiError};
 use crate::phases::{PhaseError, Runner};
 use std::future::Future;
 use std::sync::Arc;
@@ -62,6 +63,40 @@ pub struct BudgetError {
     pub problem: &'static str,
 }
 
+/// Why one host of a rolling upgrade failed: its own step (`E`, the upgrade it was given), or
+/// the cordon, drain, Ready wait, CNI wait and uncordon around it.
+#[derive(Debug, thiserror::Error)]
+pub enum UpgradeError<E> {
+    #[error("{0}")]
+    Step(E),
+    #[error("{0}")]
+    Api(#[from] KubeApiError),
+    #[error("{0}")]
+    Cni(#[from] GuardError),
+    /// The budget of failed hosts is used up: this one was left alone.
+    #[error(
+        "not upgraded: {failed} hosts failed, which uses up the budget of {budget} \
+         (upgrade_strategy.max_unavailable_*)"
+    )]
+    BudgetUsed { failed: usize, budget: usize },
+    /// The uncordon after the upgrade failed; `first` is the upgrade's own failure, if any.
+    #[error("{}", stays_cordoned(.first.as_deref(), .uncordon))]
+    StaysCordoned {
+        first: Option<Box<UpgradeError<E>>>,
+        uncordon: KubeApiError,
+    },
+}
+
+fn stays_cordoned<E: std::fmt::Display>(
+    first: Option<&UpgradeError<E>>,
+    uncordon: &KubeApiError,
+) -> String {
+    match first {
+        None => format!("upgraded, but the node stays cordoned: {uncordon}"),
+        Some(first) => format!("{first}; the node stays cordoned: {uncordon}"),
+    }
+}
+
 /// One host of a plane, as the rolling upgrade sees it.
 #[derive(Clone, Debug)]
 pub struct UpgradeHost {
@@ -98,7 +133,7 @@ pub struct Strategy {
 /// Upgrades `hosts` with `upgrade(address)`, which brings the host's containers to their
 /// planned state. Hosts with nothing to change are still passed to `upgrade` (it checks their
 /// health), in parallel and without cordon, as are the hosts there is nothing to protect on.
-pub async fn rolling<F, Fut>(
+pub async fn rolling<F, Fut, E>(
     runner: &Runner,
     phase: &str,
     api: Option<&KubeApi>,
@@ -108,7 +143,8 @@ pub async fn rolling<F, Fut>(
 ) -> Result<(), PhaseError>
 where
     F: Fn(String) -> Fut + Send + Sync,
-    Fut: Future<Output = Result<(), String>> + Send,
+    Fut: Future<Output = Result<(), E>> + Send,
+    E: std::fmt::Display + Send,
 {
     let mut direct = Vec::new();
     let mut guarded = Vec::new();
@@ -131,15 +167,13 @@ where
     let upgrade = &upgrade;
     let direct_result = runner
         .for_each_host(phase, "upgrade", direct, |h: UpgradeHost| async move {
-            let result = upgrade(h.address.clone()).await;
+            let result = upgrade(h.address.clone()).await.map_err(UpgradeError::Step);
             // A host upgraded straight away may still carry a cordon of an earlier failed run.
             if result.is_ok()
                 && let Some(api) = api
                 && node_exists(api, &h.hostname).await
             {
-                api.uncordon_after_upgrade(&h.hostname)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                api.uncordon_after_upgrade(&h.hostname).await?;
             }
             result
         })
@@ -160,10 +194,7 @@ where
             |h: UpgradeHost| async move {
                 let failed = failures.load(Ordering::SeqCst);
                 if failed >= budget {
-                    return Err(format!(
-                        "not upgraded: {failed} hosts failed, which uses up the budget of {budget} \
-                         (upgrade_strategy.max_unavailable_*)"
-                    ));
+                    return Err(UpgradeError::BudgetUsed { failed, budget });
                 }
                 let result = upgrade_one(api, &h, strategy, upgrade).await;
                 if result.is_err() {
@@ -177,20 +208,17 @@ where
 }
 
 /// Cordon, drain, upgrade, wait Ready, uncordon; the uncordon also happens after a failure.
-async fn upgrade_one<F, Fut>(
+async fn upgrade_one<F, Fut, E>(
     api: &KubeApi,
     h: &UpgradeHost,
     strategy: &Strategy,
     upgrade: &F,
-) -> Result<(), String>
+) -> Result<(), UpgradeError<E>>
 where
     F: Fn(String) -> Fut,
-    Fut: Future<Output = Result<(), String>>,
+    Fut: Future<Output = Result<(), E>>,
 {
-    let cordon = api
-        .cordon_for_upgrade(&h.hostname)
-        .await
-        .map_err(|e| e.to_string())?;
+    let cordon = api.cordon_for_upgrade(&h.hostname).await?;
     let mut interrupted = UncordonIfDropped {
         api,
         hostname: &h.hostname,
@@ -198,18 +226,17 @@ where
     };
     let result = async {
         if let Some(opts) = &strategy.drain {
-            api.drain(&h.hostname, opts)
-                .await
-                .map_err(|e| e.to_string())?;
+            api.drain(&h.hostname, opts).await?;
         }
-        upgrade(h.address.clone()).await?;
-        api.wait_node_ready(&h.hostname, strategy.ready_timeout)
+        upgrade(h.address.clone())
             .await
-            .map_err(|e| e.to_string())?;
-        match &strategy.cni_wait {
-            Some(w) => w.wait(api, &h.hostname, &h.address).await,
-            None => Ok(()),
+            .map_err(UpgradeError::Step)?;
+        api.wait_node_ready(&h.hostname, strategy.ready_timeout)
+            .await?;
+        if let Some(w) = &strategy.cni_wait {
+            w.wait(api, &h.hostname, &h.address).await?;
         }
+        Ok(())
     }
     .await;
     let uncordoned = match cordon {
@@ -217,10 +244,10 @@ where
         Cordon::AlreadyCordoned => Ok(()),
     };
     interrupted.armed = false;
-    if let Err(e) = uncordoned {
-        return Err(match result {
-            Ok(()) => format!("upgraded, but the node stays cordoned: {e}"),
-            Err(first) => format!("{first}; the node stays cordoned: {e}"),
+    if let Err(uncordon) = uncordoned {
+        return Err(UpgradeError::StaysCordoned {
+            first: result.err().map(Box::new),
+            uncordon,
         });
     }
     result
@@ -276,6 +303,37 @@ fn merge(a: Result<(), PhaseError>, b: Result<(), PhaseError>) -> Result<(), Pha
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The uncordon's failure is said after the upgrade's own, or alone after a success.
+    #[test]
+    fn a_node_left_cordoned_is_said_after_what_failed_first() {
+        let gone = || KubeApiError::NodeNotFound("n1".into());
+        let alone: UpgradeError<String> = UpgradeError::StaysCordoned {
+            first: None,
+            uncordon: gone(),
+        };
+        assert_eq!(
+            alone.to_string(),
+            "upgraded, but the node stays cordoned: node n1 not found in the cluster"
+        );
+        let after = UpgradeError::StaysCordoned {
+            first: Some(Box::new(UpgradeError::Step("kubelet broke".to_string()))),
+            uncordon: gone(),
+        };
+        assert_eq!(
+            after.to_string(),
+            "kubelet broke; the node stays cordoned: node n1 not found in the cluster"
+        );
+        let budget: UpgradeError<String> = UpgradeError::BudgetUsed {
+            failed: 2,
+            budget: 2,
+        };
+        assert_eq!(
+            budget.to_string(),
+            "not upgraded: 2 hosts failed, which uses up the budget of 2 \
+             (upgrade_strategy.max_unavailable_*)"
+        );
+    }
 
     #[test]
     fn percentages_round_down_but_never_to_zero() {

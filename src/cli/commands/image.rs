@@ -56,7 +56,7 @@ pub async fn build(
     let registries = cluster.registry_credentials();
     if args.local {
         let endpoint = DockerEndpoint::parse(std::env::var("DOCKER_HOST").ok().as_deref())
-            .map_err(CliError::Usage)?;
+            .map_err(|e| CliError::Usage(e.to_string()))?;
         let shown = endpoint.to_string();
         let docker = DockerClient::connect_with(
             "local",

@@ -79,7 +79,8 @@ pub fn links(
     ssh: &SshOptions,
     docker_host: Option<&str>,
 ) -> Result<Links, CliError> {
-    let endpoint = DockerEndpoint::parse(docker_host).map_err(CliError::Usage)?;
+    let endpoint =
+        DockerEndpoint::parse(docker_host).map_err(|e| CliError::Usage(e.to_string()))?;
     Ok(Links(Some(Arc::new(LocalLinks {
         endpoint,
         helper_image: cluster.config.system_images.alpine.clone(),
@@ -188,7 +189,10 @@ async fn start_dind(
         registries,
     };
     let docker_host = std::env::var("DOCKER_HOST").ok();
-    let outer = Arc::new(DockerEndpoint::parse(docker_host.as_deref()).map_err(CliError::Usage)?);
+    let outer = Arc::new(
+        DockerEndpoint::parse(docker_host.as_deref())
+            .map_err(|e| CliError::Usage(e.to_string()))?,
+    );
     let timeout = SshOptions::default().docker_timeout;
     let docker = dind::outer_client(&outer, timeout)
         .await
@@ -225,7 +229,10 @@ pub async fn remove_dind(
     reporter: &Reporter,
 ) -> Result<(), CliError> {
     let docker_host = std::env::var("DOCKER_HOST").ok();
-    let outer = Arc::new(DockerEndpoint::parse(docker_host.as_deref()).map_err(CliError::Usage)?);
+    let outer = Arc::new(
+        DockerEndpoint::parse(docker_host.as_deref())
+            .map_err(|e| CliError::Usage(e.to_string()))?,
+    );
     let docker = dind::outer_client(&outer, SshOptions::default().docker_timeout)
         .await
         .map_err(CliError::failed)?;

@@ -60,7 +60,7 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                 let undone = self.restore_reported(name, was_running).await;
                 return Err(ExecFailure::Unhealthy {
                     container: name.to_string(),
-                    cause,
+                    cause: Box::new(cause),
                     logs,
                     restored: undone.err().map(Box::new),
                 });

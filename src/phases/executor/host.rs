@@ -160,7 +160,7 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                         check.tls.as_ref(),
                     )
                     .await
-                    .map_err(ExecFailure::Helper),
+                    .map_err(|e| ExecFailure::Health(Box::new(e))),
                     None => Ok(()),
                 }
             }
@@ -318,7 +318,7 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
             Action::CleanLogLinks { dir, image } => {
                 crate::phases::log_links::clean_log_links(self.host()?, image, dir)
                     .await
-                    .map_err(ExecFailure::Helper)
+                    .map_err(ExecFailure::from)
             }
             Action::RunOneShot {
                 container, spec, ..
@@ -375,7 +375,7 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                 containers,
             )
             .await
-            .map_err(ExecFailure::Helper),
+            .map_err(ExecFailure::from),
             Action::ApplyRbac { .. } => exec
                 .api()
                 .await?

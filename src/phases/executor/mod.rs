@@ -55,6 +55,10 @@ pub enum ExecFailure {
     /// A one-shot helper container on the host failed (its output is in the message).
     #[error("{0}")]
     Helper(String),
+    /// A restarted component failed its health check. Its text, not its source: the check's
+    /// own causes are in the text already.
+    #[error("{0}")]
+    Health(Box<crate::phases::health::HealthError>),
     /// A file on the machine rkers runs on.
     #[error("{path}: {source}")]
     Local {
@@ -78,7 +82,7 @@ pub enum ExecFailure {
     #[error("{}", unhealthy(.container, .cause, .logs, .restored.as_deref()))]
     Unhealthy {
         container: String,
-        cause: String,
+        cause: Box<crate::phases::health::HealthError>,
         logs: String,
         restored: Option<Box<ExecFailure>>,
     },
@@ -96,7 +100,12 @@ fn restore_outcome(failed: Option<&ExecFailure>) -> String {
     }
 }
 
-fn unhealthy(container: &str, cause: &str, logs: &str, restored: Option<&ExecFailure>) -> String {
+fn unhealthy(
+    container: &str,
+    cause: &crate::phases::health::HealthError,
+    logs: &str,
+    restored: Option<&ExecFailure>,
+) -> String {
     let mut out = format!("the new {container} failed its health check: {cause}");
     if !logs.trim().is_empty() {
         out.push_str(&format!("\n  last log lines of the new {container}:"));
@@ -324,7 +333,7 @@ impl<'a> Executor<'a> {
             runner,
             |host: String, actions: Vec<Action>| async move {
                 let refs: Vec<&Action> = actions.iter().collect();
-                self.on(&host).apply(&refs).await.map_err(|e| e.to_string())
+                self.on(&host).apply(&refs).await
             },
         )
         .await

@@ -7,7 +7,7 @@ use crate::diff::Action;
 use crate::phases::Runner;
 use crate::phases::changeset;
 use crate::phases::driver::ApplyStage;
-use crate::phases::executor::Executor;
+use crate::phases::executor::{ExecError, Executor};
 use rkers_core::changeset::Stage;
 use rkers_core::diff::removal::RemovalStage;
 
@@ -67,14 +67,18 @@ pub(super) fn waves(actions: &[Action]) -> Vec<&[Action]> {
 /// Applies one host's teardown wave by wave ([`waves`]), each wave's actions at once. Every
 /// action is reported in the planned order, as the dry run lists it; a wave with a failure
 /// stops the host after the whole wave is reported.
-async fn apply_in_waves(exec: &Executor<'_>, host: &str, actions: &[Action]) -> Result<(), String> {
+async fn apply_in_waves(
+    exec: &Executor<'_>,
+    host: &str,
+    actions: &[Action],
+) -> Result<(), ExecError> {
     let on = exec.on(host);
     for wave in waves(actions) {
         let results = futures::future::join_all(wave.iter().map(|a| on.run(a))).await;
         let mut first_error = None;
         for (action, result) in wave.iter().zip(results) {
             if let Err(e) = on.report(action, result) {
-                first_error.get_or_insert(e.to_string());
+                first_error.get_or_insert(e);
             }
         }
         if let Some(e) = first_error {

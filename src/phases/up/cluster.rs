@@ -9,6 +9,7 @@ use crate::diff::Action;
 use crate::kubeapi::KubeApi;
 use crate::output::Reporter;
 use crate::phases::PhaseError;
+use crate::phases::executor::ExecError;
 use crate::state::StateFile;
 use std::time::Duration;
 
@@ -30,10 +31,7 @@ pub(super) async fn disable_encryption(run: &Run, reporter: &Reporter) -> Result
         for step in steps {
             for (address, actions) in &run.actions {
                 let picked: Vec<&Action> = actions.iter().filter(|a| step(a)).collect();
-                run.executor(address)
-                    .apply(&picked)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                run.executor(address).apply(&picked).await?;
             }
         }
         apply_picked(run, pick).await
@@ -58,18 +56,15 @@ fn read_kubeconfig(cluster: &Cluster) -> Result<String, UpError> {
 }
 
 /// The planned cluster actions `pick` selects, applied in order; stops at the first failure.
-async fn apply_picked(run: &Run, pick: fn(&Action) -> bool) -> Result<(), String> {
+async fn apply_picked(run: &Run, pick: fn(&Action) -> bool) -> Result<(), ExecError> {
     let picked = run.cluster_actions_where(pick);
-    run.cluster_executor()
-        .apply(&picked)
-        .await
-        .map_err(|e| e.to_string())
+    run.cluster_executor().apply(&picked).await
 }
 
-fn phase_error(phase: &str) -> impl FnOnce(String) -> PhaseError {
-    move |message| PhaseError::Phase {
+fn phase_error(phase: &str) -> impl FnOnce(ExecError) -> PhaseError {
+    move |e| PhaseError::Phase {
         phase: phase.into(),
-        message,
+        message: e.to_string(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Apply: one container brought to its planned state (created, recreated beside the old one,
 //! started or restarted), then its health checked; once per run.
 
+use super::UpError;
 use super::run::Run;
 use crate::diff::Action;
 use crate::hosts::Host;
@@ -14,7 +15,7 @@ pub(super) async fn apply_container(
     host: &Host,
     h: &HostPlan,
     name: &str,
-) -> Result<(), String> {
+) -> Result<(), UpError> {
     once_per_run(run, &h.address, name, "healthy")
         .get_or_try_init(|| async {
             start_container(run, h, name).await?;
@@ -28,7 +29,7 @@ pub(super) async fn apply_container(
 /// A new cluster's etcd and control plane hosts start their early kubelet this way, so it
 /// comes before their etcd (the order the dry run lists) while its health is waited for
 /// alongside etcd ([`apply_container`] then only waits).
-pub(super) async fn start_container(run: &Run, h: &HostPlan, name: &str) -> Result<(), String> {
+pub(super) async fn start_container(run: &Run, h: &HostPlan, name: &str) -> Result<(), UpError> {
     once_per_run(run, &h.address, name, "started")
         .get_or_try_init(|| async {
             // The container's own actions, with what must precede them (etcd's data
@@ -47,7 +48,7 @@ pub(super) async fn start_container(run: &Run, h: &HostPlan, name: &str) -> Resu
             run.executor(&h.address)
                 .apply(&actions)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(UpError::from)
         })
         .await
         .map(|_| ())
@@ -68,7 +69,7 @@ fn once_per_run(
         .clone()
 }
 
-async fn wait_healthy(run: &Run, host: &Host, h: &HostPlan, name: &str) -> Result<(), String> {
+async fn wait_healthy(run: &Run, host: &Host, h: &HostPlan, name: &str) -> Result<(), UpError> {
     let spec = &h.containers[name];
     // A wait correctness needs: what comes after a component depends on it answering
     // (kube-apiserver exits while etcd does not, RBAC and the state Secret need the API server,
@@ -84,7 +85,7 @@ async fn wait_healthy(run: &Run, host: &Host, h: &HostPlan, name: &str) -> Resul
         };
         let now = host.docker().inspect_container(name).await.ok().flatten();
         if !stopped_since_observed(&run.actions[&h.address], name, now.as_ref()) {
-            return Err(failed);
+            return Err(failed.into());
         }
         run.reporter.warn(format!(
             "{name} on {} ran when this run looked, and has stopped since (an earlier run, \
@@ -95,10 +96,7 @@ async fn wait_healthy(run: &Run, host: &Host, h: &HostPlan, name: &str) -> Resul
         let start = Action::StartContainer {
             name: name.to_string(),
         };
-        run.executor(&h.address)
-            .apply(&[&start])
-            .await
-            .map_err(|e| e.to_string())?;
+        run.executor(&h.address).apply(&[&start]).await?;
         health::wait_component(host, name, &check.url, tls.as_ref()).await?;
     }
     Ok(())
@@ -130,17 +128,14 @@ pub(super) async fn remove_unplanned(
     run: &Run,
     h: &HostPlan,
     names: &[&str],
-) -> Result<(), String> {
+) -> Result<(), UpError> {
     let actions: Vec<&Action> = run.actions[&h.address]
         .iter()
         .filter(
             |a| matches!(a, Action::RemoveContainer { name, .. } if names.contains(&name.as_str())),
         )
         .collect();
-    run.executor(&h.address)
-        .apply(&actions)
-        .await
-        .map_err(|e| e.to_string())
+    Ok(run.executor(&h.address).apply(&actions).await?)
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 use crate::cluster::ClusterError;
 use crate::hosts::{HostError, HostProblems};
 use crate::phases::PhaseError;
+use crate::phases::executor::{ExecError, ExecFailure};
+use crate::phases::health::HealthError;
 use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
@@ -106,12 +108,78 @@ pub enum UpError {
     CleanDirectories { host: String, detail: String },
     /// Encryption turned off with a provider file rkers cannot keep reading Secrets with.
     #[error("{0}")]
-    EncryptionOff(String),
+    EncryptionOff(#[source] crate::phases::encryption::SecretsError),
     #[error("{0}")]
     AddonsDeploy(#[from] crate::phases::addons::DeployError),
+    /// An action of a host's step, through the executor (the error names the host).
+    #[error("{0}")]
+    Exec(#[from] ExecError),
+    /// The etcd snapshot `up` takes before it changes anything failed on a host.
+    #[error("{0}\nno component was changed on any host")]
+    BeforeChanges(#[source] ExecError),
+    /// A component a host's step started failed its health check.
+    #[error("{0}")]
+    Health(#[from] HealthError),
+    /// The images a host lacks, each pull that failed (every pull is tried).
+    #[error("{}", .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; "))]
+    Pulls(Vec<ExecError>),
+    /// Putting back the containers kept until the node is Ready, after the host's worker
+    /// plane failed (`failed`), failed too.
+    #[error(
+        "{failed}; putting back the containers kept until node {node} is Ready failed too: {source}"
+    )]
+    KeptNotPutBack {
+        host: String,
+        node: String,
+        failed: Box<UpError>,
+        #[source]
+        source: Box<ExecFailure>,
+    },
+    /// The previous containers kept until the node was Ready, dropped once it was.
+    #[error("{source}")]
+    KeptNotDropped {
+        host: String,
+        #[source]
+        source: Box<ExecFailure>,
+    },
+    /// The node of an upgraded worker host was not Ready in time (`cause`: the wait's error,
+    /// `None` without an API to ask); `restored` is what putting back the previous containers
+    /// gave.
+    #[error("{}", not_ready(.node, *.secs, .cause.as_deref(), .restored))]
+    NodeNotReady {
+        host: String,
+        node: String,
+        secs: u64,
+        cause: Option<Box<crate::kubeapi::KubeApiError>>,
+        restored: Result<Vec<String>, Box<ExecFailure>>,
+    },
     /// A background step (the early worker plane) panicked or was cancelled.
     #[error("a background step of up stopped: {0}")]
     Task(#[from] tokio::task::JoinError),
+}
+
+fn not_ready(
+    node: &str,
+    secs: u64,
+    cause: Option<&crate::kubeapi::KubeApiError>,
+    restored: &Result<Vec<String>, Box<ExecFailure>>,
+) -> String {
+    let cause = cause.map_or_else(
+        || "the Kubernetes API cannot be reached to see it".to_string(),
+        |e| e.to_string(),
+    );
+    let wait = format!(
+        "node {node} did not report Ready within {secs}s after its upgrade (--node-ready-timeout): {cause}"
+    );
+    match restored {
+        Ok(restored) => format!(
+            "{wait}; put back the {} it ran before: the host was restored",
+            restored.join(" and ")
+        ),
+        Err(e) => format!(
+            "{wait}; putting back the previous containers failed: {e}; the host was NOT restored"
+        ),
+    }
 }
 
 impl From<HostError> for UpError {
@@ -139,6 +207,13 @@ impl HostContext for UpError {
             UpError::Phase(e) => e.hosts(),
             UpError::Unreachable(e) => e.hosts(),
             UpError::Guard(e) => e.hosts(),
+            UpError::Exec(e) | UpError::BeforeChanges(e) => e.hosts(),
+            UpError::Health(e) => e.hosts(),
+            // One host's pulls.
+            UpError::Pulls(errors) => errors.iter().take(1).map(|e| e.host.as_str()).collect(),
+            UpError::KeptNotPutBack { host, .. }
+            | UpError::KeptNotDropped { host, .. }
+            | UpError::NodeNotReady { host, .. } => vec![host],
             UpError::AddonsDeploy(e) => e.hosts(),
             UpError::Cluster(_)
             | UpError::Adoption(_)
@@ -157,5 +232,46 @@ impl HostContext for UpError {
             | UpError::EncryptionOff(_)
             | UpError::Task(_) => Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worker host whose node stayed NotReady names the node, the wait and what was put back,
+    /// and the final event names the host.
+    #[test]
+    fn a_node_not_ready_says_whether_the_host_was_restored() {
+        let restored = UpError::NodeNotReady {
+            host: "10.0.0.3".into(),
+            node: "w1".into(),
+            secs: 180,
+            cause: None,
+            restored: Ok(vec!["kubelet".into(), "kube-proxy".into()]),
+        };
+        assert_eq!(
+            restored.to_string(),
+            "node w1 did not report Ready within 180s after its upgrade (--node-ready-timeout): \
+             the Kubernetes API cannot be reached to see it; put back the kubelet and kube-proxy \
+             it ran before: the host was restored"
+        );
+        assert_eq!(restored.hosts(), ["10.0.0.3"]);
+        let not = UpError::NodeNotReady {
+            host: "10.0.0.3".into(),
+            node: "w1".into(),
+            secs: 180,
+            cause: Some(Box::new(crate::kubeapi::KubeApiError::NodeNotFound(
+                "w1".into(),
+            ))),
+            restored: Err(Box::new(ExecFailure::Missing("gone".into()))),
+        };
+        assert!(
+            not.to_string().ends_with(
+                "node w1 not found in the cluster; putting back the previous containers \
+                 failed: gone; the host was NOT restored"
+            ),
+            "{not}"
+        );
     }
 }

@@ -35,9 +35,7 @@ pub(super) async fn etcd_plane(run: &Arc<Run>, runner: &Runner) -> Result<(), Up
             if run.recon.etcd_removed.iter().any(|g| g.address == address) {
                 // A member that left keeps no data behind: a later re-join must start empty.
                 let data = plan::join_path(&[&h.prefix_path, "/var/lib/etcd"]);
-                reconcile::clean_directories(host, &run.helper_image, &[data])
-                    .await
-                    .map_err(|e| e.to_string())?;
+                reconcile::clean_directories(host, &run.helper_image, &[data]).await?;
             }
             let joined = run
                 .joined
@@ -49,7 +47,7 @@ pub(super) async fn etcd_plane(run: &Arc<Run>, runner: &Runner) -> Result<(), Up
                     apply_container(&run, host, h, name).await?;
                 }
             }
-            Ok(())
+            Ok::<(), UpError>(())
         }
     };
     let result = if replacing {

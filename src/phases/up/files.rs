@@ -29,10 +29,7 @@ pub(super) async fn apply_files(run: &Arc<Run>, runner: &Runner) -> Result<(), U
                         .iter()
                         .filter(|a| is_file(a))
                         .collect();
-                    run.executor(&address)
-                        .apply(&actions)
-                        .await
-                        .map_err(|e| e.to_string())
+                    run.executor(&address).apply(&actions).await
                 }
             },
         )
@@ -78,7 +75,7 @@ pub(super) async fn pull_images(
 
 /// Every image one host lacks, all asked for at once: `ensure_image` waits for a turn at the
 /// image's registry (hosts::pulls), which is the only cap.
-pub(super) async fn pull_host_images(run: &Run, address: &str) -> Result<(), String> {
+pub(super) async fn pull_host_images(run: &Run, address: &str) -> Result<(), UpError> {
     let executor = run.executor(address);
     let singles: Vec<[&Action; 1]> = run.actions[address]
         .iter()
@@ -86,14 +83,14 @@ pub(super) async fn pull_host_images(run: &Run, address: &str) -> Result<(), Str
         .map(|a| [a])
         .collect();
     let pulls = singles.iter().map(|one| executor.apply(one));
-    let failed: Vec<String> = futures::future::join_all(pulls)
+    let failed: Vec<_> = futures::future::join_all(pulls)
         .await
         .into_iter()
-        .filter_map(|r| r.err().map(|e| e.to_string()))
+        .filter_map(Result::err)
         .collect();
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(failed.join("; "))
+        Err(UpError::Pulls(failed))
     }
 }

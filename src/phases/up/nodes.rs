@@ -28,10 +28,7 @@ pub(super) async fn link_logs(run: &Arc<Run>, runner: &Runner) -> Result<(), UpE
                     .iter()
                     .filter(|a| matches!(a, Action::LinkLogs { .. }))
                     .collect();
-                run.executor(&address)
-                    .apply(&links)
-                    .await
-                    .map_err(|e| e.to_string())
+                run.executor(&address).apply(&links).await
             }
         })
         .await;

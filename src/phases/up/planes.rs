@@ -91,7 +91,7 @@ pub(super) async fn start_early_worker_plane(
                         start_container(&run, h, name).await?;
                     }
                 }
-                Ok(())
+                Ok::<(), UpError>(())
             }
         })
         .await;
@@ -205,7 +205,7 @@ pub(super) async fn start_etcd_and_control_plane(
                         start_container(&run, h, name).await?;
                     }
                 }
-                Ok(())
+                Ok::<(), UpError>(())
             }
         })
         .await;
@@ -213,7 +213,11 @@ pub(super) async fn start_etcd_and_control_plane(
 }
 
 /// Brings `names` on one host to their planned state, unplanned ones removed first.
-pub(super) async fn apply_plane_on(run: &Run, address: &str, names: &[&str]) -> Result<(), String> {
+pub(super) async fn apply_plane_on(
+    run: &Run,
+    address: &str,
+    names: &[&str],
+) -> Result<(), UpError> {
     let h = run.host_plan(address);
     let host = run.host(address);
     remove_unplanned(run, h, names).await?;

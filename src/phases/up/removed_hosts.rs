@@ -9,6 +9,7 @@ use crate::cluster::Cluster;
 use crate::config::RkeConfig;
 use crate::diff::{Action, HostActions};
 use crate::hosts::HostPool;
+use crate::phases::executor::ExecError;
 use crate::phases::{Runner, reconcile};
 use crate::plan;
 use std::sync::Arc;
@@ -102,14 +103,10 @@ pub(super) async fn remove_hosts(run: &Arc<Run>, runner: &Runner) -> Result<(), 
 /// containers removed, the host cleaned (a Windows worker torn down through wins, as `rkers
 /// remove` does), its node object deleted. Its etcd member and etcd containers already went
 /// in the etcd step.
-async fn apply_removed_host(run: &Run, removed: &RemovedHost) -> Result<(), String> {
+async fn apply_removed_host(run: &Run, removed: &RemovedHost) -> Result<(), ExecError> {
     let cleanup = removed.reachable.as_ref().map(|(_, c)| c);
     let actions = reconcile::removed_host_actions(&removed.gone, &removed.present, cleanup);
     let applied = super::etcd_members::leaving_member_actions(run, &removed.gone.address);
     let rest: Vec<&Action> = actions.iter().filter(|a| !applied.contains(a)).collect();
-    run.exec
-        .on(&removed.gone.address)
-        .apply(&rest)
-        .await
-        .map_err(|e| e.to_string())
+    run.exec.on(&removed.gone.address).apply(&rest).await
 }

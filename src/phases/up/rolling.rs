@@ -238,7 +238,7 @@ async fn upgrade_worker_host(
     run: &Run,
     api: Option<&KubeApi>,
     address: &str,
-) -> Result<(), String> {
+) -> Result<(), UpError> {
     let Some((node, kubelet)) = kept_until_ready(run, address) else {
         return apply_plane_on(run, address, WORKER_PLANE).await;
     };
@@ -254,9 +254,12 @@ async fn upgrade_worker_host(
     if let Err(failed) = apply_plane_on(run, address, WORKER_PLANE).await {
         return match exec.settle_kept(false).await {
             Ok(_) => Err(failed),
-            Err(e) => Err(format!(
-                "{failed}; putting back the containers kept until node {node} is Ready failed too: {e}"
-            )),
+            Err(e) => Err(UpError::KeptNotPutBack {
+                host: address.to_string(),
+                node: node.to_string(),
+                failed: Box::new(failed),
+                source: Box::new(e),
+            }),
         };
     }
     let timeout = run.node_ready_timeout;
@@ -264,29 +267,26 @@ async fn upgrade_worker_host(
         Some(api) => api
             .wait_node_ready_after(node, stale.as_deref(), timeout)
             .await
-            .map_err(|e| e.to_string()),
-        None => Err("the Kubernetes API cannot be reached to see it".to_string()),
+            .map_err(|e| Some(Box::new(e))),
+        None => Err(None),
     };
     let Err(cause) = waited else {
         return exec
             .settle_kept(true)
             .await
             .map(drop)
-            .map_err(|e| e.to_string());
+            .map_err(|e| UpError::KeptNotDropped {
+                host: address.to_string(),
+                source: Box::new(e),
+            });
     };
-    let wait = format!(
-        "node {node} did not report Ready within {}s after its upgrade (--node-ready-timeout): {cause}",
-        timeout.as_secs()
-    );
-    match exec.settle_kept(false).await {
-        Ok(restored) => Err(format!(
-            "{wait}; put back the {} it ran before: the host was restored",
-            restored.join(" and ")
-        )),
-        Err(e) => Err(format!(
-            "{wait}; putting back the previous containers failed: {e}; the host was NOT restored"
-        )),
-    }
+    Err(UpError::NodeNotReady {
+        host: address.to_string(),
+        node: node.to_string(),
+        secs: timeout.as_secs(),
+        cause,
+        restored: exec.settle_kept(false).await.map_err(Box::new),
+    })
 }
 
 /// The node whose Ready the host's recreated containers are kept for, and whether kubelet is

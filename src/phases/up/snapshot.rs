@@ -224,7 +224,7 @@ pub(super) async fn apply_before_changes(run: &Arc<Run>, runner: &Runner) -> Res
             run.executor(&address)
                 .apply(&picked)
                 .await
-                .map_err(|e| format!("{e}\nno component was changed on any host"))
+                .map_err(UpError::BeforeChanges)
         }
     };
     let mut result = Ok(());

@@ -41,7 +41,7 @@ pub(super) async fn prepare_windows(run: &Arc<Run>, runner: &Runner) -> Result<(
 
 /// The host's planned wins actions, through the executor: `wins.exe` installed, then the
 /// service registered and started, or restarted the safe way (`Action::StartWins`).
-pub(super) async fn prepare_windows_host(run: &Run, address: &str) -> Result<(), String> {
+pub(super) async fn prepare_windows_host(run: &Run, address: &str) -> Result<(), UpError> {
     let wins: Vec<&Action> = run.actions[address]
         .iter()
         .filter(|a| matches!(a, Action::InstallWins { .. } | Action::StartWins { .. }))
@@ -49,12 +49,12 @@ pub(super) async fn prepare_windows_host(run: &Run, address: &str) -> Result<(),
     run.executor(address)
         .apply(&wins)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(UpError::from)
 }
 
 /// A Windows worker's planned orphan sweep, before its worker plane has wins start anything
 /// (planned only when that plane changes).
-pub(super) async fn sweep_windows_orphans(run: &Run, address: &str) -> Result<(), String> {
+pub(super) async fn sweep_windows_orphans(run: &Run, address: &str) -> Result<(), UpError> {
     let sweep: Vec<&Action> = run.actions[address]
         .iter()
         .filter(|a| matches!(a, Action::SweepWindowsOrphans { .. }))
@@ -62,5 +62,5 @@ pub(super) async fn sweep_windows_orphans(run: &Run, address: &str) -> Result<()
     run.executor(address)
         .apply(&sweep)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(UpError::from)
 }

@@ -25,7 +25,8 @@ pub use key_diff::{KeyDifference, key_differences};
 pub use load::{Loaded, Locations, Position, load_file, load_str};
 pub use types::*;
 pub use validate::{
-    is_dns1123_subdomain, parse_k8s_version, unknown_version_message, validate, warnings,
+    VersionError, is_dns1123_subdomain, parse_k8s_version, unknown_version_message, validate,
+    warnings,
 };
 
 /// A node address as the host part of a URL or `host:port`: an IPv6 literal in brackets

@@ -11,14 +11,30 @@ use super::load::Locations;
 use super::types::*;
 use super::{Diagnostic, VersionCatalog};
 
+/// A `kubernetes_version` that is not `vX.Y.Z[-pre]`.
+#[derive(Debug, thiserror::Error)]
+pub enum VersionError {
+    #[error("`{version}` is not a valid version: it must start with `v`")]
+    NoV { version: String },
+    #[error("`{version}` is not valid semver: {source}")]
+    Semver {
+        version: String,
+        #[source]
+        source: semver::Error,
+    },
+}
+
 /// Parses `vX.Y.Z[-pre]` as RKE1 does: a leading `v` followed by a semantic version.
-pub fn parse_k8s_version(version: &str) -> Result<semver::Version, String> {
+pub fn parse_k8s_version(version: &str) -> Result<semver::Version, VersionError> {
     let Some(rest) = version.strip_prefix('v').filter(|r| !r.is_empty()) else {
-        return Err(format!(
-            "`{version}` is not a valid version: it must start with `v`"
-        ));
+        return Err(VersionError::NoV {
+            version: version.to_string(),
+        });
     };
-    semver::Version::parse(rest).map_err(|e| format!("`{version}` is not valid semver: {e}"))
+    semver::Version::parse(rest).map_err(|source| VersionError::Semver {
+        version: version.to_string(),
+        source,
+    })
 }
 
 /// `>= X.Y.Z-rancher0` in RKE1's ranges, i.e. any build of X.Y.Z or later.

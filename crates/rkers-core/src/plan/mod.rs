@@ -51,7 +51,7 @@ pub use windows::{
 };
 pub use windows_host::{
     AgentMode, HOST_AGENT_NAME, HOST_AGENT_TAG, HostReport, HostRequest, IMAGE_WINS_PATHS,
-    WinsRequest, WinsStatus, host_agent_command, host_agent_script, windows_path,
+    ReportError, WinsRequest, WinsStatus, host_agent_command, host_agent_script, windows_path,
 };
 
 /// Container names (RKE1's, unchanged).

@@ -186,22 +186,42 @@ impl std::fmt::Debug for HostReport {
     }
 }
 
-fn decode_field(field: Option<&str>, line: usize) -> Result<Vec<u8>, String> {
-    let field = field.ok_or_else(|| format!("report line {line}: a field is missing"))?;
-    STANDARD
-        .decode(field.trim())
-        .map_err(|e| format!("report line {line}: not base64: {e}"))
+/// Why the agent's report was not one: the agent failed, stopped early, or wrote something
+/// the report's format does not allow.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReportError {
+    /// The agent's own error message.
+    #[error("{0}")]
+    Agent(String),
+    #[error("the agent stopped before reporting `done`")]
+    NotDone,
+    #[error("report line {line}: {problem}")]
+    Malformed { line: usize, problem: String },
 }
 
-fn decode_text(field: Option<&str>, line: usize) -> Result<String, String> {
+fn malformed(line: usize, problem: impl Into<String>) -> ReportError {
+    ReportError::Malformed {
+        line,
+        problem: problem.into(),
+    }
+}
+
+fn decode_field(field: Option<&str>, line: usize) -> Result<Vec<u8>, ReportError> {
+    let field = field.ok_or_else(|| malformed(line, "a field is missing"))?;
+    STANDARD
+        .decode(field.trim())
+        .map_err(|e| malformed(line, format!("not base64: {e}")))
+}
+
+fn decode_text(field: Option<&str>, line: usize) -> Result<String, ReportError> {
     String::from_utf8(decode_field(field, line)?)
-        .map_err(|_| format!("report line {line}: a path is not UTF-8"))
+        .map_err(|_| malformed(line, "a path is not UTF-8"))
 }
 
 impl HostReport {
     /// Parses the agent's stdout. Fails on an `error` line (with the agent's message), on a
     /// report without its final `done`, and on anything it cannot read.
-    pub fn parse(stdout: &str) -> Result<HostReport, String> {
+    pub fn parse(stdout: &str) -> Result<HostReport, ReportError> {
         let mut report = HostReport::default();
         let mut done = false;
         for (index, raw) in stdout.lines().enumerate() {
@@ -234,9 +254,7 @@ impl HostReport {
                             Some(("service", v)) => status.service = v.to_string(),
                             Some(("pipe", v)) => status.pipe = v == "1",
                             _ => {
-                                return Err(format!(
-                                    "report line {n}: unknown wins field {pair:?}"
-                                ));
+                                return Err(malformed(n, format!("unknown wins field {pair:?}")));
                             }
                         }
                     }
@@ -248,7 +266,7 @@ impl HostReport {
                 "error" => {
                     let message = decode_text(fields.next(), n)
                         .unwrap_or_else(|_| "(unreadable message)".into());
-                    return Err(message);
+                    return Err(ReportError::Agent(message));
                 }
                 "done" => done = true,
                 // PowerShell may print warnings of its own; they are not part of the report.
@@ -256,7 +274,7 @@ impl HostReport {
             }
         }
         if !done {
-            return Err("the agent stopped before reporting `done`".into());
+            return Err(ReportError::NotDone);
         }
         Ok(report)
     }
@@ -505,13 +523,18 @@ mod tests {
         );
 
         let cut = stdout.replace("done\r\n", "");
-        assert!(HostReport::parse(&cut).unwrap_err().contains("done"));
+        assert!(
+            HostReport::parse(&cut)
+                .unwrap_err()
+                .to_string()
+                .contains("done")
+        );
         let failed = format!(
             "wrote {path}\nerror {}\n",
             b64(b"Access to the path is denied.")
         );
         assert_eq!(
-            HostReport::parse(&failed).unwrap_err(),
+            HostReport::parse(&failed).unwrap_err().to_string(),
             "Access to the path is denied."
         );
         assert!(HostReport::parse("file !!! x\ndone\n").is_err());

@@ -289,9 +289,13 @@ pub(super) fn windows_container(
     }
 }
 
-fn checked(what: &str, args: Vec<String>) -> Result<Vec<String>, String> {
+/// `args` when wins passes each intact; the refusal names the host.
+fn checked(host: &Host, what: &str, args: Vec<String>) -> Result<Vec<String>, PlanError> {
     for arg in &args {
-        check_wins_list_value(what, arg)?;
+        check_wins_list_value(what, arg).map_err(|e| PlanError::Host {
+            host: host.address.clone(),
+            cause: e.to_string(),
+        })?;
     }
     Ok(args)
 }
@@ -362,10 +366,7 @@ fn kubelet_process(
         &args,
         pick_map(&kubelet.win_extra_args_array, &kubelet.extra_args_array),
     );
-    let args = checked("kubelet", rendered).map_err(|cause| PlanError::Host {
-        host: host.address.clone(),
-        cause,
-    })?;
+    let args = checked(host, "kubelet", rendered)?;
     Ok(WinsProcess {
         container: KUBELET.into(),
         image_path: r"c:\etc\kubernetes\bin\kubelet.exe".into(),
@@ -408,10 +409,7 @@ fn kube_proxy_process(
         &args,
         pick_map(&proxy.win_extra_args_array, &proxy.extra_args_array),
     );
-    let args = checked("kube-proxy", rendered).map_err(|cause| PlanError::Host {
-        host: host.address.clone(),
-        cause,
-    })?;
+    let args = checked(host, "kube-proxy", rendered)?;
     Ok(WinsProcess {
         container: KUBE_PROXY.into(),
         image_path: r"c:\etc\kubernetes\bin\kube-proxy.exe".into(),
@@ -443,22 +441,18 @@ fn flanneld_process(host: &Host, prefix: &str) -> Result<WinsProcess, PlanError>
         format!("--iface={}", host.internal_address),
     ];
     let envs = vec![format!("NODE_NAME={}", host.hostname)];
-    let to_host_error = |cause| PlanError::Host {
-        host: host.address.clone(),
-        cause,
-    };
     Ok(WinsProcess {
         container: SERVICE_SIDEKICK.into(),
         image_path: r"c:\opt\bin\flanneld.exe".into(),
         host_view_path: r"c:\host\opt\bin\flanneld.exe".into(),
         path: win(&join_path(&[prefix, "/opt/bin/flanneld.exe"])),
-        args: checked("flanneld", args).map_err(to_host_error)?,
+        args: checked(host, "flanneld", args)?,
         source_vip_from_network: None,
         exposes: vec![Expose {
             protocol: ExposeProtocol::Udp,
             port: WINDOWS_VXLAN_PORT,
         }],
-        envs: checked("flanneld env", envs).map_err(to_host_error)?,
+        envs: checked(host, "flanneld env", envs)?,
     })
 }
 

@@ -16,7 +16,9 @@ fn wins_names_trim_a_cutset_like_wins() {
 #[test]
 fn list_values_with_spaces_or_quotes_are_refused() {
     assert!(check_wins_list_value("kubelet", "--v=2").is_ok());
-    let err = check_wins_list_value("kubelet", "--node-labels=a b").unwrap_err();
+    let err = check_wins_list_value("kubelet", "--node-labels=a b")
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("kubelet") && err.contains("spaces"), "{err}");
     assert!(check_wins_list_value("x", "--a=\"b\"").is_err());
     assert!(check_wins_list_value("x", "").is_err());

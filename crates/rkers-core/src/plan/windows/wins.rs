@@ -172,22 +172,39 @@ pub fn wins_process_name(exe_name: &str) -> String {
     renamed.trim_end_matches(['.', 'e', 'x']).to_string()
 }
 
+/// A `--args`/`--envs` element wins would split or mangle.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WinsValueError {
+    #[error("{what}: an empty element cannot be passed through wins")]
+    Empty { what: String },
+    #[error(
+        "{what}: value {value:?} contains {c:?}; wins passes arguments as one string split on \
+         spaces, so values with spaces, tabs or quotes cannot reach a Windows process intact"
+    )]
+    Split {
+        what: String,
+        value: String,
+        c: char,
+    },
+}
+
 /// Rejects a `--args`/`--envs` element wins would split or mangle: its client splits the list on
 /// spaces (outside quotes, v0.1+; on every space in v0.0.4) and keeps quote characters.
-pub fn check_wins_list_value(what: &str, value: &str) -> Result<(), String> {
+pub fn check_wins_list_value(what: &str, value: &str) -> Result<(), WinsValueError> {
     if value.is_empty() {
-        return Err(format!(
-            "{what}: an empty element cannot be passed through wins"
-        ));
+        return Err(WinsValueError::Empty {
+            what: what.to_string(),
+        });
     }
     if let Some(c) = value
         .chars()
         .find(|c| c.is_whitespace() || *c == '"' || *c == '\'')
     {
-        return Err(format!(
-            "{what}: value {value:?} contains {c:?}; wins passes arguments as one string split on \
-             spaces, so values with spaces, tabs or quotes cannot reach a Windows process intact"
-        ));
+        return Err(WinsValueError::Split {
+            what: what.to_string(),
+            value: value.to_string(),
+            c,
+        });
     }
     Ok(())
 }
