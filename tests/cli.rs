@@ -373,13 +373,26 @@ fn doctor_refuses_an_unknown_host_and_a_restore_without_backup() {
                 "10.0.0.1 (10.0.0.1), 10.0.0.2 (10.0.0.2)",
             ));
     }
+    // Without a backup the restore, and its dry run, refuse before reaching the cluster.
+    for extra in [&[][..], &["--dry-run"]] {
+        rkers()
+            .args(["doctor", "--restore-webhooks"])
+            .args(extra)
+            .arg("--config")
+            .arg(&path)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(
+                "cluster.webhooks-backup.json: no backup",
+            ));
+    }
     rkers()
-        .args(["doctor", "--restore-webhooks", "--config"])
+        .args(["doctor", "--dry-run", "--config"])
         .arg(&path)
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains(
-            "cluster.webhooks-backup.json: no backup",
+            "--dry-run goes with --fix or --restore-webhooks",
         ));
     rkers()
         .args(["doctor", "--fix", "bogus", "--config"])

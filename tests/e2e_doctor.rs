@@ -426,6 +426,24 @@ async fn incident1_calico_runtime_directory_after_reboot() {
         "{dry}"
     );
 
+    // 2a. the fix's dry run: host2's repair as the plan holds it, and nothing changed.
+    let (ok, out) = cluster.rkers(&["doctor", "--fix", "calico-runtime", "--dry-run"]);
+    assert!(ok, "{out}");
+    let section = out
+        .split(&format!("{host2_ip}:\n"))
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        section.contains("ensure directory /var/run/calico root:root 0755 (found: 0700 0:0)"),
+        "{out}"
+    );
+    assert!(!out.contains("running: mkdir"), "{out}");
+    assert_eq!(
+        env.on_host("host2", "stat -c '%a %u %g' /run/calico")
+            .trim(),
+        "700 0 0"
+    );
+
     // 2. the fix, each step printed before it runs.
     let (ok, out) = timed(&cluster, &["doctor", "--fix", "calico-runtime"]);
     assert!(ok, "{out}");

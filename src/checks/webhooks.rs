@@ -9,44 +9,21 @@
 use super::selector;
 use super::{Finding, Status};
 use crate::hosts::Host;
-use crate::kubeapi::KubeApi;
+use crate::kubeapi::{KubeApi, KubeApiError};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, RuleWithOperations, ValidatingWebhookConfiguration,
 };
 use k8s_openapi::api::core::v1::{Endpoints, Event, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use kube::api::{Api, ListParams};
-use std::collections::{BTreeMap, BTreeSet};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 pub const CHECK: &str = "webhook";
-/// Webhook configurations rkers' own addons install; never removed by `--fix`.
-pub const ADDON_CONFIGS: &[&str] = &["ingress-nginx-admission"];
 
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    Validating,
-    Mutating,
-}
-
-impl Kind {
-    pub fn resource(self) -> &'static str {
-        match self {
-            Kind::Validating => "validatingwebhookconfiguration",
-            Kind::Mutating => "mutatingwebhookconfiguration",
-        }
-    }
-    pub fn kind(self) -> &'static str {
-        match self {
-            Kind::Validating => "ValidatingWebhookConfiguration",
-            Kind::Mutating => "MutatingWebhookConfiguration",
-        }
-    }
-}
+// What `--fix` may remove is decided in the core, with the configurations' kinds.
+pub use rkers_core::diff::doctor_fix::{ADDON_CONFIGS, Kind};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Client {
@@ -75,25 +52,16 @@ pub struct WebhookView {
 }
 
 fn protected(meta: &ObjectMeta) -> Option<String> {
-    let name = meta.name.clone().unwrap_or_default();
-    if name.starts_with("system:")
-        || meta
-            .labels
+    rkers_core::diff::doctor_fix::protected(
+        meta.name.as_deref().unwrap_or_default(),
+        meta.labels
             .as_ref()
-            .is_some_and(|l| l.contains_key("kubernetes.io/bootstrapping"))
-    {
-        return Some("installed by Kubernetes".into());
-    }
-    if ADDON_CONFIGS.contains(&name.as_str())
-        || meta
-            .managed_fields
+            .is_some_and(|l| l.contains_key("kubernetes.io/bootstrapping")),
+        meta.managed_fields
             .iter()
             .flatten()
-            .any(|m| m.manager.as_deref() == Some(crate::kubeapi::FIELD_MANAGER))
-    {
-        return Some("installed by rkers' addons".into());
-    }
-    None
+            .any(|m| m.manager.as_deref() == Some(crate::kubeapi::FIELD_MANAGER)),
+    )
 }
 
 fn client_of(
@@ -487,26 +455,89 @@ pub async fn find(
     Ok(WebhookCheck { blocking, findings })
 }
 
-/// A webhook configuration by kind and name.
-pub type ConfigRef = (Kind, String);
-/// A configuration `--fix` must leave alone, and who installed it.
-pub type Protected = (Kind, String, String);
+/// The blocking webhooks as the core decides on them ([`rkers_core::diff::doctor_fix::removable`]).
+pub fn blockers(blocking: &[Blocking]) -> Vec<rkers_core::diff::doctor_fix::Blocker> {
+    blocking
+        .iter()
+        .map(|b| rkers_core::diff::doctor_fix::Blocker {
+            kind: b.view.kind,
+            config: b.view.config.clone(),
+            protected: b.view.protected.clone(),
+        })
+        .collect()
+}
 
-/// The distinct configurations of `blocking`, those `--fix` may remove first.
-pub fn removable(blocking: &[Blocking]) -> (Vec<ConfigRef>, Vec<Protected>) {
-    let mut ok = BTreeSet::new();
-    let mut kept = BTreeSet::new();
-    for b in blocking {
-        match &b.view.protected {
-            None => {
-                ok.insert((b.view.kind, b.view.config.clone()));
-            }
-            Some(who) => {
-                kept.insert((b.view.kind, b.view.config.clone(), who.clone()));
-            }
+/// The configuration `kind`/`name` as the API server has it.
+pub async fn get_config(
+    api: &KubeApi,
+    kind: Kind,
+    name: &str,
+) -> Result<serde_json::Value, KubeApiError> {
+    let failed = |e: &dyn std::fmt::Display| api.err(&format!("get {name}"), e);
+    let value = match kind {
+        Kind::Validating => serde_json::to_value(
+            Api::<ValidatingWebhookConfiguration>::all(api.client.clone())
+                .get(name)
+                .await
+                .map_err(|e| failed(&e))?,
+        ),
+        Kind::Mutating => serde_json::to_value(
+            Api::<MutatingWebhookConfiguration>::all(api.client.clone())
+                .get(name)
+                .await
+                .map_err(|e| failed(&e))?,
+        ),
+    };
+    value.map_err(|e| failed(&e))
+}
+
+/// Deletes the configuration `kind`/`name`.
+pub async fn delete_config(api: &KubeApi, kind: Kind, name: &str) -> Result<(), KubeApiError> {
+    let r = match kind {
+        Kind::Validating => Api::<ValidatingWebhookConfiguration>::all(api.client.clone())
+            .delete(name, &DeleteParams::default())
+            .await
+            .map(drop),
+        Kind::Mutating => Api::<MutatingWebhookConfiguration>::all(api.client.clone())
+            .delete(name, &DeleteParams::default())
+            .await
+            .map(drop),
+    };
+    r.map_err(|e| api.err(&format!("delete {}/{name}", kind.resource()), e))
+}
+
+/// Creates `object`, a configuration of `kind` named `name`: `false` when one of that name
+/// exists already (it is kept as it is).
+pub async fn create_config(
+    api: &KubeApi,
+    kind: Kind,
+    name: &str,
+    object: &serde_json::Value,
+) -> Result<bool, KubeApiError> {
+    let failed = |e: &dyn std::fmt::Display| api.err(&format!("create {} {name}", kind.kind()), e);
+    let r = match kind {
+        Kind::Validating => {
+            let obj: ValidatingWebhookConfiguration =
+                serde_json::from_value(object.clone()).map_err(|e| failed(&e))?;
+            Api::<ValidatingWebhookConfiguration>::all(api.client.clone())
+                .create(&PostParams::default(), &obj)
+                .await
+                .map(drop)
         }
+        Kind::Mutating => {
+            let obj: MutatingWebhookConfiguration =
+                serde_json::from_value(object.clone()).map_err(|e| failed(&e))?;
+            Api::<MutatingWebhookConfiguration>::all(api.client.clone())
+                .create(&PostParams::default(), &obj)
+                .await
+                .map(drop)
+        }
+    };
+    match r {
+        Ok(()) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+        Err(e) => Err(failed(&e)),
     }
-    (ok.into_iter().collect(), kept.into_iter().collect())
 }
 
 #[cfg(test)]
@@ -649,7 +680,11 @@ mod tests {
         };
         let mine = config("gatekeeper", None, None);
         let addon = config("ingress-nginx-admission", None, None);
-        let (remove, kept) = removable(&[blocking(&mine), blocking(&mine), blocking(&addon)]);
+        let (remove, kept) = rkers_core::diff::doctor_fix::removable(&blockers(&[
+            blocking(&mine),
+            blocking(&mine),
+            blocking(&addon),
+        ]));
         assert_eq!(remove, [(Kind::Validating, "gatekeeper".to_string())]);
         assert_eq!(kept.len(), 1);
         assert_eq!(kept[0].1, "ingress-nginx-admission");

@@ -248,6 +248,10 @@ pub struct DoctorArgs {
     /// to the state).
     #[arg(long)]
     pub restore_webhooks: bool,
+    /// With `--fix` or `--restore-webhooks`: print, per host, what the repair would change, and
+    /// change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Args, Debug)]
@@ -558,7 +562,9 @@ impl Command {
             Command::Up(a) => ("up", a.dry_run),
             Command::Remove(a) => ("remove", a.dry_run),
             Command::Rollback(a) => ("rollback", a.dry_run),
-            Command::Doctor(a) if a.fix.is_some() || a.restore_webhooks => ("doctor --fix", false),
+            Command::Doctor(a) if a.fix.is_some() || a.restore_webhooks => {
+                ("doctor --fix", a.dry_run)
+            }
             Command::Etcd { command } => match command {
                 EtcdCommand::SnapshotSave { dry_run, .. } => ("etcd snapshot-save", *dry_run),
                 EtcdCommand::SnapshotRestore { dry_run, .. } => ("etcd snapshot-restore", *dry_run),

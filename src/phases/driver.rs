@@ -1,5 +1,6 @@
 //! The one driver of the commands declared as lists of steps (`encrypt rotate-key`, `cert
-//! rotate`, `remove`, `etcd snapshot-save`, `etcd snapshot-restore`). A command declares
+//! rotate`, `remove`, `etcd snapshot-save`, `etcd snapshot-restore`, `doctor --fix` and
+//! `--restore-webhooks`). A command declares
 //! its steps through [`Command`]: what it observes (I/O: the hosts it connects, what it reads),
 //! what it decides from that (a pure function to its typed changeset, in `rkers_core`), what
 //! applies its stages (the executor, with the hosts and API its actions need), and what it

@@ -18,17 +18,22 @@ pub async fn run(
         ssh: super::up::ssh_options(&args.connect),
     };
     if args.restore_webhooks {
-        return doctor::fix::restore_webhooks(cluster, reporter)
+        return doctor::fix::restore_webhooks(cluster, args.dry_run, reporter)
             .await
-            .map_err(CliError::Failed);
+            .map_err(CliError::failed);
     }
     if let Some(check) = args.fix {
         // An unknown --host is a usage error, before anything is changed.
         doctor::run::select_targets(cluster, &opts.hosts, opts.agent_override)
             .map_err(CliError::InvalidConfig)?;
-        return doctor::fix::fix(cluster, check, &opts, reporter)
+        return doctor::fix::fix(cluster, check, &opts, args.dry_run, reporter)
             .await
-            .map_err(CliError::Failed);
+            .map_err(CliError::failed);
+    }
+    if args.dry_run {
+        return Err(CliError::Usage(
+            "`rkers doctor` only reads; --dry-run goes with --fix or --restore-webhooks".into(),
+        ));
     }
     doctor::run::select_targets(cluster, &opts.hosts, opts.agent_override)
         .map_err(CliError::InvalidConfig)?;

@@ -398,6 +398,17 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                     .await
                     .map_err(|e| api_failed(&e))
             }
+            Action::DeleteWebhookConfiguration { kind, name } => {
+                crate::checks::webhooks::delete_config(exec.api().await?, *kind, name)
+                    .await
+                    .map_err(|e| api_failed(&e))
+            }
+            Action::CreateWebhookConfiguration {
+                kind, name, object, ..
+            } => crate::checks::webhooks::create_config(exec.api().await?, *kind, name, object)
+                .await
+                .map(drop)
+                .map_err(|e| api_failed(&e)),
         }
     }
 

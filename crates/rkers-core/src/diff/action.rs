@@ -301,6 +301,22 @@ pub enum Action {
         #[serde(skip)]
         plan: Box<crate::addon::AddonPlan>,
     },
+    // doctor --fix's actions
+    /// Pseudo-host `cluster`: delete an admission webhook configuration that blocks pod
+    /// creation (`doctor --fix webhooks`, once it is backed up).
+    DeleteWebhookConfiguration {
+        kind: crate::diff::doctor_fix::Kind,
+        name: String,
+    },
+    /// Pseudo-host `cluster`: create an admission webhook configuration again from the backup
+    /// `from` (`doctor --restore-webhooks`); one of that name that exists is kept as it is.
+    CreateWebhookConfiguration {
+        kind: crate::diff::doctor_fix::Kind,
+        name: String,
+        from: String,
+        #[serde(skip)]
+        object: serde_json::Value,
+    },
 }
 
 /// Bytes an action writes that hold secrets (a kubeconfig with its key): they never reach a
@@ -691,6 +707,16 @@ impl std::fmt::Display for Action {
                 }
                 Ok(())
             }
+            Action::DeleteWebhookConfiguration { kind, name } => {
+                write!(f, "delete {}/{name}", kind.resource())
+            }
+            Action::CreateWebhookConfiguration {
+                kind, name, from, ..
+            } => write!(
+                f,
+                "create {}/{name} from {from} (kept as it is if it exists)",
+                kind.resource()
+            ),
         }
     }
 }

@@ -14,6 +14,7 @@
 mod action;
 pub mod cert_rotation;
 mod content;
+pub mod doctor_fix;
 pub mod encryption;
 pub mod key_rotation;
 pub mod minor;

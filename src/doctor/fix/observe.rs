@@ -1,0 +1,193 @@
+//! Step 2, reading only. `--fix calico-runtime`: each chosen host connected (one that cannot
+//! be reached is named at the end) and probed for its calico directories and tmpfiles.d entry.
+//! `--fix webhooks`: the API server, the CNI, the webhooks blocking its pods, the removable
+//! configurations as the server has them, and the backup an earlier fix left.
+//! `--restore-webhooks`: the backup.
+
+use super::{CalicoFix, FixError, WebhookFix, backup_path};
+use crate::checks::probe::{self, ProbeWants};
+use crate::checks::{Status, calico, cni, webhooks};
+use crate::doctor::basics::node_name;
+use crate::doctor::run;
+use crate::hosts::Host;
+use crate::kubeapi::KubeApi;
+use crate::phases::driver::Links;
+use rkers_core::diff::doctor_fix::{CalicoNode, ConfigRef, removable};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What the calico probe found on one node, and the check's one-line verdict.
+pub(super) struct Probed {
+    pub node: CalicoNode,
+    pub summary: String,
+}
+
+pub(super) struct CalicoFound {
+    pub hosts: Vec<Arc<Host>>,
+    pub probed: Vec<Probed>,
+}
+
+const CALICO_ONLY: ProbeWants = ProbeWants {
+    calico: true,
+    nat: false,
+};
+
+pub(super) async fn calico(
+    command: &mut CalicoFix<'_>,
+    links: &mut Links,
+) -> Result<CalicoFound, FixError> {
+    let cluster = command.cluster;
+    let (failed, pool) = run::connect(&command.targets, &command.opts.ssh).await;
+    links.keep(pool.hosts());
+    for a in &failed {
+        let why = a.error.as_ref().map(|e| e.to_string()).unwrap_or_default();
+        command.failures.push((
+            a.target.name.clone(),
+            format!("host {}: {why}", a.target.name),
+        ));
+    }
+    let mut probed = Vec::new();
+    for host in pool.hosts() {
+        match probe_host(cluster, host).await {
+            Ok(p) => {
+                if p.node.healthy {
+                    command
+                        .healthy
+                        .push((p.node.node.clone(), p.summary.clone()));
+                }
+                probed.push(p)
+            }
+            Err(line) => command.failures.push((host.name().to_string(), line)),
+        }
+    }
+    Ok(CalicoFound {
+        hosts: pool.hosts().cloned().collect(),
+        probed,
+    })
+}
+
+/// Probes `host`: what is wrong with its directories and entry, and the check's verdict; the
+/// failure's line when it cannot be read.
+pub(super) async fn probe_host(
+    cluster: &crate::cluster::Cluster,
+    host: &Host,
+) -> Result<Probed, String> {
+    let node = node_name(&cluster.config, host.name());
+    let sections = probe::probe(
+        host.docker(),
+        &cluster.config.system_images.kubernetes,
+        &cluster.registry_credentials(),
+        CALICO_ONLY,
+    )
+    .await
+    .map_err(|e| {
+        format!(
+            "host {}: cannot read its calico directories: {e}",
+            host.name()
+        )
+    })?;
+    let finding = calico::evaluate(&node, host.name(), &sections);
+    Ok(Probed {
+        node: CalicoNode {
+            host: host.name().to_string(),
+            node,
+            healthy: finding.status == Status::Ok,
+            directories: wrong_directories(&sections),
+            entry_problem: entry_problem(&sections),
+        },
+        summary: finding.summary,
+    })
+}
+
+/// The calico directories that are missing or wrong, with what the host has.
+fn wrong_directories(sections: &BTreeMap<String, Vec<String>>) -> Vec<(String, String)> {
+    calico::DIRECTORIES
+        .iter()
+        .filter_map(|d| {
+            let st = calico::parse_stat(
+                d,
+                sections
+                    .get(&format!("stat {d}"))
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]),
+            );
+            let found = match (st.mode, st.problem()) {
+                (None, _) => "missing".to_string(),
+                (Some(mode), Some(_)) => format!("{mode:04o} {}:{}", st.uid, st.gid),
+                (Some(_), None) => return None,
+            };
+            Some((d.to_string(), found))
+        })
+        .collect()
+}
+
+/// What is wrong with the tmpfiles.d entry of the runtime directory, as the check says it.
+fn entry_problem(sections: &BTreeMap<String, Vec<String>>) -> Option<String> {
+    let lines: Vec<String> = sections
+        .get("tmpfiles")
+        .into_iter()
+        .flatten()
+        .filter(|l| !l.starts_with("missing "))
+        .cloned()
+        .collect();
+    calico::entry_problem(&calico::parse_tmpfiles(&lines), calico::DIRECTORIES[0])
+}
+
+pub(super) struct WebhooksFound {
+    pub api: KubeApi,
+    pub cni: cni::Cni,
+    /// The removable configurations, as the server has them.
+    pub objects: Vec<(ConfigRef, serde_json::Value)>,
+    /// What the backup held before.
+    pub existing: Vec<serde_json::Value>,
+}
+
+pub(super) async fn webhooks(command: &mut WebhookFix<'_>) -> Result<WebhooksFound, FixError> {
+    let cluster = command.cluster;
+    let api = run::api(cluster)
+        .await
+        .map_err(|f| FixError::NoApi(f.summary))?;
+    let cni = cni::discover(&api, &cluster.config.network.plugin)
+        .await
+        .map_err(FixError::Check)?;
+    let check = webhooks::find(&api, &cni.namespaces(), &cni.pod_labels(), None)
+        .await
+        .map_err(FixError::Check)?;
+    let (remove, kept) = removable(&webhooks::blockers(&check.blocking));
+    command.kept = kept;
+    let mut objects = Vec::new();
+    for (kind, name) in remove {
+        let object = webhooks::get_config(&api, kind, &name).await?;
+        objects.push(((kind, name), object));
+    }
+    // An earlier backup is read only when there is something to add to it.
+    let existing = if objects.is_empty() {
+        Vec::new()
+    } else {
+        backup(&backup_path(cluster))?
+    };
+    Ok(WebhooksFound {
+        api,
+        cni,
+        objects,
+        existing,
+    })
+}
+
+/// The backup file's items (an empty list when it does not exist).
+pub(super) fn backup(path: &Path) -> Result<Vec<serde_json::Value>, FixError> {
+    let failed = |cause: String| FixError::Backup {
+        path: path.display().to_string(),
+        cause,
+    };
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let v: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| failed(e.to_string()))?;
+            Ok(v["items"].as_array().cloned().unwrap_or_default())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(failed(e.to_string())),
+    }
+}

@@ -1,0 +1,80 @@
+//! Step 5: what each command says around its stages and how it ends. The calico repair fails
+//! naming every host not fixed; the webhook removal fails when only protected configurations
+//! block; the restore keeps the backup as `*.restored`.
+
+use super::{CalicoFix, FixError, Restore, WebhookFix};
+use rkers_core::changeset::Changeset;
+use rkers_core::diff::doctor_fix::WebhookStage;
+
+/// After the plan: the nodes whose check passed need nothing; a dry run, which never reaches
+/// [`calico_finish`], names the hosts it could not read.
+pub(super) fn calico_planned(command: &mut CalicoFix<'_>) {
+    for (node, summary) in &command.healthy {
+        command
+            .reporter
+            .info(format!("{node}: {summary} — nothing to fix"));
+    }
+    if command.dry_run {
+        for (_, line) in &command.failures {
+            command.reporter.warn(format!("not fixed: {line}"));
+        }
+    }
+}
+
+pub(super) fn calico_finish(command: &mut CalicoFix<'_>) -> Result<(), FixError> {
+    if command.failures.is_empty() {
+        return Ok(());
+    }
+    Err(FixError::NotFixed {
+        failures: std::mem::take(&mut command.failures),
+    })
+}
+
+/// After the plan: the blocking configurations left alone, and whether nothing is removed.
+pub(super) fn webhooks_planned(command: &mut WebhookFix<'_>, changes: &Changeset<WebhookStage>) {
+    for (kind, name, who) in &command.kept {
+        command.reporter.warn(format!(
+            "{}/{name} blocks pod creation but is {who}: not touched; bring its backend back",
+            kind.resource()
+        ));
+    }
+    command.nothing = changes.is_empty();
+    if command.nothing {
+        command
+            .reporter
+            .info("no blocking webhook configuration to remove");
+    }
+}
+
+pub(super) fn webhooks_finish(command: &mut WebhookFix<'_>) -> Result<(), FixError> {
+    if command.nothing && !command.kept.is_empty() {
+        return Err(FixError::OnlyProtected);
+    }
+    Ok(())
+}
+
+/// A stage on the API server or the local backup failed: its lines name the object or file.
+pub(super) fn cluster_failed(failures: &[(String, String)]) -> FixError {
+    FixError::Cluster(
+        failures
+            .iter()
+            .map(|(_, why)| why.as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+}
+
+/// The backup, restored, is kept renamed.
+pub(super) fn restore_finish(command: &mut Restore<'_>) -> Result<(), FixError> {
+    let path = &command.path;
+    let done = path.with_extension("json.restored");
+    std::fs::rename(path, &done).map_err(|e| FixError::Backup {
+        path: path.display().to_string(),
+        cause: e.to_string(),
+    })?;
+    command.reporter.info(format!(
+        "restored; the backup is kept as {}",
+        done.display()
+    ));
+    Ok(())
+}
