@@ -195,8 +195,11 @@ fn request<'a>(etcd: &'a EtcdService, s3: Option<&'a S3BackupConfig>) -> Snapsho
     }
 }
 
-/// Each stage as (phase, [(host, [action kind])]).
-fn outline<S: Copy>(changes: &Changeset<S>) -> Vec<(S, Vec<(String, Vec<String>)>)> {
+/// One stage as (phase, [(host, [action kind])]).
+type Outline<S> = (S, Vec<(String, Vec<String>)>);
+
+/// Each stage as its [`Outline`].
+fn outline<S: Copy>(changes: &Changeset<S>) -> Vec<Outline<S>> {
     changes
         .stages
         .iter()
