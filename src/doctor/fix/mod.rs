@@ -136,8 +136,8 @@ impl<'c> Command for CalicoFix<'c> {
         Ok(decide::calico(self, found))
     }
 
-    fn planned(&mut self, _changes: &Changeset<CalicoStage>) {
-        record::calico_planned(self)
+    fn planned(&mut self, changes: &Changeset<CalicoStage>) {
+        record::calico_planned(self, changes)
     }
 
     async fn applier(

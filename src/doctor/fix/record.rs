@@ -4,15 +4,22 @@
 
 use super::{CalicoFix, FixError, Restore, WebhookFix};
 use rkers_core::changeset::Changeset;
-use rkers_core::diff::doctor_fix::WebhookStage;
+use rkers_core::diff::doctor_fix::{CalicoStage, WebhookStage};
 
 /// After the plan: the nodes whose check passed need nothing; a dry run, which never reaches
-/// [`calico_finish`], names the hosts it could not read.
-pub(super) fn calico_planned(command: &mut CalicoFix<'_>) {
+/// [`calico_finish`], names the hosts it could not read. What the repair does beyond its
+/// actions (a pod deleted through the API) is said here, in the dry run as in the run.
+pub(super) fn calico_planned(command: &mut CalicoFix<'_>, changes: &Changeset<CalicoStage>) {
     for (node, summary) in &command.healthy {
         command
             .reporter
             .info(format!("{node}: {summary} — nothing to fix"));
+    }
+    if !changes.is_empty() {
+        command.reporter.info(
+            "then each repaired node's calico-node pod is deleted if it is not ready, so it \
+             starts now rather than after its back-off",
+        );
     }
     if command.dry_run {
         for (_, line) in &command.failures {
@@ -43,6 +50,11 @@ pub(super) fn webhooks_planned(command: &mut WebhookFix<'_>, changes: &Changeset
         command
             .reporter
             .info("no blocking webhook configuration to remove");
+    } else {
+        command.reporter.info(format!(
+            "then the CNI DaemonSets are woken and their pods waited for (up to {} s)",
+            super::CNI_WAIT.as_secs()
+        ));
     }
 }
 
