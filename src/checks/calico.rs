@@ -294,6 +294,40 @@ pub fn fix_binds() -> Vec<String> {
     b
 }
 
+/// Each runtime directory a probe's `sections` show missing or wrong, with what the host has:
+/// `missing`, or its mode and owner (`0700 0:0`). `up`'s guard plans a repair of each, and
+/// `doctor --fix calico-runtime` repairs them.
+pub fn wrong_directories(sections: &BTreeMap<String, Vec<String>>) -> Vec<(&'static str, String)> {
+    DIRECTORIES
+        .iter()
+        .filter_map(|d| {
+            let lines = sections
+                .get(&format!("stat {d}"))
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            let st = parse_stat(d, lines);
+            let found = match (st.mode, st.problem()) {
+                (None, _) => "missing".to_string(),
+                (Some(mode), Some(_)) => format!("{mode:04o} {}:{}", st.uid, st.gid),
+                (Some(_), None) => return None,
+            };
+            Some((*d, found))
+        })
+        .collect()
+}
+
+/// The tmpfiles.d lines a probe's `sections` hold, those of files it found missing left out.
+pub fn tmpfiles_lines(sections: &BTreeMap<String, Vec<String>>) -> Vec<TmpfilesLine> {
+    let lines: Vec<String> = sections
+        .get("tmpfiles")
+        .into_iter()
+        .flatten()
+        .filter(|l| !l.starts_with("missing "))
+        .cloned()
+        .collect();
+    parse_tmpfiles(&lines)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,6 +343,21 @@ mod tests {
             ("tmpfiles".to_string(), s(tmpfiles)),
         ]
         .into()
+    }
+
+    #[test]
+    fn a_probe_names_each_wrong_directory_with_what_the_host_has() {
+        let probed = sections("700 0 0 directory", "", &["missing /etc/tmpfiles.d/x.conf"]);
+        assert_eq!(
+            wrong_directories(&probed),
+            vec![
+                ("/var/run/calico", "0700 0:0".to_string()),
+                ("/var/lib/calico", "missing".to_string())
+            ]
+        );
+        assert!(tmpfiles_lines(&probed).is_empty());
+        let fine = sections("755 0 0 directory", "755 0 0 directory", &[]);
+        assert_eq!(wrong_directories(&fine), Vec::new());
     }
 
     #[test]

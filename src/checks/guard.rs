@@ -102,43 +102,16 @@ pub async fn calico_actions(
     for probed in futures::future::join_all(probes).await {
         let (host, sections) = probed?;
         let mut actions = Vec::new();
-        for d in calico::DIRECTORIES {
-            let st = calico::parse_stat(
-                d,
-                sections
-                    .get(&format!("stat {d}"))
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[]),
-            );
-            let found = match (st.mode, st.problem()) {
-                (None, _) => Some("missing".to_string()),
-                (Some(_), Some(_)) => Some(format!(
-                    "{:04o} {}:{}",
-                    st.mode.unwrap_or(0),
-                    st.uid,
-                    st.gid
-                )),
-                _ => None,
-            };
-            if let Some(found) = found {
-                actions.push(Action::EnsureCniDirectory {
-                    path: d.to_string(),
-                    mode: format!("{:04o}", calico::WANT_MODE),
-                    owner: "root:root".into(),
-                    found,
-                    image: image.clone(),
-                });
-            }
+        for (d, found) in calico::wrong_directories(&sections) {
+            actions.push(Action::EnsureCniDirectory {
+                path: d.to_string(),
+                mode: format!("{:04o}", calico::WANT_MODE),
+                owner: "root:root".into(),
+                found,
+                image: image.clone(),
+            });
         }
-        let entries = calico::parse_tmpfiles(
-            &sections
-                .get("tmpfiles")
-                .cloned()
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|l| !l.starts_with("missing "))
-                .collect::<Vec<_>>(),
-        );
+        let entries = calico::tmpfiles_lines(&sections);
         if let Some(reason) = calico::DIRECTORIES
             .iter()
             .find_map(|d| calico::entry_problem(&entries, d))

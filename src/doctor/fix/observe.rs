@@ -93,45 +93,19 @@ pub(super) async fn probe_host(
             host: host.name().to_string(),
             node,
             healthy: finding.status == Status::Ok,
-            directories: wrong_directories(&sections),
+            directories: calico::wrong_directories(&sections)
+                .into_iter()
+                .map(|(d, found)| (d.to_string(), found))
+                .collect(),
             entry_problem: entry_problem(&sections),
         },
         summary: finding.summary,
     })
 }
 
-/// The calico directories that are missing or wrong, with what the host has.
-fn wrong_directories(sections: &BTreeMap<String, Vec<String>>) -> Vec<(String, String)> {
-    calico::DIRECTORIES
-        .iter()
-        .filter_map(|d| {
-            let st = calico::parse_stat(
-                d,
-                sections
-                    .get(&format!("stat {d}"))
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[]),
-            );
-            let found = match (st.mode, st.problem()) {
-                (None, _) => "missing".to_string(),
-                (Some(mode), Some(_)) => format!("{mode:04o} {}:{}", st.uid, st.gid),
-                (Some(_), None) => return None,
-            };
-            Some((d.to_string(), found))
-        })
-        .collect()
-}
-
 /// What is wrong with the tmpfiles.d entry of the runtime directory, as the check says it.
 fn entry_problem(sections: &BTreeMap<String, Vec<String>>) -> Option<String> {
-    let lines: Vec<String> = sections
-        .get("tmpfiles")
-        .into_iter()
-        .flatten()
-        .filter(|l| !l.starts_with("missing "))
-        .cloned()
-        .collect();
-    calico::entry_problem(&calico::parse_tmpfiles(&lines), calico::DIRECTORIES[0])
+    calico::entry_problem(&calico::tmpfiles_lines(sections), calico::DIRECTORIES[0])
 }
 
 pub(super) struct WebhooksFound {
