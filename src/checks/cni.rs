@@ -4,7 +4,7 @@
 //! `--fix webhooks` and rolling upgrades use.
 
 use super::{Finding, Status, last_lines};
-use crate::kubeapi::KubeApi;
+use crate::kubeapi::{KubeApi, KubeApiError};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams, LogParams};
@@ -74,7 +74,7 @@ impl Cni {
 }
 
 /// Finds the CNI DaemonSets; `plugin` is cluster.yml's `network.plugin`.
-pub async fn discover(api: &KubeApi, plugin: &str) -> Result<Cni, String> {
+pub async fn discover(api: &KubeApi, plugin: &str) -> Result<Cni, KubeApiError> {
     let (mut calico, mut flannel) = families_of_plugin(plugin);
     let dss: Api<DaemonSet> = Api::all(api.client.clone());
     let mut found: BTreeMap<(String, String), CniDaemonSet> = BTreeMap::new();
@@ -82,7 +82,7 @@ pub async fn discover(api: &KubeApi, plugin: &str) -> Result<Cni, String> {
         let list = dss
             .list(&ListParams::default().labels(sel))
             .await
-            .map_err(|e| api.err(&format!("list daemonsets {sel}"), e).to_string())?;
+            .map_err(|e| api.err(&format!("list daemonsets {sel}"), e))?;
         for ds in list.items {
             let ns = ds.metadata.namespace.clone().unwrap_or_default();
             let name = ds.metadata.name.clone().unwrap_or_default();
@@ -320,13 +320,22 @@ pub async fn findings(api: &KubeApi, cni: &Cni, nodes: &[Node]) -> Vec<Finding> 
     out
 }
 
+/// The CNI pods [`wait_pods_ready`] still waited for when its time was up.
+#[derive(Debug, thiserror::Error)]
+#[error("CNI pods not ready after {}s: {}", .waited.as_secs(), .waiting.join("; "))]
+pub struct CniPodsNotReady {
+    pub waited: Duration,
+    /// Each as `node: namespace/daemonset pod state`.
+    pub waiting: Vec<String>,
+}
+
 /// Waits until every CNI DaemonSet runs a ready pod on each of `nodes` (every node when empty).
 pub async fn wait_pods_ready(
     api: &KubeApi,
     cni: &Cni,
     nodes: &[String],
     timeout: Duration,
-) -> Result<(), String> {
+) -> Result<(), CniPodsNotReady> {
     let deadline = Instant::now() + timeout;
     loop {
         let all: Vec<String> = if nodes.is_empty() {
@@ -362,11 +371,10 @@ pub async fn wait_pods_ready(
             return Ok(());
         }
         if Instant::now() >= deadline {
-            return Err(format!(
-                "CNI pods not ready after {}s: {}",
-                timeout.as_secs(),
-                waiting.join("; ")
-            ));
+            return Err(CniPodsNotReady {
+                waited: timeout,
+                waiting,
+            });
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
     }

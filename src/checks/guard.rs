@@ -258,7 +258,7 @@ impl CniWait {
         if let Err(e) =
             cni::wait_pods_ready(api, cni, &[hostname.to_string()], Duration::ZERO).await
         {
-            return Some(e);
+            return Some(e.to_string());
         }
         if cni.flannel
             && let Some(host) = self.hosts.get(address)

@@ -312,17 +312,14 @@ pub async fn find(
     namespaces: &[String],
     pod_labels: &[BTreeMap<String, String>],
     via: Option<&Arc<Host>>,
-) -> Result<WebhookCheck, String> {
+) -> Result<WebhookCheck, KubeApiError> {
     let vs: Api<ValidatingWebhookConfiguration> = Api::all(api.client.clone());
     let ms: Api<MutatingWebhookConfiguration> = Api::all(api.client.clone());
     let mut views = Vec::new();
     for c in vs
         .list(&ListParams::default())
         .await
-        .map_err(|e| {
-            api.err("list validatingwebhookconfigurations", e)
-                .to_string()
-        })?
+        .map_err(|e| api.err("list validatingwebhookconfigurations", e))?
         .items
     {
         views.extend(views_validating(&c));
@@ -330,7 +327,7 @@ pub async fn find(
     for c in ms
         .list(&ListParams::default())
         .await
-        .map_err(|e| api.err("list mutatingwebhookconfigurations", e).to_string())?
+        .map_err(|e| api.err("list mutatingwebhookconfigurations", e))?
         .items
     {
         views.extend(views_mutating(&c));

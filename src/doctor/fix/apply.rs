@@ -233,7 +233,9 @@ impl WebhookRemover {
             "waiting up to {}s until the CNI pods run on every node",
             CNI_WAIT.as_secs()
         ));
-        let waited = cni::wait_pods_ready(&self.api, &self.cni, &[], CNI_WAIT).await;
+        let waited = cni::wait_pods_ready(&self.api, &self.cni, &[], CNI_WAIT)
+            .await
+            .map_err(|e| e.to_string());
         self.reporter.info(format!(
             "to restore the removed configurations once their backends run again: rkers doctor --restore-webhooks --config {}   (backup: {})",
             self.config_path.display(),

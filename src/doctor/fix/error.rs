@@ -17,12 +17,10 @@ pub enum FixError {
     /// The admin kubeconfig's API server cannot be reached (why, as `rkers doctor` says it).
     #[error("{0}")]
     NoApi(String),
-    /// A call to the API server failed; it names the server and the object.
+    /// A call to the API server failed (reading the CNI or the webhooks that block it too); it
+    /// names the server and the object.
     #[error(transparent)]
     Api(#[from] KubeApiError),
-    /// The CNI or its blocking webhooks could not be read.
-    #[error("{0}")]
-    Check(String),
     /// Only configurations Kubernetes or rkers' addons installed block (each was warned about
     /// with its remedy: bring its backend back).
     #[error("only protected webhook configurations block pod creation")]

@@ -122,12 +122,8 @@ pub(super) async fn webhooks(command: &mut WebhookFix<'_>) -> Result<WebhooksFou
     let api = run::api(cluster)
         .await
         .map_err(|f| FixError::NoApi(f.summary))?;
-    let cni = cni::discover(&api, &cluster.config.network.plugin)
-        .await
-        .map_err(FixError::Check)?;
-    let check = webhooks::find(&api, &cni.namespaces(), &cni.pod_labels(), None)
-        .await
-        .map_err(FixError::Check)?;
+    let cni = cni::discover(&api, &cluster.config.network.plugin).await?;
+    let check = webhooks::find(&api, &cni.namespaces(), &cni.pod_labels(), None).await?;
     let (remove, kept) = removable(&webhooks::blockers(&check.blocking));
     command.kept = kept;
     let mut objects = Vec::new();
