@@ -155,7 +155,7 @@ fn reason(action: &Action) -> String {
         Action::CreateContainer { .. } => "missing on the host".into(),
         Action::PullImage { .. } => "the image is not on the host".into(),
         Action::StartContainer { .. } => "stopped".into(),
-        Action::RestartContainer { .. } => "a certificate it reads changed".into(),
+        Action::RestartContainer { reason, .. } => reason.clone(),
         Action::RemoveContainer { reason, .. } => reason.clone(),
         other => first_line(&other.to_string()),
     }

@@ -7,8 +7,6 @@ use crate::pki::CertificatePki;
 use std::collections::BTreeMap;
 use time::OffsetDateTime;
 
-pub(crate) use rkers_core::diff::readers::containers_to_restart;
-
 /// `up` warns about certificates that expire within this many days.
 pub const EXPIRY_WARNING_DAYS: i64 = 30;
 

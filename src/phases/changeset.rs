@@ -82,7 +82,10 @@ mod tests {
     use crate::output::Reporter;
 
     fn restart(name: &str) -> Action {
-        Action::RestartContainer { name: name.into() }
+        Action::RestartContainer {
+            name: name.into(),
+            reason: "a file it reads changed".into(),
+        }
     }
 
     #[tokio::test]
@@ -101,7 +104,7 @@ mod tests {
                     for a in actions {
                         let text = a.to_string();
                         seen.lock().unwrap().push(format!("{host} {text}"));
-                        if text.ends_with("bad") {
+                        if text.starts_with("restart container bad ") {
                             return Err("boom".to_string());
                         }
                     }
@@ -111,7 +114,10 @@ mod tests {
         };
         let failures = apply_stage(&c.stages[0], &runner, apply(seen.clone())).await;
         assert_eq!(failures, vec![("h1".to_string(), "boom".to_string())]);
-        assert_eq!(*seen.lock().unwrap(), ["h1 restart container bad"]);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            ["h1 restart container bad (a file it reads changed)"]
+        );
         let failures = apply_stage(&c.stages[1], &runner, apply(seen.clone())).await;
         assert!(failures.is_empty());
         let mut seen = seen.lock().unwrap().clone();
@@ -119,9 +125,9 @@ mod tests {
         assert_eq!(
             seen,
             [
-                "h1 restart container a",
-                "h1 restart container bad",
-                "h2 restart container b"
+                "h1 restart container a (a file it reads changed)",
+                "h1 restart container bad (a file it reads changed)",
+                "h2 restart container b (a file it reads changed)"
             ]
         );
     }

@@ -143,7 +143,10 @@ impl FakeCommand {
 }
 
 fn restart(name: &str) -> Action {
-    Action::RestartContainer { name: name.into() }
+    Action::RestartContainer {
+        name: name.into(),
+        reason: "a file it reads changed".into(),
+    }
 }
 
 impl Command for FakeCommand {

@@ -127,7 +127,10 @@ mod tests {
     use super::*;
 
     fn restart(name: &str) -> Action {
-        Action::RestartContainer { name: name.into() }
+        Action::RestartContainer {
+            name: name.into(),
+            reason: "a file it reads changed".into(),
+        }
     }
 
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,16 +163,16 @@ mod tests {
                 (
                     "h1",
                     vec![
-                        "restart container a".to_string(),
-                        "restart container e".into(),
-                        "restart container d".into()
+                        "restart container a (a file it reads changed)".to_string(),
+                        "restart container e (a file it reads changed)".into(),
+                        "restart container d (a file it reads changed)".into()
                     ]
                 ),
                 (
                     "h2",
                     vec![
-                        "restart container b".to_string(),
-                        "restart container c".into()
+                        "restart container b (a file it reads changed)".to_string(),
+                        "restart container c (a file it reads changed)".into()
                     ]
                 ),
             ]

@@ -142,7 +142,7 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                 .start_container(name)
                 .await
                 .map_err(ExecFailure::from),
-            Action::RestartContainer { name } => {
+            Action::RestartContainer { name, .. } => {
                 let docker = self.host()?.docker();
                 docker.stop_container(name).await?;
                 docker.start_container(name).await?;

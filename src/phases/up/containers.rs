@@ -40,7 +40,7 @@ pub(super) async fn start_container(run: &Run, h: &HostPlan, name: &str) -> Resu
                     Action::CreateContainer { name: n, .. }
                     | Action::RecreateContainer { name: n, .. }
                     | Action::StartContainer { name: n }
-                    | Action::RestartContainer { name: n } => n == name,
+                    | Action::RestartContainer { name: n, .. } => n == name,
                     Action::FixEtcdPermissions { .. } => name == plan::ETCD,
                     _ => false,
                 })
@@ -115,7 +115,7 @@ fn stopped_since_observed(
         Action::CreateContainer { name: n, .. }
         | Action::RecreateContainer { name: n, .. }
         | Action::StartContainer { name: n }
-        | Action::RestartContainer { name: n } => n == name,
+        | Action::RestartContainer { name: n, .. } => n == name,
         _ => false,
     });
     !touched
@@ -174,6 +174,7 @@ mod tests {
         }];
         let restarted = [Action::RestartContainer {
             name: "kube-apiserver".into(),
+            reason: "a file it reads changed".into(),
         }];
         let exited = container("exited");
         assert!(!stopped_since_observed(

@@ -24,7 +24,7 @@ pub(super) async fn etcd_plane(run: &Arc<Run>, runner: &Runner) -> Result<(), Up
     let replacing = etcd_hosts.iter().any(|a| {
         run.actions[a]
             .iter()
-            .any(|x| matches!(x, Action::RecreateContainer { name, .. } | Action::RestartContainer { name } if name == plan::ETCD))
+            .any(|x| matches!(x, Action::RecreateContainer { name, .. } | Action::RestartContainer { name, .. } if name == plan::ETCD))
     });
     let work = |address: String| {
         let run = run.clone();

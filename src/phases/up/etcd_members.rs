@@ -106,7 +106,7 @@ pub(super) fn join_with(list: &mut Vec<Action>, prefix_path: &str, spec: &plan::
         Action::CreateContainer { name, .. }
         | Action::RecreateContainer { name, .. }
         | Action::StartContainer { name }
-        | Action::RestartContainer { name } => name == plan::ETCD,
+        | Action::RestartContainer { name, .. } => name == plan::ETCD,
         _ => false,
     };
     list.retain(|a| !etcd_container(a) && !matches!(a, Action::FixEtcdPermissions { .. }));
@@ -241,7 +241,7 @@ pub(super) async fn join_etcd_members(run: &Arc<Run>, runner: &Runner) -> Result
                 Action::CreateContainer { name, .. }
                 | Action::RecreateContainer { name, .. }
                 | Action::StartContainer { name }
-                | Action::RestartContainer { name } => name == plan::ETCD,
+                | Action::RestartContainer { name, .. } => name == plan::ETCD,
                 _ => false,
             });
             let promote = pick(|a| matches!(a, Action::PromoteEtcdMember { .. }));

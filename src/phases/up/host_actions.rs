@@ -7,9 +7,9 @@ use super::run::{EARLY_WORKER_PLANE, KNOWN_CONTAINERS, Observed, WORKER_PLANE};
 use super::{files_root, kubernetes_view, kubernetes_view_map};
 use crate::diff::{self, Action, ContainerView};
 use crate::hosts;
-use crate::phases::certs::containers_to_restart;
 use crate::phases::files::{self, DesiredFile};
 use crate::plan::{self, HostPlan};
+use rkers_core::diff::readers::restart_reasons_under;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) fn view(spec: &plan::ContainerSpec) -> ContainerView {
@@ -51,7 +51,7 @@ pub(crate) fn in_run_order(actions: &mut [Action], early_workers: bool, planes: 
         Action::CreateContainer { name, .. }
         | Action::RecreateContainer { name, .. }
         | Action::StartContainer { name }
-        | Action::RestartContainer { name }
+        | Action::RestartContainer { name, .. }
         | Action::RemoveContainer { name, .. } => Some(name.clone()),
         _ => None,
     };
@@ -221,20 +221,22 @@ pub(super) fn host_actions(
             _ => None,
         })
         .collect();
-    let restarts: BTreeSet<&str> = if windows.is_some() {
-        containers_to_restart(
+    let restarts = if windows.is_some() {
+        restart_reasons_under(
+            "",
             &kubernetes_view(desired_files),
             &kubernetes_view(loaded),
             &kubernetes_view_map(&obs.files),
         )
     } else {
-        containers_to_restart(desired_files, loaded, &obs.files)
+        restart_reasons_under("", desired_files, loaded, &obs.files)
     };
-    for name in restarts {
+    for (name, reason) in restarts {
         let running = obs.containers.get(name).is_some_and(|c| c.running);
         if running && h.containers.contains_key(name) && !touched.contains(name) {
             actions.push(Action::RestartContainer {
                 name: name.to_string(),
+                reason,
             });
         }
     }

@@ -148,7 +148,7 @@ pub(super) fn only_fresh_starts(actions: &[Action], names: &[&str]) -> bool {
     !actions.iter().any(|a| match a {
         Action::RemoveContainer { name, .. }
         | Action::RecreateContainer { name, .. }
-        | Action::RestartContainer { name } => names.contains(&name.as_str()),
+        | Action::RestartContainer { name, .. } => names.contains(&name.as_str()),
         _ => false,
     })
 }
@@ -251,6 +251,7 @@ mod tests {
         let replacing = [
             Action::RestartContainer {
                 name: plan::KUBE_APISERVER.into(),
+                reason: "a file it reads changed".into(),
             },
             Action::RemoveContainer {
                 name: plan::ETCD.into(),
@@ -263,6 +264,7 @@ mod tests {
         // What other planes replace does not hold these back.
         let kubelet = Action::RestartContainer {
             name: plan::KUBELET.into(),
+            reason: "a file it reads changed".into(),
         };
         assert!(only_fresh_starts(&[kubelet], &names));
     }

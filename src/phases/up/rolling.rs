@@ -28,7 +28,7 @@ pub(super) fn changes_container(action: &Action, names: &[&str]) -> bool {
         Action::CreateContainer { name, .. }
         | Action::RecreateContainer { name, .. }
         | Action::StartContainer { name }
-        | Action::RestartContainer { name }
+        | Action::RestartContainer { name, .. }
         | Action::RemoveContainer { name, .. } => names.contains(&name.as_str()),
         _ => false,
     }

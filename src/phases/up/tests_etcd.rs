@@ -87,6 +87,7 @@ fn actions_are_listed_in_the_order_the_run_applies_them() {
         create("kube-proxy"),
         Action::RestartContainer {
             name: "etcd".into(),
+            reason: "a file it reads changed".into(),
         },
     ];
     let texts = |l: &[Action]| l.iter().map(|a| a.to_string()).collect::<Vec<_>>();

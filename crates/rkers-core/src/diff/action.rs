@@ -43,8 +43,11 @@ pub enum Action {
         name: String,
         start: bool,
     },
+    /// `reason` says what asked for it: the files it reads that changed, or Docker reporting
+    /// it restarting.
     RestartContainer {
         name: String,
+        reason: String,
     },
     RemoveContainer {
         name: String,
@@ -511,7 +514,9 @@ impl std::fmt::Display for Action {
                     crate::plan::OLD_PREFIX
                 )
             }
-            Action::RestartContainer { name } => write!(f, "restart container {name}"),
+            Action::RestartContainer { name, reason } => {
+                write!(f, "restart container {name} ({reason})")
+            }
             Action::RemoveContainer { name, reason } => {
                 write!(f, "remove container {name} ({reason})")
             }

@@ -194,6 +194,7 @@ pub fn container_action(
     if start && observed.restarting {
         return Some(Action::RestartContainer {
             name: name.to_string(),
+            reason: "Docker reports it restarting".into(),
         });
     }
     None

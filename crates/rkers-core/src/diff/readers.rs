@@ -58,7 +58,9 @@ pub fn containers_to_restart(
     loaded: &[DesiredFile],
     on_disk: &BTreeMap<String, Vec<u8>>,
 ) -> BTreeSet<&'static str> {
-    containers_to_restart_under("", desired, loaded, on_disk)
+    restart_reasons_under("", desired, loaded, on_disk)
+        .into_keys()
+        .collect()
 }
 
 /// [`containers_to_restart`] for files kept relative to another directory than
@@ -71,6 +73,20 @@ pub fn containers_to_restart_under(
     loaded: &[DesiredFile],
     on_disk: &BTreeMap<String, Vec<u8>>,
 ) -> BTreeSet<&'static str> {
+    restart_reasons_under(kubernetes_dir, desired, loaded, on_disk)
+        .into_keys()
+        .collect()
+}
+
+/// [`containers_to_restart_under`] with why each restarts, in the operator's terms: the files
+/// it reads that changed since it started (the state's copy differs) or that the host holds
+/// otherwise, named by their path so a dry run says which file asked for the restart.
+pub fn restart_reasons_under(
+    kubernetes_dir: &str,
+    desired: &[DesiredFile],
+    loaded: &[DesiredFile],
+    on_disk: &BTreeMap<String, Vec<u8>>,
+) -> BTreeMap<&'static str, String> {
     let loaded: BTreeMap<&str, &[u8]> = loaded
         .iter()
         .map(|f| (f.relative_path.as_str(), f.contents.as_slice()))
@@ -80,17 +96,27 @@ pub fn containers_to_restart_under(
     let differs = |f: &DesiredFile, other: &[u8]| {
         !crate::diff::same_file_content(&f.relative_path, &f.contents, other)
     };
-    desired
+    let mut why: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
+    for (f, path) in desired
         .iter()
         .filter_map(|f| Some((f, f.relative_path.strip_prefix(kubernetes_dir)?)))
-        .filter(|(f, _)| {
-            let differs_from_loaded = loaded
-                .get(f.relative_path.as_str())
-                .is_some_and(|c| differs(f, c));
-            let differs_on_disk = on_disk.get(&f.relative_path).is_some_and(|c| differs(f, c));
-            differs_from_loaded || differs_on_disk
-        })
-        .flat_map(|(_, path)| readers_of(path))
+    {
+        let since_start = loaded
+            .get(f.relative_path.as_str())
+            .is_some_and(|c| differs(f, c));
+        let on_host = on_disk.get(&f.relative_path).is_some_and(|c| differs(f, c));
+        let cause = match (since_start, on_host) {
+            (false, false) => continue,
+            (true, false) => format!("{path} changed since it started"),
+            (false, true) => format!("{path} on the host is not the cluster's"),
+            (true, true) => format!("{path} changed since it started, on the host too"),
+        };
+        for reader in readers_of(path) {
+            why.entry(reader).or_default().push(cause.clone());
+        }
+    }
+    why.into_iter()
+        .map(|(reader, causes)| (reader, causes.join("; ")))
         .collect()
 }
 
@@ -226,5 +252,41 @@ mod tests {
             BTreeSet::from([plan::KUBELET])
         );
         assert!(containers_to_restart(&desired, &loaded, &none).is_empty());
+    }
+
+    #[test]
+    fn each_restart_names_the_files_and_the_side_that_asked_for_it() {
+        let desired = [
+            file("ssl/kube-scheduler.pem", "new"),
+            file("ssl/kubecfg-kube-scheduler.yaml", "same"),
+            file("ssl/kube-proxy.pem", "new"),
+        ];
+        let loaded = [
+            file("ssl/kube-scheduler.pem", "old"),
+            file("ssl/kubecfg-kube-scheduler.yaml", "same"),
+            file("ssl/kube-proxy.pem", "new"),
+        ];
+        let on_disk: BTreeMap<String, Vec<u8>> = [
+            ("ssl/kube-scheduler.pem".to_string(), b"new".to_vec()),
+            (
+                "ssl/kubecfg-kube-scheduler.yaml".to_string(),
+                b"stale".to_vec(),
+            ),
+            ("ssl/kube-proxy.pem".to_string(), b"stale".to_vec()),
+        ]
+        .into();
+        let reasons = restart_reasons_under("", &desired, &loaded, &on_disk);
+        assert_eq!(
+            reasons.get(plan::KUBE_SCHEDULER).map(String::as_str),
+            Some(
+                "ssl/kube-scheduler.pem changed since it started; \
+                 ssl/kubecfg-kube-scheduler.yaml on the host is not the cluster's"
+            )
+        );
+        assert_eq!(
+            reasons.get(plan::KUBE_PROXY).map(String::as_str),
+            Some("ssl/kube-proxy.pem on the host is not the cluster's")
+        );
+        assert_eq!(reasons.len(), 2, "{reasons:?}");
     }
 }
