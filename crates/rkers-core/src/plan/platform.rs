@@ -3,8 +3,8 @@
 //! picks the per-OS host plan from it, and the commands' steps and the executor ask it what
 //! differs (where a host's files are kept and how their paths read, whether Linux helper
 //! containers, probes and file modes apply there, whether its worker plane runs under wins)
-//! instead of testing the OS themselves. The engine's half, how a host's files are read and
-//! written and how its privileged work runs, is `rkers::phases::platform`.
+//! instead of testing the OS themselves. How a Windows worker's host work runs (the host agent,
+//! privileged steps through the wins pipe) is the engine's `phases::windows`.
 
 use super::util::join_path;
 use super::{ClusterPlan, HostFacts, HostPlan};
