@@ -61,7 +61,7 @@ impl crate::error::HostContext for GuardError {
 }
 
 fn linux(h: &Host) -> bool {
-    !h.facts().is_windows()
+    h.platform().runs_linux_helpers()
 }
 
 /// The actions that bring calico's directories and tmpfiles.d entry to what calico-node needs,

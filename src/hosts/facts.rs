@@ -39,7 +39,7 @@ impl HostFacts {
     /// Docker reports a Windows engine: the one test of the platform phases rely on (the plan
     /// decides from it what such a host runs, and the executor how its privileged steps run).
     pub fn is_windows(&self) -> bool {
-        self.os_type.eq_ignore_ascii_case("windows")
+        crate::plan::Platform::of_os_type(&self.os_type) == crate::plan::Platform::Windows
     }
 
     pub async fn gather(docker: &DockerClient) -> Result<HostFacts, HostError> {

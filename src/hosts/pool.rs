@@ -22,6 +22,7 @@ use super::link::HostLink;
 use super::ssh::{ConnectParams, SshSession};
 use super::ssh_config::{self, SshConfigHost};
 use super::target::{BastionTarget, SshAuth, SshOptions, SshTarget};
+use crate::plan::Platform;
 
 /// One reachable host: its link, Docker client and facts.
 #[derive(Debug)]
@@ -31,6 +32,8 @@ pub struct Host {
     ssh: Option<Arc<SshSession>>,
     docker: DockerClient,
     facts: HostFacts,
+    /// Chosen once from the facts when the host connects: what steps ask instead of the OS.
+    platform: Platform,
 }
 
 impl Host {
@@ -50,6 +53,10 @@ impl Host {
     }
     pub fn facts(&self) -> &HostFacts {
         &self.facts
+    }
+    /// How the host is driven (Linux or a Windows worker), from its facts.
+    pub fn platform(&self) -> Platform {
+        self.platform
     }
 }
 
@@ -394,6 +401,7 @@ impl HostPool {
                     link,
                     ssh: a.ssh,
                     docker,
+                    platform: Platform::of_os_type(&facts.os_type),
                     facts,
                 }),
             );

@@ -160,15 +160,19 @@ pub enum HostCleanup {
 }
 
 impl HostCleanup {
-    /// The cleanup for a host that had `prefix` and the etcd role; a Windows one runs in
-    /// `windows_image`.
-    pub fn for_host(windows: bool, prefix: &str, etcd: bool, windows_image: &str) -> HostCleanup {
-        if windows {
-            HostCleanup::windows(windows_image)
-        } else {
-            HostCleanup::Linux {
+    /// The cleanup for a host of `platform` that had `prefix` and the etcd role; a Windows
+    /// one runs in `windows_image`.
+    pub fn for_host(
+        platform: crate::plan::Platform,
+        prefix: &str,
+        etcd: bool,
+        windows_image: &str,
+    ) -> HostCleanup {
+        match platform {
+            crate::plan::Platform::Windows => HostCleanup::windows(windows_image),
+            crate::plan::Platform::Linux => HostCleanup::Linux {
                 directories: removed_host_directories(prefix, etcd),
-            }
+            },
         }
     }
 
@@ -319,7 +323,8 @@ mod tests {
             hostname: "h4".into(),
             etcd: false,
         };
-        let cleanup = HostCleanup::for_host(false, "/opt/rke", true, "unused");
+        let cleanup =
+            HostCleanup::for_host(crate::plan::Platform::Linux, "/opt/rke", true, "unused");
         assert_eq!(
             cleanup,
             HostCleanup::Linux {
@@ -347,7 +352,7 @@ mod tests {
 
     #[test]
     fn a_windows_worker_that_left_is_torn_down_through_wins() {
-        let cleanup = HostCleanup::for_host(true, "/", false, "sidekick");
+        let cleanup = HostCleanup::for_host(crate::plan::Platform::Windows, "/", false, "sidekick");
         let HostCleanup::Windows { plan, image } = &cleanup else {
             panic!("{cleanup:?}")
         };

@@ -416,7 +416,7 @@ pub async fn run_privileged_step(
 }
 
 fn require_windows(host: &Host, phase: &str) -> Result<(), PhaseError> {
-    if host.facts().is_windows() {
+    if host.platform().runs_under_wins() {
         Ok(())
     } else {
         Err(host_error(

@@ -6,7 +6,7 @@ use super::{CertRotate, RotateError};
 use crate::cluster::Cluster;
 use crate::hosts::HostPool;
 use crate::phases::files;
-use crate::phases::up::{etc_kubernetes, files_root, host_files};
+use crate::phases::up::{etc_kubernetes, host_files};
 use crate::plan::{self, ClusterPlan};
 use rkers_core::diff::cert_rotation::CertHost;
 use std::collections::BTreeSet;
@@ -34,17 +34,21 @@ pub(super) async fn hosts(command: &mut CertRotate<'_>) -> Result<Found, RotateE
     let helper_image = &cluster.config.system_images.cert_downloader;
     let registries = cluster.registry_credentials();
     let mut hosts = Vec::new();
-    for h in cluster_plan.hosts {
+    let platforms: Vec<plan::Platform> = cluster_plan
+        .hosts
+        .iter()
+        .map(|h| cluster_plan.platform(&h.address))
+        .collect();
+    for (h, platform) in cluster_plan.hosts.into_iter().zip(platforms) {
         let host = pool
             .get(&h.address)
             .ok_or_else(|| RotateError::NotConnected {
                 host: h.address.clone(),
             })?;
         let docker = host.docker();
-        let windows = cluster_plan.windows.contains_key(&h.address);
-        let desired = host_files(&h, bundle, &command.spec, windows);
-        let loaded = host_files(&h, &command.loaded_bundle, &command.spec, windows);
-        let on_disk = if windows {
+        let desired = host_files(&h, bundle, &command.spec, platform);
+        let loaded = host_files(&h, &command.loaded_bundle, &command.spec, platform);
+        let on_disk = if !platform.runs_linux_helpers() {
             // The file helper is a Linux image: a Windows worker is read by the host agent.
             let paths: Vec<String> = desired.iter().map(|f| f.relative_path.clone()).collect();
             crate::phases::windows::observe_host(host, &h.prefix_path, &[], &paths)
@@ -58,8 +62,8 @@ pub(super) async fn hosts(command: &mut CertRotate<'_>) -> Result<Found, RotateE
         };
         let mut found = CertHost {
             address: h.address.clone(),
-            windows,
-            dir: files_root(&h, windows),
+            windows: platform == plan::Platform::Windows,
+            dir: platform.files_root(&h),
             desired,
             loaded,
             on_disk,
@@ -83,7 +87,10 @@ fn build_plan(
 ) -> Result<ClusterPlan, RotateError> {
     let facts = crate::phases::host_facts(pool);
     let service_options = cluster.service_options()?;
-    let windows_options = if facts.values().any(crate::plan::HostFacts::is_windows) {
+    let windows_options = if facts
+        .values()
+        .any(|f| plan::Platform::of(f) == plan::Platform::Windows)
+    {
         Some(cluster.windows_service_options()?)
     } else {
         None

@@ -70,7 +70,8 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
         modes: &[files::ModeChange],
     ) -> Result<(), ExecFailure> {
         let host = self.host()?;
-        if self.windows() {
+        // The file helper is a Linux image: a Windows worker's files go through its host agent.
+        if !self.platform().runs_linux_helpers() {
             crate::phases::windows::write_host_files(host, base, directories, upload, stale)
                 .await
                 .map_err(|e| ExecFailure::Helper(e.to_string()))?;

@@ -45,8 +45,9 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
             .ok_or_else(|| ExecFailure::Missing(format!("{path} is not under {}", self.files_root)))
     }
 
-    pub(super) fn windows(&self) -> bool {
-        self.host.is_some_and(|h| h.facts().is_windows())
+    /// The platform of the host the actions go to (Linux for the pseudo-hosts).
+    pub(super) fn platform(&self) -> crate::plan::Platform {
+        self.host.map(|h| h.platform()).unwrap_or_default()
     }
 
     pub(super) fn via(&self) -> Result<&Host, ExecFailure> {

@@ -30,12 +30,13 @@ pub(super) async fn hosts(command: &mut Remove<'_>) -> Result<Found, RemoveError
         .into_iter()
         .filter_map(|(address, roles)| {
             let host = pool.get(&address)?;
-            let kind = if host.facts().is_windows() {
-                HostKind::Windows
-            } else {
-                let os = &host.facts().operating_system;
-                let prefix = plan::host_prefix_path(&config.prefix_path, os);
-                HostKind::Linux { roles, prefix }
+            let kind = match host.platform() {
+                plan::Platform::Windows => HostKind::Windows,
+                plan::Platform::Linux => {
+                    let os = &host.facts().operating_system;
+                    let prefix = plan::host_prefix_path(&config.prefix_path, os);
+                    HostKind::Linux { roles, prefix }
+                }
             };
             Some((address, host, kind))
         })
@@ -68,7 +69,6 @@ async fn find(
 ) -> Result<FoundHost, RemoveError> {
     let names = removal::containers_to_find(&kind, external_etcd);
     let dirs = removal::directories_to_find(&kind, external_etcd);
-    let windows = kind == HostKind::Windows;
     let present = async {
         let seen = try_join_all(names.iter().map(|n| host.docker().inspect_container(n))).await?;
         Ok::<_, RemoveError>(
@@ -80,7 +80,8 @@ async fn find(
         )
     };
     let has_image = async {
-        if windows {
+        // The cleaner is a Linux image.
+        if !host.platform().runs_linux_helpers() {
             return Ok(false);
         }
         host.docker()

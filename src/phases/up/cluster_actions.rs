@@ -279,10 +279,11 @@ fn node_syncs(cluster: &Cluster, old: Option<&RkeConfig>, plan: &ClusterPlan) ->
 /// host's last action.
 pub(super) fn log_links(
     actions: &[Action],
-    windows: bool,
+    platform: crate::plan::Platform,
     facts: Option<&HostFacts>,
 ) -> Option<Action> {
-    if windows {
+    // The links are made by a Linux helper container.
+    if !platform.runs_linux_helpers() {
         return None;
     }
     let containers: Vec<String> = actions

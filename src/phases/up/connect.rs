@@ -90,7 +90,7 @@ fn images_to_prefetch(
     let helper = &cluster.config.system_images.cert_downloader;
     plan.hosts
         .iter()
-        .filter(|h| !plan.windows.contains_key(&h.address))
+        .filter(|h| plan.platform(&h.address).runs_linux_helpers())
         .map(|h| {
             let mut images: BTreeSet<String> =
                 h.containers.values().map(|c| c.image.clone()).collect();
@@ -227,7 +227,7 @@ pub(super) async fn port_checks(
     // The listeners and probes are Linux containers: Windows workers are left out (and said so).
     let windows: Vec<String> = pool
         .hosts()
-        .filter(|h| h.facts().is_windows())
+        .filter(|h| !h.platform().runs_linux_helpers())
         .map(|h| h.name().to_string())
         .collect();
     if !windows.is_empty() {

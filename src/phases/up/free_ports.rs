@@ -46,7 +46,7 @@ pub(super) async fn check(
     let mut problems = Vec::new();
     for host in &cluster_plan.hosts {
         // The listener is a Linux container.
-        if cluster_plan.windows.contains_key(&host.address) {
+        if !cluster_plan.platform(&host.address).runs_linux_helpers() {
             continue;
         }
         let Some(obs) = observed.get(&host.address) else {

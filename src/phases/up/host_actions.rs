@@ -4,7 +4,7 @@
 
 use super::rolling::changes_container;
 use super::run::{EARLY_WORKER_PLANE, KNOWN_CONTAINERS, Observed, WORKER_PLANE};
-use super::{files_root, kubernetes_view, kubernetes_view_map};
+use super::{kubernetes_view, kubernetes_view_map};
 use crate::diff::{self, Action, ContainerView};
 use crate::hosts;
 use crate::phases::files::{self, DesiredFile};
@@ -109,8 +109,10 @@ pub(super) fn host_actions(
     loaded: &[DesiredFile],
 ) -> Vec<Action> {
     let mut actions = Vec::new();
+    let platform = obs.platform;
+    let root = platform.files_root(h);
+    // What the host agent found of a Windows worker: its missing directories and wins.
     let windows = obs.windows.as_ref();
-    let root = files_root(h, windows.is_some());
     if let Some(w) = windows
         && !w.missing_directories.is_empty()
     {
@@ -144,12 +146,7 @@ pub(super) fn host_actions(
             .iter()
             .find(|f| f.container_path == *path)
             .is_some_and(|f| !f.contents.is_empty());
-        let rel = if windows.is_some() {
-            path.strip_prefix('/')
-        } else {
-            path.strip_prefix("/etc/kubernetes/")
-        };
-        if let Some(rel) = rel
+        if let Some(rel) = platform.relative_path(h, path)
             && !planned
             && obs.files.contains_key(rel)
             && !flags_name(path)
@@ -221,16 +218,12 @@ pub(super) fn host_actions(
             _ => None,
         })
         .collect();
-    let restarts = if windows.is_some() {
-        restart_reasons_under(
-            "",
-            &kubernetes_view(desired_files),
-            &kubernetes_view(loaded),
-            &kubernetes_view_map(&obs.files),
-        )
-    } else {
-        restart_reasons_under("", desired_files, loaded, &obs.files)
-    };
+    let restarts = restart_reasons_under(
+        "",
+        &kubernetes_view(platform, desired_files),
+        &kubernetes_view(platform, loaded),
+        &kubernetes_view_map(platform, &obs.files),
+    );
     for (name, reason) in restarts {
         let running = obs.containers.get(name).is_some_and(|c| c.running);
         if running && h.containers.contains_key(name) && !touched.contains(name) {
@@ -253,7 +246,7 @@ pub(super) fn host_actions(
     // A Windows worker whose worker plane changes: wins is about to start processes, and one
     // that outlived its wins server makes every start fail at wins' rename (windows-wins.md
     // §5.3). A run that changes none of its containers runs no sweep either.
-    if windows.is_some()
+    if platform.runs_under_wins()
         && let Some(sidekick) = h.containers.get(plan::SERVICE_SIDEKICK)
         && actions.iter().any(|a| changes_container(a, WORKER_PLANE))
     {
@@ -278,15 +271,9 @@ pub(super) fn least_privilege_actions(
     root: &str,
     flags_name: impl Fn(&str) -> bool,
 ) -> Vec<Action> {
-    let windows = obs.windows.is_some();
+    let platform = obs.platform;
     // Paths as Linux keeps them, relative to /etc/kubernetes.
-    let view = |rel: &str| -> Option<String> {
-        if windows {
-            rel.strip_prefix("etc/kubernetes/").map(str::to_string)
-        } else {
-            Some(rel.to_string())
-        }
-    };
+    let view = |rel: &str| platform.kubernetes_path(rel).map(str::to_string);
     let desired: BTreeSet<&str> = desired_files
         .iter()
         .map(|f| f.relative_path.as_str())
@@ -306,7 +293,7 @@ pub(super) fn least_privilege_actions(
             });
         }
     }
-    if windows {
+    if !platform.sets_file_modes() {
         // Windows files are protected by their ACL, set when they are written.
         return actions;
     }

@@ -3,28 +3,20 @@
 
 use crate::phases::files::DesiredFile;
 use crate::pki::{self, Bundle};
-use crate::plan::{self, HostPlan};
+use crate::plan::{self, HostPlan, Platform};
 use std::collections::BTreeMap;
 
 /// The certificates, keys and kubeconfigs a host gets (§11.1, §12), plus the plan's files,
-/// by path relative to [`files_root`]. On a Windows worker the plan's own kubeconfigs (Windows
+/// by path relative to the platform's files root ([`Platform::files_root`]). On a Windows worker the plan's own kubeconfigs (Windows
 /// certificate paths) replace the ones the PKI renders for Linux.
 pub(crate) fn host_files(
     h: &HostPlan,
     bundle: &Bundle,
     spec: &pki::PkiSpec,
-    windows: bool,
+    platform: Platform,
 ) -> Vec<DesiredFile> {
     let mut out: Vec<DesiredFile> = Vec::new();
-    let rel = |p: &str| {
-        if windows {
-            p.strip_prefix(h.prefix_path.as_str())
-                .or_else(|| p.strip_prefix('/'))
-                .map(str::to_string)
-        } else {
-            p.strip_prefix("/etc/kubernetes/").map(str::to_string)
-        }
-    };
+    let rel = |p: &str| platform.relative_path(h, p).map(str::to_string);
     let mut add = |file: DesiredFile| match out
         .iter_mut()
         .find(|f| f.relative_path == file.relative_path)
@@ -64,34 +56,28 @@ pub(crate) fn host_files(
     out
 }
 
-/// The directory a host's files are kept relative to: `<prefix>/etc/kubernetes` on Linux; the
-/// drive root on a Windows worker, whose plan also writes CNI, flannel, nginx and wins files.
-pub(crate) fn files_root(h: &HostPlan, windows: bool) -> String {
-    if windows {
-        h.prefix_path.clone()
-    } else {
-        etc_kubernetes(h)
-    }
-}
-
-/// A Windows worker's files seen as Linux keeps them (relative to `etc/kubernetes`), for the
-/// rules keyed on those paths: which containers read a file, certificate expiry.
-pub(crate) fn kubernetes_view(files: &[DesiredFile]) -> Vec<DesiredFile> {
+/// A host's files seen as Linux keeps them (relative to `etc/kubernetes`,
+/// [`Platform::kubernetes_path`]), for the rules keyed on those paths: which containers read a
+/// file, certificate expiry.
+pub(crate) fn kubernetes_view(platform: Platform, files: &[DesiredFile]) -> Vec<DesiredFile> {
     files
         .iter()
         .filter_map(|f| {
             Some(DesiredFile {
-                relative_path: f.relative_path.strip_prefix("etc/kubernetes/")?.to_string(),
+                relative_path: platform.kubernetes_path(&f.relative_path)?.to_string(),
                 ..f.clone()
             })
         })
         .collect()
 }
 
-pub(crate) fn kubernetes_view_map(files: &BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Vec<u8>> {
+pub(crate) fn kubernetes_view_map(
+    platform: Platform,
+    files: &BTreeMap<String, Vec<u8>>,
+) -> BTreeMap<String, Vec<u8>> {
     files
         .iter()
-        .filter_map(|(rel, c)| Some((rel.strip_prefix("etc/kubernetes/")?.to_string(), c.clone())))
+        .filter_map(|(rel, c)| Some((platform.kubernetes_path(rel)?.to_string(), c.clone())))
         .collect()
 }
 

@@ -24,7 +24,10 @@ pub(super) async fn observe(
             host: h.address.clone(),
         })?;
         let docker = host.docker();
-        let mut obs = Observed::default();
+        let mut obs = Observed {
+            platform: cluster_plan.platform(&h.address),
+            ..Observed::default()
+        };
         for name in KNOWN_CONTAINERS {
             if let Some(c) = docker.inspect_container(name).await? {
                 obs.containers.insert(name.to_string(), c);
@@ -44,8 +47,12 @@ pub(super) async fn observe(
             };
             obs.images.insert(image.to_string(), env);
         }
-        if let Some(setup) = cluster_plan.windows.get(&h.address) {
+        if !obs.platform.runs_linux_helpers() {
             // The file helper is a Linux image: a Windows worker is read by the host agent.
+            let directories = cluster_plan
+                .windows
+                .get(&h.address)
+                .map_or(&[][..], |setup| setup.directories.as_slice());
             let mut paths: Vec<String> = desired_files[&h.address]
                 .iter()
                 .map(|f| f.relative_path.clone())
@@ -65,13 +72,9 @@ pub(super) async fn observe(
             );
             paths.sort();
             paths.dedup();
-            let found = crate::phases::windows::observe_host(
-                host,
-                &h.prefix_path,
-                &setup.directories,
-                &paths,
-            )
-            .await?;
+            let found =
+                crate::phases::windows::observe_host(host, &h.prefix_path, directories, &paths)
+                    .await?;
             obs.files = found.files.clone();
             obs.windows = Some(found);
             return Ok((h.address.clone(), obs));

@@ -53,7 +53,10 @@ pub(super) fn build_plan(
 ) -> Result<ClusterPlan, UpError> {
     let service_options = cluster.service_options()?;
     // Only asked for when a Windows host is present: Linux-only clusters need no Windows flags.
-    let windows_options = if facts.values().any(plan::HostFacts::is_windows) {
+    let windows_options = if facts
+        .values()
+        .any(|f| plan::Platform::of(f) == plan::Platform::Windows)
+    {
         Some(cluster.windows_service_options()?)
     } else {
         None
@@ -105,8 +108,8 @@ pub(super) async fn plan(
         .hosts
         .iter()
         .map(|h| {
-            let windows = cluster_plan.windows.contains_key(&h.address);
-            (h.address.clone(), host_files(h, &bundle, &spec, windows))
+            let platform = cluster_plan.platform(&h.address);
+            (h.address.clone(), host_files(h, &bundle, &spec, platform))
         })
         .collect();
     let helper_image = cluster.config.system_images.cert_downloader.clone();
@@ -131,14 +134,7 @@ pub(super) async fn plan(
     }
     let expiry_view: Vec<(&str, BTreeMap<String, Vec<u8>>)> = observed
         .iter()
-        .map(|(a, o)| {
-            let files = if o.windows.is_some() {
-                kubernetes_view_map(&o.files)
-            } else {
-                o.files.clone()
-            };
-            (a.as_str(), files)
-        })
+        .map(|(a, o)| (a.as_str(), kubernetes_view_map(o.platform, &o.files)))
         .collect();
     crate::phases::certs::warn_expiring(reporter, expiry_view.iter().map(|(a, f)| (*a, f)));
     guard_existing_cluster(
@@ -166,18 +162,18 @@ pub(super) async fn plan(
         let obs = &observed[&host_plan.address];
         // What the containers were started with: a run stopped after writing files but before
         // restarting their readers (e.g. `cert rotate`) still restarts them now.
-        let windows = cluster_plan.windows.contains_key(&host_plan.address);
+        let platform = cluster_plan.platform(&host_plan.address);
         let loaded = old.as_ref().map_or_else(Vec::new, |s| {
             host_files(
                 host_plan,
                 &s.current_state.certificates_bundle,
                 &spec,
-                windows,
+                platform,
             )
         });
         let mut list = host_actions(host_plan, obs, &desired_files[&host_plan.address], &loaded);
         // Windows workers keep the health-check undo: their containers run under wins.
-        let existing = !windows
+        let existing = !platform.runs_under_wins()
             && old_current
                 .as_ref()
                 .is_some_and(|o| o.nodes.iter().any(|n| n.address == host_plan.address));
@@ -258,9 +254,9 @@ pub(super) async fn plan(
             let Some(h) = cluster_plan.hosts.iter().find(|h| h.address == shown.host) else {
                 continue;
             };
-            let windows = cluster_plan.windows.contains_key(&h.address);
-            let early_workers =
-                old_current.is_none() && !windows && h.containers.contains_key(plan::KUBELET);
+            let early_workers = old_current.is_none()
+                && !cluster_plan.platform(&h.address).runs_under_wins()
+                && h.containers.contains_key(plan::KUBELET);
             let mut planes: Vec<&[&str]> = Vec::new();
             if h.roles.etcd {
                 planes.push(ETCD_PLANE);
@@ -322,9 +318,9 @@ pub(super) async fn plan(
     .await?;
     // Each Linux host's log links follow from its created containers: its last action.
     for shown in all_actions.iter_mut() {
-        let windows = cluster_plan.windows.contains_key(&shown.host);
+        let platform = cluster_plan.platform(&shown.host);
         if let Some(list) = actions.get_mut(&shown.host)
-            && let Some(links) = log_links(list, windows, facts.get(&shown.host))
+            && let Some(links) = log_links(list, platform, facts.get(&shown.host))
         {
             list.push(links.clone());
             shown.actions.push(links);

@@ -55,7 +55,7 @@ pub(super) fn early_worker_hosts(run: &Run) -> (Vec<String>, Vec<String>) {
         .hosts
         .iter()
         .filter(|h| h.containers.contains_key(plan::KUBELET))
-        .filter(|h| !run.plan.windows.contains_key(&h.address))
+        .filter(|h| !run.plan.platform(&h.address).runs_under_wins())
         .collect();
     let worker_only = linux
         .iter()

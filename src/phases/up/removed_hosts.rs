@@ -41,12 +41,8 @@ pub(super) async fn observe_removed(
                 .map(|c| c.prefix_path.as_str())
                 .unwrap_or_default();
             let prefix = plan::host_prefix_path(prefix, &h.facts().operating_system);
-            let cleanup = reconcile::HostCleanup::for_host(
-                h.facts().is_windows(),
-                &prefix,
-                gone.etcd,
-                &old_sidekick,
-            );
+            let cleanup =
+                reconcile::HostCleanup::for_host(h.platform(), &prefix, gone.etcd, &old_sidekick);
             (h, cleanup)
         });
         let mut present = Vec::new();

@@ -1,7 +1,6 @@
 //! What the apply steps share: the run (plan, connections, actions), what was observed of
 //! each host, and the container groups each plane brings up.
 
-use super::files_root;
 use super::plan::Planned;
 use crate::diff::Action;
 use crate::hosts::{self, Host, HostPool};
@@ -52,6 +51,8 @@ pub(super) const WORKER_PLANE: &[&str] = &[
 /// What one host runs and holds, as far as `up` compares it.
 #[derive(Default)]
 pub(super) struct Observed {
+    /// The platform the plan was built for on the host: what the decisions ask instead of the OS.
+    pub(super) platform: crate::plan::Platform,
     pub(super) containers: BTreeMap<String, hosts::ObservedContainer>,
     pub(super) files: BTreeMap<String, Vec<u8>>,
     /// Mode and owner of each file in `files`; empty on Windows workers, whose files carry ACLs.
@@ -151,8 +152,8 @@ impl Run {
     /// The executor of one planned host's actions.
     pub(super) fn executor(&self, address: &str) -> HostExecutor<'_, 'static> {
         let h = self.host_plan(address);
-        let windows = self.plan.windows.contains_key(address);
-        self.exec.on(&h.address).files_under(files_root(h, windows))
+        let root = self.plan.platform(address).files_root(h);
+        self.exec.on(&h.address).files_under(root)
     }
 
     /// The executor of the `cluster` actions.

@@ -8,6 +8,7 @@ use crate::plan::{self, HostPlan};
 use std::collections::BTreeMap;
 
 use crate::phases::windows::WindowsObserved;
+use crate::plan::Platform;
 use crate::plan::WinsStatus;
 
 /// Fault 13 of scripts/faults: a first `up` killed after it started containers is finished
@@ -98,6 +99,7 @@ pub(super) fn observed(files: &[DesiredFile], missing: &[&str], wins: WinsStatus
         .map(|f| (f.relative_path.clone(), f.contents.clone()))
         .collect();
     Observed {
+        platform: Platform::Windows,
         files: on_disk.clone(),
         windows: Some(WindowsObserved {
             files: on_disk,
@@ -380,7 +382,12 @@ pub(super) fn windows_files_are_kept_from_the_drive_root_and_linux_files_under_e
         checksum_env: None,
         remove_when_empty: true,
     });
-    let files = host_files(&h, &Bundle::default(), &pki::PkiSpec::default(), true);
+    let files = host_files(
+        &h,
+        &Bundle::default(),
+        &pki::PkiSpec::default(),
+        Platform::Windows,
+    );
     let rels: Vec<&str> = files.iter().map(|f| f.relative_path.as_str()).collect();
     assert_eq!(
         rels,
@@ -389,11 +396,19 @@ pub(super) fn windows_files_are_kept_from_the_drive_root_and_linux_files_under_e
             "etc/rancher/wins/config"
         ]
     );
-    assert_eq!(files_root(&h, true), "c:/");
+    assert_eq!(Platform::Windows.files_root(&h), "c:/");
     // Restart rules and expiry read the Linux-relative view.
-    let view = kubernetes_view(&files);
+    let view = kubernetes_view(Platform::Windows, &files);
     assert_eq!(view.len(), 1);
     assert_eq!(view[0].relative_path, "ssl/kubecfg-kube-node.yaml");
     // The same plan read as Linux keeps nothing outside /etc/kubernetes.
-    assert!(host_files(&h, &Bundle::default(), &pki::PkiSpec::default(), false).is_empty());
+    assert!(
+        host_files(
+            &h,
+            &Bundle::default(),
+            &pki::PkiSpec::default(),
+            Platform::Linux
+        )
+        .is_empty()
+    );
 }

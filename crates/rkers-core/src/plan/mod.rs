@@ -22,6 +22,7 @@ mod files;
 mod flags;
 pub mod goyaml;
 pub mod permissions;
+mod platform;
 mod util;
 mod windows;
 mod windows_host;
@@ -39,6 +40,7 @@ pub use files::{
     md5_hex,
 };
 pub use flags::{apply_service_options, render_flags};
+pub use platform::Platform;
 pub use util::{join_path, remove_z_from_binds};
 pub use windows::{
     CONTAINER_USER, Expose, ExposeProtocol, OVERLAY_NETWORK_NAME, STEP_DONE_MARKER,
@@ -342,21 +344,6 @@ pub fn host_prefix_path(cluster_prefix: &str, operating_system: &str) -> String 
         .map_or_else(|| cluster_prefix.to_string(), |(_, p)| p.to_string())
 }
 
-/// The one place choosing the container flavour of a host.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Platform {
-    Linux,
-    Windows,
-}
-
-fn platform_of(facts: &HostFacts) -> Platform {
-    if is_windows(facts) {
-        Platform::Windows
-    } else {
-        Platform::Linux
-    }
-}
-
 /// Builds the plan of every host of the config, in `nodes` order (a node listed twice with the
 /// same address is planned once, with the union of its roles).
 pub fn build(input: &PlanInput) -> Result<ClusterPlan, PlanError> {
@@ -368,7 +355,7 @@ pub fn build(input: &PlanInput) -> Result<ClusterPlan, PlanError> {
             .host_facts
             .get(&host.address)
             .ok_or_else(|| PlanError::MissingHostFacts(host.address.clone()))?;
-        match platform_of(facts) {
+        match Platform::of(facts) {
             Platform::Linux => hosts.push(cluster.linux_host_plan(host, facts)?),
             Platform::Windows => {
                 let plan = windows::windows_host_plan(input, &cluster.hosts, host, facts)?;

@@ -126,7 +126,7 @@ pub fn windows_prefix_path(cfg: &RkeConfig) -> String {
 
 /// Whether Docker reports a Windows host.
 pub fn is_windows(facts: &HostFacts) -> bool {
-    facts.os_type.eq_ignore_ascii_case("windows")
+    super::Platform::of(facts) == super::Platform::Windows
 }
 
 /// Checks the cluster shape Windows workers need. Each message names the host or option and says
