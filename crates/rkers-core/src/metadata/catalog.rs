@@ -258,9 +258,9 @@ impl Catalog {
             })?;
         let data = if kdm::looks_like_kdm(&value) {
             let rke_version = Self::embedded_rke_version(origin)?;
-            kdm::convert(&value, &rke_version).map_err(|message| MetadataError::Invalid {
+            kdm::convert(&value, &rke_version).map_err(|cause| MetadataError::Kdm {
                 origin: origin.to_string(),
-                message,
+                cause,
             })?
         } else {
             // Deserialize from the text (not the Value) so errors carry line and column.

@@ -121,15 +121,25 @@ struct KdmData {
     windows_service_options: BTreeMap<String, KdmServiceOptions>,
 }
 
+/// Why a KDM `data.json` could not be converted.
+#[derive(Debug, thiserror::Error)]
+pub enum KdmError {
+    #[error("not a KDM data.json: {0}")]
+    NotKdm(serde_json::Error),
+    #[error("KDM data.json has no RKEDefaultK8sVersions.default")]
+    NoDefaultVersion,
+    #[error("K8sVersionRKESystemImages[{version}]: unknown image field {field:?}")]
+    UnknownImageField { version: String, field: String },
+}
+
 /// Converts a parsed KDM `data.json`; `rke_version` is the RKE release whose rules apply.
-pub(crate) fn convert(value: &Value, rke_version: &str) -> Result<CatalogData, String> {
-    let kdm: KdmData =
-        serde_json::from_value(value.clone()).map_err(|e| format!("not a KDM data.json: {e}"))?;
+pub(crate) fn convert(value: &Value, rke_version: &str) -> Result<CatalogData, KdmError> {
+    let kdm: KdmData = serde_json::from_value(value.clone()).map_err(KdmError::NotKdm)?;
     let default_version = kdm
         .rke_default_versions
         .get("default")
         .cloned()
-        .ok_or("KDM data.json has no RKEDefaultK8sVersions.default")?;
+        .ok_or(KdmError::NoDefaultVersion)?;
 
     let mut system_images = BTreeMap::new();
     for (version, images) in kdm.system_images {
@@ -139,10 +149,9 @@ pub(crate) fn convert(value: &Value, rke_version: &str) -> Result<CatalogData, S
                 .iter()
                 .find(|(j, _)| *j == json_key)
                 .map(|(_, y)| *y)
-                .ok_or_else(|| {
-                    format!(
-                        "K8sVersionRKESystemImages[{version}]: unknown image field {json_key:?}"
-                    )
+                .ok_or_else(|| KdmError::UnknownImageField {
+                    version: version.clone(),
+                    field: json_key.clone(),
                 })?;
             if !image.is_empty() {
                 converted.insert(yaml_key.to_string(), image);
@@ -195,4 +204,39 @@ pub(crate) fn convert(value: &Value, rke_version: &str) -> Result<CatalogData, S
         system_images,
         unpublished_versions: BTreeMap::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_keep_their_texts() {
+        let no_default = convert(
+            &serde_json::json!({"K8sVersionRKESystemImages": {}}),
+            "v1.8.0",
+        )
+        .unwrap_err();
+        assert_eq!(
+            no_default.to_string(),
+            "KDM data.json has no RKEDefaultK8sVersions.default"
+        );
+        let unknown = convert(
+            &serde_json::json!({
+                "RKEDefaultK8sVersions": {"default": "v1.32.5-rancher1-1"},
+                "K8sVersionRKESystemImages": {"v1.32.5-rancher1-1": {"bogus": "x"}},
+            }),
+            "v1.8.0",
+        )
+        .unwrap_err();
+        assert_eq!(
+            unknown.to_string(),
+            "K8sVersionRKESystemImages[v1.32.5-rancher1-1]: unknown image field \"bogus\""
+        );
+        let not_kdm = convert(&serde_json::json!([]), "v1.8.0").unwrap_err();
+        assert!(
+            not_kdm.to_string().starts_with("not a KDM data.json: "),
+            "{not_kdm}"
+        );
+    }
 }

@@ -24,6 +24,7 @@ pub use generate::{
     ClusterAnswers, NodeAnswers, generate_cluster_yml, list_versions, prompt_answers,
     system_images_listing, write_cluster_yml,
 };
+pub use kdm::KdmError;
 pub use removed_apis::{RemovedApi, RemovedApis};
 pub use version::{K8sVersion, VersionError, VersionRange, minor_key_of};
 
@@ -45,6 +46,9 @@ pub enum MetadataError {
     },
     #[error("{origin}: invalid metadata: {message}")]
     Invalid { origin: String, message: String },
+    /// Not a source: the result event's causes stay as they were when this was text.
+    #[error("{origin}: invalid metadata: {cause}")]
+    Kdm { origin: String, cause: KdmError },
     #[error(
         "{variable}={value}: only file paths are supported (rkers does not download metadata); \
          download the file and point {variable} at it"

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 
 use super::catalog::{CatalogData, ServiceOptions, image_tag};
-use super::version::K8sVersion;
+use super::version::{K8sVersion, VersionError};
 
 /// The file compiled into the binary.
 const EMBEDDED_JSON: &str = include_str!("../../../../data/versions-next.json");
@@ -158,36 +158,71 @@ fn component_mut<'a>(
 
 /// Applies one flag change to a set of default flags. A removed flag becomes `""`, which deletes
 /// it from the flags RKE1's rules add as well (see `plan::flags::apply_service_options`).
-fn apply_change(options: &mut ServiceOptions, change: &FlagChange) -> Result<(), String> {
+fn apply_change(options: &mut ServiceOptions, change: &FlagChange) -> Result<(), MinorError> {
     let flags = component_mut(options, &change.component)
-        .ok_or_else(|| format!("unknown component {:?}", change.component))?;
+        .ok_or_else(|| MinorError::UnknownComponent(change.component.clone()))?;
     let value = match change.change {
         ChangeKind::Removed => String::new(),
         ChangeKind::Set => change
             .value
             .clone()
             .filter(|v| !v.is_empty())
-            .ok_or_else(|| format!("{}: a set flag needs a value", change.flag))?,
+            .ok_or_else(|| MinorError::NoValue(change.flag.clone()))?,
     };
     flags.insert(change.flag.clone(), value);
     Ok(())
 }
 
+/// Why `data/versions-next.json` does not extend `data/versions.json`.
+#[derive(Debug, thiserror::Error)]
+pub enum NextError {
+    #[error(transparent)]
+    Version(#[from] VersionError),
+    #[error("base_images {0} has no system_images")]
+    NoBaseImages(String),
+    #[error("no service options for {0}")]
+    NoServiceOptions(String),
+    /// One minor of the file, named by its key.
+    #[error("{minor}: {cause}")]
+    Minor { minor: String, cause: MinorError },
+}
+
+/// What is wrong with one minor of `data/versions-next.json`.
+#[derive(Debug, thiserror::Error)]
+pub enum MinorError {
+    #[error(transparent)]
+    Version(#[from] VersionError),
+    #[error("version {0} is of another minor")]
+    OtherMinor(String),
+    #[error("follows v{0}.{1}: minors must come one at a time")]
+    NotNext(u64, u64),
+    #[error("already in data/versions.json")]
+    Known,
+    #[error("unknown component {0:?}")]
+    UnknownComponent(String),
+    #[error("{0}: a set flag needs a value")]
+    NoValue(String),
+    #[error("unknown system_images key {0:?}")]
+    UnknownImageKey(String),
+    #[error("the etcd image {image} is not etcd {etcd}")]
+    EtcdMismatch { image: String, etcd: String },
+}
+
 /// Adds every minor of `next` to `data`: its version's images, its minor's Linux and Windows
 /// default flags and its Docker versions, each derived from the previous minor's.
-pub fn extend(data: &mut CatalogData, next: &NextData) -> Result<(), String> {
-    let base = K8sVersion::parse(&next.base_images).map_err(|e| e.to_string())?;
+pub fn extend(data: &mut CatalogData, next: &NextData) -> Result<(), NextError> {
+    let base = K8sVersion::parse(&next.base_images)?;
     let minor = base.minor_key();
     let mut images = data
         .system_images
         .get(&next.base_images)
         .cloned()
-        .ok_or_else(|| format!("base_images {} has no system_images", next.base_images))?;
+        .ok_or_else(|| NextError::NoBaseImages(next.base_images.clone()))?;
     let options_of = |table: &BTreeMap<String, ServiceOptions>, key: &str| {
         table
             .get(key)
             .cloned()
-            .ok_or_else(|| format!("no service options for {key}"))
+            .ok_or_else(|| NextError::NoServiceOptions(key.to_string()))
     };
     let mut linux = options_of(&data.service_options, &minor)?;
     let mut windows = options_of(&data.windows_service_options, &minor)?;
@@ -198,43 +233,40 @@ pub fn extend(data: &mut CatalogData, next: &NextData) -> Result<(), String> {
         .unwrap_or_default();
     let mut previous = (base.major(), base.minor());
     for entry in &next.minors {
-        let here = |message: String| format!("{}: {message}", entry.minor);
-        let version = K8sVersion::parse(&entry.version).map_err(|e| here(e.to_string()))?;
+        let here = |cause: MinorError| NextError::Minor {
+            minor: entry.minor.clone(),
+            cause,
+        };
+        let version = K8sVersion::parse(&entry.version).map_err(|e| here(e.into()))?;
         if version.minor_key() != entry.minor {
-            return Err(here(format!(
-                "version {} is of another minor",
-                entry.version
-            )));
+            return Err(here(MinorError::OtherMinor(entry.version.clone())));
         }
         if (version.major(), version.minor()) != (previous.0, previous.1 + 1) {
-            return Err(here(format!(
-                "follows v{}.{}: minors must come one at a time",
-                previous.0, previous.1
-            )));
+            return Err(here(MinorError::NotNext(previous.0, previous.1)));
         }
         if data.system_images.contains_key(&entry.version)
             || data.service_options.contains_key(&entry.minor)
         {
-            return Err(here("already in data/versions.json".to_string()));
+            return Err(here(MinorError::Known));
         }
         for change in &entry.flag_changes {
-            apply_change(&mut linux, change).map_err(&here)?;
+            apply_change(&mut linux, change).map_err(here)?;
             // Windows hosts run only kubelet and kube-proxy.
             if matches!(change.component.as_str(), "kubelet" | "kubeproxy") {
-                apply_change(&mut windows, change).map_err(&here)?;
+                apply_change(&mut windows, change).map_err(here)?;
             }
         }
         for (key, image) in &entry.images {
             if !images.contains_key(key) && !super::SYSTEM_IMAGE_KEYS.contains(&key.as_str()) {
-                return Err(here(format!("unknown system_images key {key:?}")));
+                return Err(here(MinorError::UnknownImageKey(key.clone())));
             }
             images.insert(key.clone(), image.clone());
         }
         if image_tag(&images["etcd"]).as_deref() != Some(entry.etcd.as_str()) {
-            return Err(here(format!(
-                "the etcd image {} is not etcd {}",
-                images["etcd"], entry.etcd
-            )));
+            return Err(here(MinorError::EtcdMismatch {
+                image: images["etcd"].clone(),
+                etcd: entry.etcd.clone(),
+            }));
         }
         data.system_images
             .insert(entry.version.clone(), images.clone());
@@ -343,8 +375,11 @@ mod tests {
         next.minors.remove(0);
         let mut data: CatalogData =
             serde_json::from_str(include_str!("../../../../data/versions.json")).unwrap();
-        let err = extend(&mut data, &next).unwrap_err();
-        assert!(err.contains("one at a time"), "{err}");
+        let err = extend(&mut data, &next).unwrap_err().to_string();
+        assert!(
+            err.ends_with(": follows v1.32: minors must come one at a time"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -372,7 +372,7 @@ fn csr_for(plan: &CsrPlan, cert_dir: &Path) -> Result<(String, CsrOutcome), PkiE
         })?;
         let pem = pkcs1_pem(&key).map_err(|reason| PkiError::Generate {
             name: plan.name.clone(),
-            reason,
+            reason: reason.to_string(),
         })?;
         (key, Some(pem))
     } else {

@@ -75,7 +75,7 @@ impl CertificatePki {
         first_certificate_der(&self.certificate_pem).map_err(|reason| {
             PkiError::InvalidCertificate {
                 name: self.name.clone(),
-                reason,
+                reason: reason.to_string(),
             }
         })
     }
@@ -84,7 +84,7 @@ impl CertificatePki {
         let der = self.certificate_der()?;
         cert_info_from_der(&der).map_err(|reason| PkiError::InvalidCertificate {
             name: self.name.clone(),
-            reason,
+            reason: reason.to_string(),
         })
     }
 
@@ -92,7 +92,7 @@ impl CertificatePki {
     pub fn key_pair(&self) -> Result<KeyPair, PkiError> {
         rsa_key_pair_from_pem(&self.key_pem).map_err(|reason| PkiError::InvalidKey {
             name: self.name.clone(),
-            reason,
+            reason: reason.to_string(),
         })
     }
 }
@@ -115,18 +115,38 @@ impl fmt::Debug for CertificatePki {
     }
 }
 
-pub(crate) fn first_certificate_der(pem_text: &str) -> Result<Vec<u8>, String> {
-    let blocks = pem::parse_many(pem_text).map_err(|e| format!("not valid PEM: {e}"))?;
+/// Why a PEM text or DER certificate could not be read, or a key not encoded. The
+/// [`PkiError`] that names the certificate or key carries its text. Never holds key material.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PemError {
+    #[error("not valid PEM: {0}")]
+    NotPem(#[source] pem::PemError),
+    #[error("no CERTIFICATE block found")]
+    NoCertificate,
+    #[error("not a valid X.509 certificate: {0}")]
+    NotX509(#[source] x509_parser::nom::Err<x509_parser::error::X509Error>),
+    #[error("the key is encrypted; keys must be unencrypted")]
+    EncryptedKey,
+    #[error("unsupported PEM block `{0}`, expected an RSA key")]
+    NotAKey(String),
+    #[error("not a usable RSA private key ({0})")]
+    NotRsa(#[source] rcgen::Error),
+    // pkcs8's error is not a `std::error::Error` (the crate is built without `std`).
+    #[error("cannot decode generated PKCS#8 key: {0}")]
+    Pkcs8(pkcs8::Error),
+}
+
+pub(crate) fn first_certificate_der(pem_text: &str) -> Result<Vec<u8>, PemError> {
+    let blocks = pem::parse_many(pem_text).map_err(PemError::NotPem)?;
     blocks
         .into_iter()
         .find(|b| b.tag() == "CERTIFICATE")
         .map(|b| b.into_contents())
-        .ok_or_else(|| "no CERTIFICATE block found".to_string())
+        .ok_or(PemError::NoCertificate)
 }
 
-pub(crate) fn cert_info_from_der(der: &[u8]) -> Result<CertInfo, String> {
-    let (_, cert) = X509Certificate::from_der(der)
-        .map_err(|e| format!("not a valid X.509 certificate: {e}"))?;
+pub(crate) fn cert_info_from_der(der: &[u8]) -> Result<CertInfo, PemError> {
+    let (_, cert) = X509Certificate::from_der(der).map_err(PemError::NotX509)?;
     let subject_cn = first_attr(cert.subject().iter_common_name());
     let subject_o = cert
         .subject()
@@ -186,28 +206,20 @@ fn ip_from_bytes(bytes: &[u8]) -> Option<IpAddr> {
 
 /// Loads an unencrypted RSA private key from PKCS#1 (`RSA PRIVATE KEY`) or PKCS#8
 /// (`PRIVATE KEY`) PEM. The error never contains key material.
-pub(crate) fn rsa_key_pair_from_pem(pem_text: &str) -> Result<KeyPair, String> {
-    let block = pem::parse(pem_text).map_err(|e| format!("not valid PEM: {e}"))?;
+pub(crate) fn rsa_key_pair_from_pem(pem_text: &str) -> Result<KeyPair, PemError> {
+    let block = pem::parse(pem_text).map_err(PemError::NotPem)?;
     match block.tag() {
         "RSA PRIVATE KEY" | "PRIVATE KEY" => {}
-        "ENCRYPTED PRIVATE KEY" => {
-            return Err("the key is encrypted; keys must be unencrypted".to_string());
-        }
-        other => {
-            return Err(format!(
-                "unsupported PEM block `{other}`, expected an RSA key"
-            ));
-        }
+        "ENCRYPTED PRIVATE KEY" => return Err(PemError::EncryptedKey),
+        other => return Err(PemError::NotAKey(other.to_string())),
     }
-    KeyPair::from_pem_and_sign_algo(pem_text, &PKCS_RSA_SHA256)
-        .map_err(|e| format!("not a usable RSA private key ({e})"))
+    KeyPair::from_pem_and_sign_algo(pem_text, &PKCS_RSA_SHA256).map_err(PemError::NotRsa)
 }
 
 /// PEM of a key pair in RKE1's format: PKCS#1 `RSA PRIVATE KEY`, 64-column lines, LF.
-pub(crate) fn pkcs1_pem(key: &KeyPair) -> Result<String, String> {
+pub(crate) fn pkcs1_pem(key: &KeyPair) -> Result<String, PemError> {
     let pkcs8 = key.serialize_der();
-    let info = pkcs8::PrivateKeyInfo::try_from(pkcs8.as_slice())
-        .map_err(|e| format!("cannot decode generated PKCS#8 key: {e}"))?;
+    let info = pkcs8::PrivateKeyInfo::try_from(pkcs8.as_slice()).map_err(PemError::Pkcs8)?;
     Ok(encode_pem("RSA PRIVATE KEY", info.private_key.to_vec()))
 }
 
@@ -216,4 +228,38 @@ pub(crate) fn encode_pem(tag: &str, der: Vec<u8>) -> String {
         &pem::Pem::new(tag, der),
         pem::EncodeConfig::new().set_line_ending(pem::LineEnding::LF),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pem_errors_keep_their_texts() {
+        let text = |e: PemError| e.to_string();
+        assert!(text(rsa_key_pair_from_pem("junk").err().unwrap()).starts_with("not valid PEM: "));
+        let encrypted = encode_pem("ENCRYPTED PRIVATE KEY", vec![1, 2, 3]);
+        assert_eq!(
+            text(rsa_key_pair_from_pem(&encrypted).err().unwrap()),
+            "the key is encrypted; keys must be unencrypted"
+        );
+        let cert = encode_pem("CERTIFICATE", vec![1, 2, 3]);
+        assert_eq!(
+            text(rsa_key_pair_from_pem(&cert).err().unwrap()),
+            "unsupported PEM block `CERTIFICATE`, expected an RSA key"
+        );
+        let key = encode_pem("RSA PRIVATE KEY", vec![1, 2, 3]);
+        assert!(
+            text(rsa_key_pair_from_pem(&key).err().unwrap())
+                .starts_with("not a usable RSA private key (")
+        );
+        assert_eq!(
+            text(first_certificate_der(&key).unwrap_err()),
+            "no CERTIFICATE block found"
+        );
+        assert!(
+            text(cert_info_from_der(&[1, 2, 3]).unwrap_err())
+                .starts_with("not a valid X.509 certificate: ")
+        );
+    }
 }

@@ -380,13 +380,13 @@ pub(crate) fn normalize_cert_pem(name: &str, text: &str) -> Result<String, PkiEr
     let der = super::certificate::first_certificate_der(text).map_err(|reason| {
         PkiError::InvalidCertificate {
             name: name.to_string(),
-            reason,
+            reason: reason.to_string(),
         }
     })?;
     super::certificate::cert_info_from_der(&der).map_err(|reason| {
         PkiError::InvalidCertificate {
             name: name.to_string(),
-            reason,
+            reason: reason.to_string(),
         }
     })?;
     Ok(super::certificate::encode_pem("CERTIFICATE", der))
@@ -398,7 +398,7 @@ pub(crate) fn normalize_key_pem(name: &str, text: &str) -> Result<String, PkiErr
         name: name.to_string(),
         reason,
     };
-    rsa_key_pair_from_pem(text).map_err(invalid)?;
+    rsa_key_pair_from_pem(text).map_err(|e| invalid(e.to_string()))?;
     let block = pem::parse(text).map_err(|e| invalid(format!("not valid PEM: {e}")))?;
     if block.tag() == "RSA PRIVATE KEY" {
         return Ok(super::certificate::encode_pem(
@@ -588,7 +588,7 @@ fn new_ca(name: &str) -> Result<(String, String), PkiError> {
     let cert = params.self_signed(&key).map_err(fail)?;
     let key_pem = pkcs1_pem(&key).map_err(|reason| PkiError::Generate {
         name: name.to_string(),
-        reason,
+        reason: reason.to_string(),
     })?;
     Ok((cert.pem(), key_pem))
 }
@@ -602,13 +602,13 @@ fn sign_leaf(plan: &LeafPlan, ca: &SigningCa) -> Result<(String, String), PkiErr
         Some(pem) => {
             let key = rsa_key_pair_from_pem(pem).map_err(|reason| PkiError::InvalidKey {
                 name: plan.name.clone(),
-                reason,
+                reason: reason.to_string(),
             })?;
             (key, pem.clone())
         }
         None => {
             let key = new_rsa_key().map_err(|e| fail(e.to_string()))?;
-            let pem = pkcs1_pem(&key).map_err(fail)?;
+            let pem = pkcs1_pem(&key).map_err(|e| fail(e.to_string()))?;
             (key, pem)
         }
     };
