@@ -1,8 +1,11 @@
 //! rkers: an SSH-driven Kubernetes cluster orchestrator that reads RKE1's `cluster.yml` and
 //! `cluster.rkestate` as they are.
 //!
-//! The crate is split by job, each module owning one concern; `config`, `metadata`, `state`,
-//! `pki`, `plan` and `diff` are the pure core's (the `rkers-core` crate, re-exported here):
+//! Three crates, one per layer: the pure core that decides (`rkers-core`: `config`, `metadata`,
+//! `state`, `pki`, `plan`, `diff`), the engine that applies (`rkers-engine`: `cluster`, `hosts`,
+//! `kubeapi`, `checks`, `phases`, `addons`, `doctor`, `output`, `error`, `image_build`), both
+//! re-exported here at their old paths, and this crate on top: the command line, the library
+//! API and `rkers serve`. Each module owns one concern:
 //! - [`cluster`]: a cluster as a command sees it: config, metadata, files, state; and the
 //!   mapping of the config into the inputs of the other modules.
 //! - [`config`]: the cluster.yml model, defaults and validation (errors carry file:line:column).
@@ -18,30 +21,18 @@
 //! - [`phases`]: ordered steps that apply actions, hosts in parallel under a concurrency limit.
 //! - [`output`]: progress on a TTY, plain lines otherwise, JSON events; secret redaction.
 //! - [`cli`]: the command line surface and exit codes.
+//! - [`api`]: the library API: one operation per command, its state store and events.
+//! - [`serve`]: `rkers serve`, the management server on the library API.
 //! - [`build_info`]: what this binary is: version, git commit, build date, metadata source.
 //! - [`error`]: a failure as every command's final event shows it (hosts, causes).
 
-pub mod addons;
 pub mod api;
 pub mod build_info;
-pub mod checks;
 pub mod cli;
-pub mod cluster;
-/// [`rkers_core::diff`], plus [`diff::cluster`]: the cluster actions of `up`, decided from the
-/// Node objects read through the Kubernetes API (k8s-openapi's types, which the core does not
-/// depend on).
-pub mod diff {
-    pub use rkers_core::diff::*;
-    pub mod cluster;
-}
-pub mod doctor;
-pub mod error;
-pub mod hosts;
-pub mod image_build;
-pub mod kubeapi;
-pub mod output;
-pub mod phases;
 pub mod serve;
 
-// The pure core, at the paths it had before it became its own crate.
-pub use rkers_core::{config, metadata, pki, plan, state};
+// The engine and the pure core, at the paths they had before they became crates of their own.
+pub use rkers_engine::{
+    addons, checks, cluster, config, diff, doctor, error, hosts, image_build, kubeapi, metadata,
+    output, phases, pki, plan, state,
+};

@@ -1,9 +1,10 @@
 //! The layering the code's layout promises (docs/src/contributing/layout.md), read from the
-//! code's own imports: the root package's top-level modules import each other without a
-//! circle, so each can be read, tested and moved on top of the ones below it; and the pure
-//! core's `[dependencies]` hold no async runtime, network, Docker, Kubernetes or database crate.
-//! Cargo refuses a circle between crates; this test refuses one between the root package's
-//! modules, which the compiler allows.
+//! code's own imports: the engine's and the root package's top-level modules import each other
+//! without a circle, so each can be read, tested and moved on top of the ones below it; the pure
+//! core's `[dependencies]` hold no async runtime, network, Docker, Kubernetes or database crate,
+//! and the engine's no server, database or command-line completion crate. Cargo refuses a
+//! circle between crates (the engine cannot name `cli`, `api` or `serve`); this test refuses one
+//! between a crate's modules, which the compiler allows.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -145,10 +146,15 @@ fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 }
 
 #[test]
-fn the_root_packages_modules_import_each_other_without_a_circle() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let modules = modules(&src);
-    assert!(modules.len() > 10, "{modules:?}");
+fn the_modules_import_each_other_without_a_circle() {
+    // The root package names the engine's modules through its re-exports (`crate::phases`),
+    // so the two crates' modules are one graph.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let engine = modules(&root.join("crates/rkers-engine/src"));
+    assert!(engine.len() > 10, "{engine:?}");
+    let mut modules = modules(&root.join("src"));
+    assert!(modules.contains_key("cli"), "{modules:?}");
+    modules.extend(engine);
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     // Which file makes each edge, for the failure message.
     let mut through: BTreeMap<(String, String), PathBuf> = BTreeMap::new();
@@ -217,22 +223,27 @@ fn the_detector_sees_a_circle_and_grouped_imports() {
     );
 }
 
-#[test]
-fn the_core_depends_on_no_runtime_network_or_cluster_crate() {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/rkers-core/Cargo.toml");
-    let text = std::fs::read_to_string(&manifest).unwrap();
+/// The names of the crates a manifest's `[dependencies]` table lists.
+fn dependencies(manifest: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(manifest).unwrap();
     let deps = text
-        .split("[dependencies]")
+        .split("\n[dependencies]")
         .nth(1)
-        .expect("rkers-core has a [dependencies] table");
+        .unwrap_or_else(|| panic!("{} has a [dependencies] table", manifest.display()));
     let deps = deps.split("\n[").next().unwrap_or(deps);
-    let names: Vec<&str> = deps
-        .lines()
+    deps.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .filter_map(|l| l.split(['=', '.', ' ']).next())
-        .collect();
-    assert!(names.contains(&"serde"), "{names:?}");
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_core_depends_on_no_runtime_network_or_cluster_crate() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/rkers-core/Cargo.toml");
+    let names = dependencies(&manifest);
+    assert!(names.iter().any(|n| n == "serde"), "{names:?}");
     for forbidden in [
         "tokio",
         "futures",
@@ -245,10 +256,33 @@ fn the_core_depends_on_no_runtime_network_or_cluster_crate() {
         "reqwest",
         "axum",
         "sqlx",
+        "rkers-engine",
     ] {
         assert!(
-            !names.contains(&forbidden),
+            !names.iter().any(|n| n == forbidden),
             "rkers-core depends on {forbidden} ({})",
+            manifest.display()
+        );
+    }
+}
+
+#[test]
+fn the_engine_depends_on_no_server_database_or_completion_crate() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/rkers-engine/Cargo.toml");
+    let names = dependencies(&manifest);
+    assert!(names.iter().any(|n| n == "russh"), "{names:?}");
+    for forbidden in [
+        "axum",
+        "sqlx",
+        "aes-gcm",
+        "tracing-subscriber",
+        "clap_complete",
+        "clap_mangen",
+        "rkers",
+    ] {
+        assert!(
+            !names.iter().any(|n| n == forbidden),
+            "rkers-engine depends on {forbidden} ({})",
             manifest.display()
         );
     }

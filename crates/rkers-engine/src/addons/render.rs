@@ -12,303 +12,303 @@ use std::collections::BTreeMap;
 static TEMPLATES: &[(&str, &str)] = &[
     (
         "calico-v3.17.1",
-        include_str!("../../templates/calico-v3.17.1.yaml.j2"),
+        include_str!("../../../../templates/calico-v3.17.1.yaml.j2"),
     ),
     (
         "calico-v3.19.0",
-        include_str!("../../templates/calico-v3.19.0.yaml.j2"),
+        include_str!("../../../../templates/calico-v3.19.0.yaml.j2"),
     ),
     (
         "calico-v3.21.1",
-        include_str!("../../templates/calico-v3.21.1.yaml.j2"),
+        include_str!("../../../../templates/calico-v3.21.1.yaml.j2"),
     ),
     (
         "calico-v3.22.5-rancher2",
-        include_str!("../../templates/calico-v3.22.5-rancher2.yaml.j2"),
+        include_str!("../../../../templates/calico-v3.22.5-rancher2.yaml.j2"),
     ),
     (
         "calico-v3.22.5",
-        include_str!("../../templates/calico-v3.22.5.yaml.j2"),
+        include_str!("../../../../templates/calico-v3.22.5.yaml.j2"),
     ),
     (
         "calico-v3.24.1",
-        include_str!("../../templates/calico-v3.24.1.yaml.j2"),
+        include_str!("../../../../templates/calico-v3.24.1.yaml.j2"),
     ),
     (
         "calico-v3.25.0",
-        include_str!("../../templates/calico-v3.25.0.yaml.j2"),
+        include_str!("../../../../templates/calico-v3.25.0.yaml.j2"),
     ),
     (
         "calico-v3.26.1-rancher2",
-        include_str!("../../templates/calico-v3.26.1-rancher2.yaml.j2"),
+        include_str!("../../../../templates/calico-v3.26.1-rancher2.yaml.j2"),
     ),
     (
         "calico-v3.26.1",
-        include_str!("../../templates/calico-v3.26.1.yaml.j2"),
+        include_str!("../../../../templates/calico-v3.26.1.yaml.j2"),
     ),
     (
         "calico-v3.27.0-rancher2",
-        include_str!("../../templates/calico-v3.27.0-rancher2.yaml.j2"),
+        include_str!("../../../../templates/calico-v3.27.0-rancher2.yaml.j2"),
     ),
     (
         "calico-v3.27.0",
-        include_str!("../../templates/calico-v3.27.0.yaml.j2"),
+        include_str!("../../../../templates/calico-v3.27.0.yaml.j2"),
     ),
     (
         "calico-v3.27.4",
-        include_str!("../../templates/calico-v3.27.4.yaml.j2"),
+        include_str!("../../../../templates/calico-v3.27.4.yaml.j2"),
     ),
     (
         "calico-v3.28.0",
-        include_str!("../../templates/calico-v3.28.0.yaml.j2"),
+        include_str!("../../../../templates/calico-v3.28.0.yaml.j2"),
     ),
     (
         "calico-v3.28.1",
-        include_str!("../../templates/calico-v3.28.1.yaml.j2"),
+        include_str!("../../../../templates/calico-v3.28.1.yaml.j2"),
     ),
     (
         "calico-v3.29.0",
-        include_str!("../../templates/calico-v3.29.0.yaml.j2"),
+        include_str!("../../../../templates/calico-v3.29.0.yaml.j2"),
     ),
     (
         "calico-v3.30.2",
-        include_str!("../../templates/calico-v3.30.2.yaml.j2"),
+        include_str!("../../../../templates/calico-v3.30.2.yaml.j2"),
     ),
     (
         "canal-v3.17.1",
-        include_str!("../../templates/canal-v3.17.1.yaml.j2"),
+        include_str!("../../../../templates/canal-v3.17.1.yaml.j2"),
     ),
     (
         "canal-v3.19.0",
-        include_str!("../../templates/canal-v3.19.0.yaml.j2"),
+        include_str!("../../../../templates/canal-v3.19.0.yaml.j2"),
     ),
     (
         "canal-v3.21.1",
-        include_str!("../../templates/canal-v3.21.1.yaml.j2"),
+        include_str!("../../../../templates/canal-v3.21.1.yaml.j2"),
     ),
     (
         "canal-v3.22.5-rancher2",
-        include_str!("../../templates/canal-v3.22.5-rancher2.yaml.j2"),
+        include_str!("../../../../templates/canal-v3.22.5-rancher2.yaml.j2"),
     ),
     (
         "canal-v3.22.5",
-        include_str!("../../templates/canal-v3.22.5.yaml.j2"),
+        include_str!("../../../../templates/canal-v3.22.5.yaml.j2"),
     ),
     (
         "canal-v3.24.1",
-        include_str!("../../templates/canal-v3.24.1.yaml.j2"),
+        include_str!("../../../../templates/canal-v3.24.1.yaml.j2"),
     ),
     (
         "canal-v3.25.0",
-        include_str!("../../templates/canal-v3.25.0.yaml.j2"),
+        include_str!("../../../../templates/canal-v3.25.0.yaml.j2"),
     ),
     (
         "canal-v3.26.1-rancher2",
-        include_str!("../../templates/canal-v3.26.1-rancher2.yaml.j2"),
+        include_str!("../../../../templates/canal-v3.26.1-rancher2.yaml.j2"),
     ),
     (
         "canal-v3.26.1",
-        include_str!("../../templates/canal-v3.26.1.yaml.j2"),
+        include_str!("../../../../templates/canal-v3.26.1.yaml.j2"),
     ),
     (
         "canal-v3.27.0-rancher2",
-        include_str!("../../templates/canal-v3.27.0-rancher2.yaml.j2"),
+        include_str!("../../../../templates/canal-v3.27.0-rancher2.yaml.j2"),
     ),
     (
         "canal-v3.27.0",
-        include_str!("../../templates/canal-v3.27.0.yaml.j2"),
+        include_str!("../../../../templates/canal-v3.27.0.yaml.j2"),
     ),
     (
         "canal-v3.27.4",
-        include_str!("../../templates/canal-v3.27.4.yaml.j2"),
+        include_str!("../../../../templates/canal-v3.27.4.yaml.j2"),
     ),
     (
         "canal-v3.28.0",
-        include_str!("../../templates/canal-v3.28.0.yaml.j2"),
+        include_str!("../../../../templates/canal-v3.28.0.yaml.j2"),
     ),
     (
         "canal-v3.28.1",
-        include_str!("../../templates/canal-v3.28.1.yaml.j2"),
+        include_str!("../../../../templates/canal-v3.28.1.yaml.j2"),
     ),
     (
         "canal-v3.29.0",
-        include_str!("../../templates/canal-v3.29.0.yaml.j2"),
+        include_str!("../../../../templates/canal-v3.29.0.yaml.j2"),
     ),
     (
         "canal-v3.30.2",
-        include_str!("../../templates/canal-v3.30.2.yaml.j2"),
+        include_str!("../../../../templates/canal-v3.30.2.yaml.j2"),
     ),
     (
         "coredns-v1.17",
-        include_str!("../../templates/coredns-v1.17.yaml.j2"),
+        include_str!("../../../../templates/coredns-v1.17.yaml.j2"),
     ),
     (
         "coredns-v1.8.3-rancher2",
-        include_str!("../../templates/coredns-v1.8.3-rancher2.yaml.j2"),
+        include_str!("../../../../templates/coredns-v1.8.3-rancher2.yaml.j2"),
     ),
     (
         "coredns-v1.8.3-rancher3",
-        include_str!("../../templates/coredns-v1.8.3-rancher3.yaml.j2"),
+        include_str!("../../../../templates/coredns-v1.8.3-rancher3.yaml.j2"),
     ),
     (
         "coredns-v1.8.3",
-        include_str!("../../templates/coredns-v1.8.3.yaml.j2"),
+        include_str!("../../../../templates/coredns-v1.8.3.yaml.j2"),
     ),
     (
         "flannel-v0.14.0-rancher2",
-        include_str!("../../templates/flannel-v0.14.0-rancher2.yaml.j2"),
+        include_str!("../../../../templates/flannel-v0.14.0-rancher2.yaml.j2"),
     ),
     (
         "flannel-v0.14.0",
-        include_str!("../../templates/flannel-v0.14.0.yaml.j2"),
+        include_str!("../../../../templates/flannel-v0.14.0.yaml.j2"),
     ),
     (
         "flannel-v0.19.2",
-        include_str!("../../templates/flannel-v0.19.2.yaml.j2"),
+        include_str!("../../../../templates/flannel-v0.19.2.yaml.j2"),
     ),
     (
         "flannel-v0.21.4",
-        include_str!("../../templates/flannel-v0.21.4.yaml.j2"),
+        include_str!("../../../../templates/flannel-v0.21.4.yaml.j2"),
     ),
     (
         "flannel-v0.24.2",
-        include_str!("../../templates/flannel-v0.24.2.yaml.j2"),
+        include_str!("../../../../templates/flannel-v0.24.2.yaml.j2"),
     ),
     (
         "flannel-v0.25.1",
-        include_str!("../../templates/flannel-v0.25.1.yaml.j2"),
+        include_str!("../../../../templates/flannel-v0.25.1.yaml.j2"),
     ),
     (
         "flannel-v0.26.4",
-        include_str!("../../templates/flannel-v0.26.4.yaml.j2"),
+        include_str!("../../../../templates/flannel-v0.26.4.yaml.j2"),
     ),
     (
         "flannel-v0.27.3",
-        include_str!("../../templates/flannel-v0.27.3.yaml.j2"),
+        include_str!("../../../../templates/flannel-v0.27.3.yaml.j2"),
     ),
     (
         "flannel-v0.28.1",
-        include_str!("../../templates/flannel-v0.28.1.yaml.j2"),
+        include_str!("../../../../templates/flannel-v0.28.1.yaml.j2"),
     ),
     (
         "flannel-v1.16",
-        include_str!("../../templates/flannel-v1.16.yaml.j2"),
+        include_str!("../../../../templates/flannel-v1.16.yaml.j2"),
     ),
     (
         "kubedns-v1.16",
-        include_str!("../../templates/kubedns-v1.16.yaml.j2"),
+        include_str!("../../../../templates/kubedns-v1.16.yaml.j2"),
     ),
     (
         "metricsserver-v0.5.0",
-        include_str!("../../templates/metricsserver-v0.5.0.yaml.j2"),
+        include_str!("../../../../templates/metricsserver-v0.5.0.yaml.j2"),
     ),
     (
         "metricsserver-v0.5.2",
-        include_str!("../../templates/metricsserver-v0.5.2.yaml.j2"),
+        include_str!("../../../../templates/metricsserver-v0.5.2.yaml.j2"),
     ),
     (
         "metricsserver-v0.6.1",
-        include_str!("../../templates/metricsserver-v0.6.1.yaml.j2"),
+        include_str!("../../../../templates/metricsserver-v0.6.1.yaml.j2"),
     ),
     (
         "metricsserver-v0.7.0",
-        include_str!("../../templates/metricsserver-v0.7.0.yaml.j2"),
+        include_str!("../../../../templates/metricsserver-v0.7.0.yaml.j2"),
     ),
     (
         "metricsserver-v1.20",
-        include_str!("../../templates/metricsserver-v1.20.yaml.j2"),
+        include_str!("../../../../templates/metricsserver-v1.20.yaml.j2"),
     ),
     (
         "nginxingress-v0.48.1",
-        include_str!("../../templates/nginxingress-v0.48.1.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v0.48.1.yaml.j2"),
     ),
     (
         "nginxingress-v0.49.3",
-        include_str!("../../templates/nginxingress-v0.49.3.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v0.49.3.yaml.j2"),
     ),
     (
         "nginxingress-v1.1.0-rancher2",
-        include_str!("../../templates/nginxingress-v1.1.0-rancher2.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v1.1.0-rancher2.yaml.j2"),
     ),
     (
         "nginxingress-v1.1.0-rancher3",
-        include_str!("../../templates/nginxingress-v1.1.0-rancher3.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v1.1.0-rancher3.yaml.j2"),
     ),
     (
         "nginxingress-v1.1.0-rancher4",
-        include_str!("../../templates/nginxingress-v1.1.0-rancher4.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v1.1.0-rancher4.yaml.j2"),
     ),
     (
         "nginxingress-v1.1.0",
-        include_str!("../../templates/nginxingress-v1.1.0.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v1.1.0.yaml.j2"),
     ),
     (
         "nginxingress-v1.10.1-rancher1",
-        include_str!("../../templates/nginxingress-v1.10.1-rancher1.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v1.10.1-rancher1.yaml.j2"),
     ),
     (
         "nginxingress-v1.11.2-rancher1",
-        include_str!("../../templates/nginxingress-v1.11.2-rancher1.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v1.11.2-rancher1.yaml.j2"),
     ),
     (
         "nginxingress-v1.11.2-rancher2",
-        include_str!("../../templates/nginxingress-v1.11.2-rancher2.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v1.11.2-rancher2.yaml.j2"),
     ),
     (
         "nginxingress-v1.11.3-rancher1",
-        include_str!("../../templates/nginxingress-v1.11.3-rancher1.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v1.11.3-rancher1.yaml.j2"),
     ),
     (
         "nginxingress-v1.12.0-rancher1",
-        include_str!("../../templates/nginxingress-v1.12.0-rancher1.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v1.12.0-rancher1.yaml.j2"),
     ),
     (
         "nginxingress-v1.15.12",
-        include_str!("../../templates/nginxingress-v1.15.12.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v1.15.12.yaml.j2"),
     ),
     (
         "nginxingress-v1.2.0-rancher1",
-        include_str!("../../templates/nginxingress-v1.2.0-rancher1.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v1.2.0-rancher1.yaml.j2"),
     ),
     (
         "nginxingress-v1.2.0-rancher2",
-        include_str!("../../templates/nginxingress-v1.2.0-rancher2.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v1.2.0-rancher2.yaml.j2"),
     ),
     (
         "nginxingress-v1.5.1-rancher2",
-        include_str!("../../templates/nginxingress-v1.5.1-rancher2.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v1.5.1-rancher2.yaml.j2"),
     ),
     (
         "nginxingress-v1.7.0-rancher1",
-        include_str!("../../templates/nginxingress-v1.7.0-rancher1.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v1.7.0-rancher1.yaml.j2"),
     ),
     (
         "nginxingress-v1.8.1-rancher1",
-        include_str!("../../templates/nginxingress-v1.8.1-rancher1.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v1.8.1-rancher1.yaml.j2"),
     ),
     (
         "nginxingress-v1.9.4-rancher1",
-        include_str!("../../templates/nginxingress-v1.9.4-rancher1.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v1.9.4-rancher1.yaml.j2"),
     ),
     (
         "nginxingress-v1.9.6-rancher1",
-        include_str!("../../templates/nginxingress-v1.9.6-rancher1.yaml.j2"),
+        include_str!("../../../../templates/nginxingress-v1.9.6-rancher1.yaml.j2"),
     ),
     (
         "nodelocal-v1.15",
-        include_str!("../../templates/nodelocal-v1.15.yaml.j2"),
+        include_str!("../../../../templates/nodelocal-v1.15.yaml.j2"),
     ),
     (
         "nodelocal-v1.21",
-        include_str!("../../templates/nodelocal-v1.21.yaml.j2"),
+        include_str!("../../../../templates/nodelocal-v1.21.yaml.j2"),
     ),
     (
         "weave-v1.20",
-        include_str!("../../templates/weave-v1.20.yaml.j2"),
+        include_str!("../../../../templates/weave-v1.20.yaml.j2"),
     ),
     (
         "weave-v1.22",
-        include_str!("../../templates/weave-v1.22.yaml.j2"),
+        include_str!("../../../../templates/weave-v1.22.yaml.j2"),
     ),
 ];
 
@@ -948,7 +948,7 @@ mod tests {
     /// templates) renders to the same objects with the ported minijinja templates.
     #[test]
     fn ported_templates_render_what_rke1_renders() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/addons-golden");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/addons-golden");
         let cases: Vec<serde_json::Value> =
             serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap())
                 .unwrap();
@@ -990,7 +990,7 @@ mod tests {
     /// text, so only the objects themselves can tell.
     #[test]
     fn every_canal_template_is_whole() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/addons-golden");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/addons-golden");
         let cases: Vec<serde_json::Value> =
             serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap())
                 .unwrap();

@@ -27,7 +27,7 @@ pub async fn finish_interrupted(limit: Duration) {
 /// A signal that interrupts a run: SIGINT (Ctrl-C), SIGTERM (`kill`, a service manager) and
 /// SIGHUP (the terminal went away) all stop it the same way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Interrupt {
+pub enum Interrupt {
     Int,
     Term,
     Hup,
@@ -35,7 +35,7 @@ pub(crate) enum Interrupt {
 
 impl Interrupt {
     /// 128 + the signal's number, as a shell reports a process the signal ended.
-    pub(crate) fn exit_code(self) -> u8 {
+    pub fn exit_code(self) -> u8 {
         match self {
             Interrupt::Int => 130,
             Interrupt::Term => 143,
@@ -43,7 +43,7 @@ impl Interrupt {
         }
     }
 
-    pub(crate) fn message(self) -> String {
+    pub fn message(self) -> String {
         match self {
             Interrupt::Int => "interrupted".into(),
             Interrupt::Term => "interrupted by SIGTERM".into(),
@@ -54,7 +54,7 @@ impl Interrupt {
 
 /// The first interrupting signal; never resolves when none can be listened for. The signals
 /// are listened for from this call on (it must be made inside the runtime).
-pub(crate) fn interrupt_signal() -> impl std::future::Future<Output = Interrupt> {
+pub fn interrupt_signal() -> impl std::future::Future<Output = Interrupt> {
     use tokio::signal::unix::{Signal, SignalKind, signal};
     async fn next(s: Option<Signal>) {
         match s {

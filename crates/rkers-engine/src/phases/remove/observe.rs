@@ -127,7 +127,7 @@ async fn existing_directories(host: &Host, dirs: &[String]) -> Result<Vec<String
 
 /// The local files `remove` deletes: the kubeconfig, the state and, unless kept, the state's
 /// backups, each of which holds every private key of the removed cluster.
-pub(crate) fn local_files_to_delete(cluster: &Cluster, keep_backups: bool) -> Vec<PathBuf> {
+pub fn local_files_to_delete(cluster: &Cluster, keep_backups: bool) -> Vec<PathBuf> {
     let mut paths = vec![
         cluster.files.kubeconfig_path.clone(),
         cluster.files.state_path.clone(),

@@ -34,7 +34,7 @@ mod observe;
 mod record;
 
 pub use error::RemoveError;
-pub(crate) use observe::local_files_to_delete;
+pub use observe::local_files_to_delete;
 pub use rkers_core::diff::removal::LOG_CLEANER;
 
 use crate::cluster::Cluster;
