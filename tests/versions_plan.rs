@@ -32,7 +32,12 @@ const ONE_PER_MINOR: [&str; 13] = [
 ];
 
 /// rkers' own version of each minor after RKE1's last (data/versions-next.json).
-const NEXT_PER_MINOR: [&str; 3] = ["v1.33.5-rkers1", "v1.34.10-rkers1", "v1.35.6-rkers1"];
+const NEXT_PER_MINOR: [&str; 4] = [
+    "v1.33.5-rkers1",
+    "v1.34.10-rkers1",
+    "v1.35.6-rkers1",
+    "v1.36.3-rkers1",
+];
 
 fn mixed_cluster(version: &str) -> rkers::config::RkeConfig {
     let text = fixture("cluster-mixed-v120.yml").replace(
@@ -176,6 +181,58 @@ fn each_next_minor_drops_the_flags_it_removes_and_passes_the_ones_it_requires() 
     // The check can fail: v1.34's kubelets (Linux and Windows) still have the flag v1.35 removes.
     let v134 = plan_of("v1.34.10-rkers1");
     assert!(!flag_args(&v134, "kubelet", "pod-infra-container-image").is_empty());
+}
+
+#[test]
+fn a_minor_without_flag_changes_plans_the_previous_minors_flags() {
+    // CHANGELOG-1.36 removes no flag RKE passes: v1.36's hosts get v1.35's commands, with only
+    // the Kubernetes and etcd images changed.
+    let next = NextData::embedded();
+    let entry = next.minor(1, 36).unwrap();
+    assert!(entry.flag_changes.is_empty(), "{:?}", entry.flag_changes);
+    let catalog = Catalog::embedded();
+    let (old, new) = ("v1.35.6-rkers1", "v1.36.3-rkers1");
+    let (old_images, new_images) = (
+        catalog.system_images(old).unwrap(),
+        catalog.system_images(new).unwrap(),
+    );
+    let mut expected = commands(&plan_of(old)).to_string();
+    for key in ["kubernetes", "etcd"] {
+        assert_ne!(old_images[key], new_images[key], "{key}");
+        expected = expected.replace(&old_images[key], &new_images[key]);
+    }
+    let actual = commands(&plan_of(new)).to_string();
+    assert!(actual.contains("--v=2"), "{actual}");
+    assert_eq!(actual, expected);
+}
+
+/// Every container's image, entrypoint, command and environment and every Windows process's
+/// arguments, host by host.
+fn commands(plan: &ClusterPlan) -> Value {
+    let hosts: Vec<Value> = plan
+        .hosts
+        .iter()
+        .map(|host| {
+            let containers: Vec<Value> = host
+                .containers
+                .iter()
+                .map(|(name, spec)| json!([name, spec.image, spec.entrypoint, spec.cmd, spec.env]))
+                .collect();
+            let processes: Vec<Value> = plan
+                .windows
+                .get(&host.address)
+                .map(|setup| {
+                    setup
+                        .processes
+                        .iter()
+                        .map(|p| json!([p.path, p.args]))
+                        .collect()
+                })
+                .unwrap_or_default();
+            json!([host.address, containers, processes])
+        })
+        .collect();
+    Value::Array(hosts)
 }
 
 #[test]

@@ -397,6 +397,15 @@ mod tests {
             "{to_35}"
         );
         assert!(!to_35.contains("etcd v3.6.5 →"), "{to_35}");
+        // v1.36 removes no flag RKE passes but drops feature gates and moves etcd to 3.6.8.
+        let to_36 = step_reasons(next, (1, 35), (1, 36)).join("\n");
+        assert!(!to_36.contains("removed in v1.36:"), "{to_36}");
+        assert!(
+            to_36.contains("feature gates removed in v1.36")
+                && to_36.contains("HonorPVReclaimPolicy"),
+            "{to_36}"
+        );
+        assert!(to_36.contains("etcd v3.6.5 → v3.6.8"), "{to_36}");
         assert!(step_reasons(next, (1, 31), (1, 32)).is_empty());
     }
 }
