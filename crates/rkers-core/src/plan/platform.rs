@@ -58,9 +58,15 @@ impl Platform {
     /// the rules keyed on those paths (which containers read a file, certificate expiry, least
     /// privilege); `None` for a Windows worker's files outside `etc/kubernetes`.
     pub fn kubernetes_path(self, relative: &str) -> Option<&str> {
+        relative.strip_prefix(self.kubernetes_dir())
+    }
+
+    /// Where `etc/kubernetes` is, relative to the files root: the prefix
+    /// [`Platform::kubernetes_path`] takes away.
+    pub fn kubernetes_dir(self) -> &'static str {
         match self {
-            Platform::Linux => Some(relative),
-            Platform::Windows => relative.strip_prefix("etc/kubernetes/"),
+            Platform::Linux => "",
+            Platform::Windows => "etc/kubernetes/",
         }
     }
 

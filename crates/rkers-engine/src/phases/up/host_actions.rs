@@ -4,7 +4,6 @@
 
 use super::rolling::changes_container;
 use super::run::{EARLY_WORKER_PLANE, KNOWN_CONTAINERS, Observed, WORKER_PLANE};
-use super::{kubernetes_view, kubernetes_view_map};
 use crate::diff::{self, Action, ContainerView};
 use crate::hosts;
 use crate::phases::files::{self, DesiredFile};
@@ -218,12 +217,8 @@ pub(super) fn host_actions(
             _ => None,
         })
         .collect();
-    let restarts = restart_reasons_under(
-        "",
-        &kubernetes_view(platform, desired_files),
-        &kubernetes_view(platform, loaded),
-        &kubernetes_view_map(platform, &obs.files),
-    );
+    let restarts =
+        restart_reasons_under(platform.kubernetes_dir(), desired_files, loaded, &obs.files);
     for (name, reason) in restarts {
         let running = obs.containers.get(name).is_some_and(|c| c.running);
         if running && h.containers.contains_key(name) && !touched.contains(name) {

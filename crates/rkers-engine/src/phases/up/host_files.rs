@@ -56,21 +56,8 @@ pub(crate) fn host_files(
     out
 }
 
-/// A host's files seen as Linux keeps them (relative to `etc/kubernetes`,
-/// [`Platform::kubernetes_path`]), for the rules keyed on those paths: which containers read a
-/// file, certificate expiry.
-pub(crate) fn kubernetes_view(platform: Platform, files: &[DesiredFile]) -> Vec<DesiredFile> {
-    files
-        .iter()
-        .filter_map(|f| {
-            Some(DesiredFile {
-                relative_path: platform.kubernetes_path(&f.relative_path)?.to_string(),
-                ..f.clone()
-            })
-        })
-        .collect()
-}
-
+/// A host's files as Linux keeps them (relative to `etc/kubernetes`,
+/// [`Platform::kubernetes_path`]), for the rules keyed on those paths: certificate expiry.
 pub(crate) fn kubernetes_view_map(
     platform: Platform,
     files: &BTreeMap<String, Vec<u8>>,

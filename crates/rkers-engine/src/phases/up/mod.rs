@@ -47,7 +47,7 @@ mod tests_etcd;
 mod windows;
 
 pub use error::UpError;
-pub(crate) use host_files::{etc_kubernetes, host_files, kubernetes_view, kubernetes_view_map};
+pub(crate) use host_files::{etc_kubernetes, host_files, kubernetes_view_map};
 
 use crate::cluster::Cluster;
 use crate::hosts::SshOptions;

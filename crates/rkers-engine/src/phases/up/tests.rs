@@ -398,9 +398,11 @@ pub(super) fn windows_files_are_kept_from_the_drive_root_and_linux_files_under_e
     );
     assert_eq!(Platform::Windows.files_root(&h), "c:/");
     // Restart rules and expiry read the Linux-relative view.
-    let view = kubernetes_view(Platform::Windows, &files);
-    assert_eq!(view.len(), 1);
-    assert_eq!(view[0].relative_path, "ssl/kubecfg-kube-node.yaml");
+    let view: Vec<&str> = files
+        .iter()
+        .filter_map(|f| Platform::Windows.kubernetes_path(&f.relative_path))
+        .collect();
+    assert_eq!(view, ["ssl/kubecfg-kube-node.yaml"]);
     // The same plan read as Linux keeps nothing outside /etc/kubernetes.
     assert!(
         host_files(
