@@ -38,10 +38,6 @@ pub const CA_CACHING_POD_LABELS: &[&str] = &[
     "k8s-app=calico-kube-controllers",
 ];
 
-/// Where a Windows worker keeps, relative to its drive root, what Linux keeps in
-/// `/etc/kubernetes`.
-const WINDOWS_KUBERNETES_DIR: &str = "etc/kubernetes/";
-
 /// The containers that restart together, in the order they restart: etcd first (its clients
 /// need it), then the control plane, then the workers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,8 +99,8 @@ impl fmt::Display for CertStage {
 #[derive(Clone, Debug)]
 pub struct CertHost {
     pub address: String,
-    /// A Windows worker, whose files are kept relative to its drive root.
-    pub windows: bool,
+    /// Where its files are kept: a Windows worker's relative to its drive root.
+    pub platform: plan::Platform,
     /// The directory its files are written under: `<prefix>/etc/kubernetes`, or a Windows
     /// worker's drive root.
     pub dir: String,
@@ -126,15 +122,15 @@ impl CertHost {
     /// for on the host. A reader that exists but is stopped (a run interrupted between its
     /// stop and its start) restarts the same way.
     pub fn readers_to_find(&self) -> Vec<&'static str> {
-        let under = if self.windows {
-            WINDOWS_KUBERNETES_DIR
-        } else {
-            ""
-        };
-        containers_to_restart_under(under, &self.desired, &self.loaded, &self.on_disk)
-            .into_iter()
-            .filter(|name| self.containers.get(*name).is_some_and(|c| c.start))
-            .collect()
+        containers_to_restart_under(
+            self.platform.kubernetes_dir(),
+            &self.desired,
+            &self.loaded,
+            &self.on_disk,
+        )
+        .into_iter()
+        .filter(|name| self.containers.get(*name).is_some_and(|c| c.start))
+        .collect()
     }
 
     fn restarts(&self) -> BTreeSet<&'static str> {
@@ -286,7 +282,7 @@ mod tests {
     fn controlplane() -> CertHost {
         CertHost {
             address: "h1".into(),
-            windows: false,
+            platform: plan::Platform::Linux,
             dir: "/etc/kubernetes".into(),
             desired: vec![
                 file("ssl/kube-ca.pem", "new ca"),
@@ -336,7 +332,7 @@ mod tests {
     fn windows_worker() -> CertHost {
         CertHost {
             address: "w1".into(),
-            windows: true,
+            platform: plan::Platform::Windows,
             dir: "c:/".into(),
             desired: vec![file("etc/kubernetes/ssl/kube-node.pem", "new node")],
             loaded: vec![file("etc/kubernetes/ssl/kube-node.pem", "old node")],

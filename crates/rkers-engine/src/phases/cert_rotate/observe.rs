@@ -62,7 +62,7 @@ pub(super) async fn hosts(command: &mut CertRotate<'_>) -> Result<Found, RotateE
         };
         let mut found = CertHost {
             address: h.address.clone(),
-            windows: platform == plan::Platform::Windows,
+            platform,
             dir: platform.files_root(&h),
             desired,
             loaded,
