@@ -20,6 +20,7 @@ pub mod files;
 pub mod health;
 pub mod interrupt;
 pub mod log_links;
+pub mod read_files;
 pub mod reconcile;
 pub mod recover_state;
 pub mod remove;

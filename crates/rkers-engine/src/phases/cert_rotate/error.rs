@@ -52,6 +52,16 @@ pub enum RotateError {
     },
 }
 
+/// The texts and hosts of the errors reading a host's files always had.
+impl From<crate::phases::read_files::ReadFilesError> for RotateError {
+    fn from(e: crate::phases::read_files::ReadFilesError) -> Self {
+        match e {
+            crate::phases::read_files::ReadFilesError::Host(e) => RotateError::Host(e),
+            crate::phases::read_files::ReadFilesError::Agent(e) => RotateError::Phase(e),
+        }
+    }
+}
+
 impl From<HostError> for RotateError {
     fn from(e: HostError) -> Self {
         RotateError::Host(Box::new(e))

@@ -5,8 +5,8 @@
 use super::{CertRotate, RotateError};
 use crate::cluster::Cluster;
 use crate::hosts::HostPool;
-use crate::phases::files;
-use crate::phases::up::{etc_kubernetes, host_files};
+use crate::phases::read_files::{ToRead, read_host_files};
+use crate::phases::up::host_files;
 use crate::plan::{self, ClusterPlan};
 use rkers_core::diff::cert_rotation::CertHost;
 use std::collections::BTreeSet;
@@ -48,18 +48,21 @@ pub(super) async fn hosts(command: &mut CertRotate<'_>) -> Result<Found, RotateE
         let docker = host.docker();
         let desired = host_files(&h, bundle, &command.spec, platform);
         let loaded = host_files(&h, &command.loaded_bundle, &command.spec, platform);
-        let on_disk = if !platform.runs_linux_helpers() {
-            // The file helper is a Linux image: a Windows worker is read by the host agent.
-            let paths: Vec<String> = desired.iter().map(|f| f.relative_path.clone()).collect();
-            crate::phases::windows::observe_host(host, &h.prefix_path, &[], &paths)
-                .await?
-                .files
-        } else {
-            docker
-                .ensure_image(helper_image, &registries, &mut |_| {})
-                .await?;
-            files::read_dir(docker, &etc_kubernetes(&h), helper_image).await?
-        };
+        let paths: Vec<String> = desired.iter().map(|f| f.relative_path.clone()).collect();
+        let on_disk = read_host_files(
+            host,
+            &h,
+            platform,
+            ToRead {
+                paths: &paths,
+                directories: &[],
+                running: &[],
+                helper_image,
+                registries: &registries,
+            },
+        )
+        .await?
+        .files;
         let mut found = CertHost {
             address: h.address.clone(),
             platform,

@@ -192,6 +192,16 @@ fn not_ready(
     }
 }
 
+/// The texts and hosts of the errors reading a host's files always had.
+impl From<crate::phases::read_files::ReadFilesError> for UpError {
+    fn from(e: crate::phases::read_files::ReadFilesError) -> Self {
+        match e {
+            crate::phases::read_files::ReadFilesError::Host(e) => UpError::Host(e),
+            crate::phases::read_files::ReadFilesError::Agent(e) => UpError::Phase(e),
+        }
+    }
+}
+
 impl From<HostError> for UpError {
     fn from(e: HostError) -> Self {
         UpError::Host(Box::new(e))

@@ -1,11 +1,12 @@
-//! What each planned host runs and holds: containers, images, and its files (read through a
-//! short-lived helper container on Linux, the host agent on Windows); and the refusal to build
-//! a new cluster over one that runs without state.
+//! What each planned host runs and holds: containers, images, and its files
+//! ([`crate::phases::read_files`]); and the refusal to build a new cluster over one that runs
+//! without state.
 
+use super::UpError;
 use super::run::{KNOWN_CONTAINERS, Observed};
-use super::{UpError, etc_kubernetes};
 use crate::hosts::{self, HostPool};
-use crate::phases::files::{self, DesiredFile};
+use crate::phases::files::DesiredFile;
+use crate::phases::read_files::{ToRead, read_host_files};
 use crate::pki::Bundle;
 use crate::plan::{self, ClusterPlan};
 use crate::state::StateFile;
@@ -47,59 +48,45 @@ pub(super) async fn observe(
             };
             obs.images.insert(image.to_string(), env);
         }
-        if !obs.platform.runs_linux_helpers() {
-            // The file helper is a Linux image: a Windows worker is read by the host agent.
-            let directories = cluster_plan
-                .windows
-                .get(&h.address)
-                .map_or(&[][..], |setup| setup.directories.as_slice());
-            let mut paths: Vec<String> = desired_files[&h.address]
+        let directories = cluster_plan
+            .windows
+            .get(&h.address)
+            .map_or(&[][..], |setup| setup.directories.as_slice());
+        // By name, for a Windows worker's agent: the plan's files, the optional ones, and keys
+        // an older run or RKE1 may have left there (for the least-privilege clean-up).
+        let mut paths: Vec<String> = desired_files[&h.address]
+            .iter()
+            .map(|f| f.relative_path.clone())
+            .collect();
+        paths.extend(
+            plan::optional_files(h.roles.controlplane)
                 .iter()
-                .map(|f| f.relative_path.clone())
-                .collect();
-            paths.extend(
-                plan::optional_files(h.roles.controlplane)
-                    .iter()
-                    .filter_map(|p| p.strip_prefix('/'))
-                    .map(str::to_string),
-            );
-            // Keys an older run or RKE1 may have left there, for the least-privilege clean-up.
-            paths.extend(
-                bundle
-                    .values()
-                    .filter_map(|c| c.key_path.strip_prefix('/'))
-                    .map(str::to_string),
-            );
-            paths.sort();
-            paths.dedup();
-            let found =
-                crate::phases::windows::observe_host(host, &h.prefix_path, directories, &paths)
-                    .await?;
-            obs.files = found.files.clone();
-            obs.windows = Some(found);
-            return Ok((h.address.clone(), obs));
-        }
-        // Writing the files later needs the helper image on the host (and reading them
-        // when no container binds the directory yet): one look when it is there already.
-        docker
-            .ensure_image(helper_image, registries, &mut |_| {})
-            .await?;
-        // Through a container that binds the directory already, no helper to create and
-        // remove; the helper reads when that fails.
-        let dir = etc_kubernetes(h);
-        let through = match files::reader_of(obs.containers.values(), &dir) {
-            Some((container, path)) => files::read_through(docker, &container, &path)
-                .await
-                .inspect_err(
-                    |e| tracing::debug!(%e, "reading through {container}; the helper reads"),
-                )
-                .ok(),
-            None => None,
-        };
-        (obs.files, obs.file_meta) = match through {
-            Some(found) => found,
-            None => files::read_dir_with_meta(docker, &dir, helper_image).await?,
-        };
+                .filter_map(|p| p.strip_prefix('/'))
+                .map(str::to_string),
+        );
+        paths.extend(
+            bundle
+                .values()
+                .filter_map(|c| c.key_path.strip_prefix('/'))
+                .map(str::to_string),
+        );
+        paths.sort();
+        paths.dedup();
+        let running: Vec<&hosts::ObservedContainer> = obs.containers.values().collect();
+        let found = read_host_files(
+            host,
+            h,
+            obs.platform,
+            ToRead {
+                paths: &paths,
+                directories,
+                running: &running,
+                helper_image,
+                registries,
+            },
+        )
+        .await?;
+        (obs.files, obs.file_meta, obs.windows) = (found.files, found.meta, found.windows);
         Ok::<_, UpError>((h.address.clone(), obs))
     });
     futures::future::join_all(tasks).await.into_iter().collect()
