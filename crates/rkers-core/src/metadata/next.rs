@@ -406,6 +406,15 @@ mod tests {
             "{to_36}"
         );
         assert!(to_36.contains("etcd v3.6.5 → v3.6.8"), "{to_36}");
+        // v1.37 removes no flag RKE passes either; its etcd step stays within 3.6, to the patch
+        // etcd asks for before 3.7.
+        let to_37 = step_reasons(next, (1, 36), (1, 37)).join("\n");
+        assert!(!to_37.contains("removed in v1.37:"), "{to_37}");
+        assert!(
+            to_37.contains("feature gates removed in v1.37") && to_37.contains("SidecarContainers"),
+            "{to_37}"
+        );
+        assert!(to_37.contains("etcd v3.6.8 → v3.6.11"), "{to_37}");
         assert!(step_reasons(next, (1, 31), (1, 32)).is_empty());
     }
 }
