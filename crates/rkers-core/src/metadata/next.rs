@@ -74,7 +74,8 @@ pub struct NextMinor {
     /// rkers' version string of it, `vX.Y.Z-rkersN`.
     pub version: String,
     pub version_source: Source,
-    /// The etcd release this minor is tested with.
+    /// The etcd release this minor runs with: upstream's, or the patch etcd asks for before its
+    /// next minor (a rolling upgrade to 3.7 needs 3.6.11 first).
     pub etcd: String,
     pub etcd_source: Source,
     /// `system_images` keys that differ from the previous minor's.
