@@ -13,7 +13,7 @@ use rkers::metadata::{
 const DEFAULT: &str = "v1.32.6-rancher1-1";
 /// What RKE v1.8.14 offers (the newest patch of v1.30, v1.31 and v1.32), then rkers' own minors
 /// (data/versions-next.json).
-const CURRENT: [&str; 7] = [
+const CURRENT: [&str; 8] = [
     "v1.30.14-rancher1-1",
     "v1.31.14-rancher1-1",
     "v1.32.11-rancher1-1",
@@ -21,6 +21,7 @@ const CURRENT: [&str; 7] = [
     "v1.34.10-rkers1",
     "v1.35.6-rkers1",
     "v1.36.3-rkers1",
+    "v1.37.2-rkers1",
 ];
 #[path = "support/rke1_releases.rs"]
 mod rke1_releases;

@@ -32,11 +32,12 @@ const ONE_PER_MINOR: [&str; 13] = [
 ];
 
 /// rkers' own version of each minor after RKE1's last (data/versions-next.json).
-const NEXT_PER_MINOR: [&str; 4] = [
+const NEXT_PER_MINOR: [&str; 5] = [
     "v1.33.5-rkers1",
     "v1.34.10-rkers1",
     "v1.35.6-rkers1",
     "v1.36.3-rkers1",
+    "v1.37.2-rkers1",
 ];
 
 fn mixed_cluster(version: &str) -> rkers::config::RkeConfig {
@@ -185,25 +186,29 @@ fn each_next_minor_drops_the_flags_it_removes_and_passes_the_ones_it_requires() 
 
 #[test]
 fn a_minor_without_flag_changes_plans_the_previous_minors_flags() {
-    // CHANGELOG-1.36 removes no flag RKE passes: v1.36's hosts get v1.35's commands, with only
-    // the Kubernetes and etcd images changed.
+    // CHANGELOG-1.36 and CHANGELOG-1.37 remove no flag RKE passes: each minor's hosts get the
+    // previous minor's commands, with only the Kubernetes and etcd images changed.
     let next = NextData::embedded();
-    let entry = next.minor(1, 36).unwrap();
-    assert!(entry.flag_changes.is_empty(), "{:?}", entry.flag_changes);
     let catalog = Catalog::embedded();
-    let (old, new) = ("v1.35.6-rkers1", "v1.36.3-rkers1");
-    let (old_images, new_images) = (
-        catalog.system_images(old).unwrap(),
-        catalog.system_images(new).unwrap(),
-    );
-    let mut expected = commands(&plan_of(old)).to_string();
-    for key in ["kubernetes", "etcd"] {
-        assert_ne!(old_images[key], new_images[key], "{key}");
-        expected = expected.replace(&old_images[key], &new_images[key]);
+    for (old, new, minor) in [
+        ("v1.35.6-rkers1", "v1.36.3-rkers1", 36),
+        ("v1.36.3-rkers1", "v1.37.2-rkers1", 37),
+    ] {
+        let entry = next.minor(1, minor).unwrap();
+        assert!(entry.flag_changes.is_empty(), "{:?}", entry.flag_changes);
+        let (old_images, new_images) = (
+            catalog.system_images(old).unwrap(),
+            catalog.system_images(new).unwrap(),
+        );
+        let mut expected = commands(&plan_of(old)).to_string();
+        for key in ["kubernetes", "etcd"] {
+            assert_ne!(old_images[key], new_images[key], "{new}: {key}");
+            expected = expected.replace(&old_images[key], &new_images[key]);
+        }
+        let actual = commands(&plan_of(new)).to_string();
+        assert!(actual.contains("--v=2"), "{actual}");
+        assert_eq!(actual, expected, "{new}");
     }
-    let actual = commands(&plan_of(new)).to_string();
-    assert!(actual.contains("--v=2"), "{actual}");
-    assert_eq!(actual, expected);
 }
 
 /// Every container's image, entrypoint, command and environment and every Windows process's

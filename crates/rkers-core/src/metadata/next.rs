@@ -74,7 +74,8 @@ pub struct NextMinor {
     /// rkers' version string of it, `vX.Y.Z-rkersN`.
     pub version: String,
     pub version_source: Source,
-    /// The etcd release this minor is tested with.
+    /// The etcd release this minor runs with: upstream's, or the patch etcd asks for before its
+    /// next minor (a rolling upgrade to 3.7 needs 3.6.11 first).
     pub etcd: String,
     pub etcd_source: Source,
     /// `system_images` keys that differ from the previous minor's.
@@ -406,6 +407,15 @@ mod tests {
             "{to_36}"
         );
         assert!(to_36.contains("etcd v3.6.5 → v3.6.8"), "{to_36}");
+        // v1.37 removes no flag RKE passes either; its etcd step stays within 3.6, to the patch
+        // etcd asks for before 3.7.
+        let to_37 = step_reasons(next, (1, 36), (1, 37)).join("\n");
+        assert!(!to_37.contains("removed in v1.37:"), "{to_37}");
+        assert!(
+            to_37.contains("feature gates removed in v1.37") && to_37.contains("SidecarContainers"),
+            "{to_37}"
+        );
+        assert!(to_37.contains("etcd v3.6.8 → v3.6.11"), "{to_37}");
         assert!(step_reasons(next, (1, 31), (1, 32)).is_empty());
     }
 }
