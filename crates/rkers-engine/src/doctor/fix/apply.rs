@@ -115,7 +115,8 @@ impl CalicoRepairer<'_> {
             &self.cluster.config.system_images.kubernetes,
             &self.cluster.registry_credentials(),
         )
-        .await?;
+        .await
+        .map_err(|e| e.to_string())?;
         let after = observe::probe_host(self.cluster, host).await?;
         if !after.node.healthy {
             return Err(format!("host {address}: still {}", after.summary));

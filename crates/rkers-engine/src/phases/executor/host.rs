@@ -114,7 +114,7 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                     &exec.registries,
                 )
                 .await
-                .map_err(ExecFailure::Helper)
+                .map_err(ExecFailure::CalicoFix)
             }
             Action::PullImage { image } => self
                 .host()?
