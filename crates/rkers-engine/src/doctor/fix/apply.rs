@@ -117,7 +117,9 @@ impl CalicoRepairer<'_> {
         )
         .await
         .map_err(|e| e.to_string())?;
-        let after = observe::probe_host(self.cluster, host).await?;
+        let after = observe::probe_host(self.cluster, host)
+            .await
+            .map_err(|e| e.to_string())?;
         if !after.node.healthy {
             return Err(format!("host {address}: still {}", after.summary));
         }
