@@ -57,7 +57,7 @@ pub enum ExecFailure {
     Helper(String),
     /// calico's directories and entry could not be written (the helper's output is in it).
     #[error("{0}")]
-    CalicoFix(crate::checks::probe::CalicoFixError),
+    CalicoFix(Box<crate::checks::probe::CalicoFixError>),
     /// A restarted component failed its health check. Its text, not its source: the check's
     /// own causes are in the text already.
     #[error("{0}")]
