@@ -36,7 +36,7 @@ pub struct RollbackOutcome {
     /// The keys where the operation's cluster.yml differs from the rolled-back config (change
     /// them back, or the next `up` undoes the rollback); `Err` says why it could not be
     /// compared. The events say the same.
-    pub cluster_yml_differs: Result<Vec<KeyDifference>, String>,
+    pub cluster_yml_differs: Result<Vec<KeyDifference>, crate::config::ConfigError>,
 }
 
 /// Brings the cluster back to what the previous successful `up` applied, like
@@ -58,7 +58,8 @@ pub async fn rollback(op: &Operation, req: RollbackRequest) -> Result<RollbackOu
     use phases::rollback::{self as back, RollbackError, RollbackRunError};
     let prepare = |reporter: &Reporter| {
         let mut restore_snapshot = None;
-        let mut differences = Err(String::new());
+        // Set whenever the preparation succeeds; the value is never seen otherwise.
+        let mut differences = Ok(Vec::new());
         let run = Run::prepare_with(op, reporter, |files, state| {
             let prepared = back::prepare(
                 state,
@@ -72,9 +73,7 @@ pub async fn rollback(op: &Operation, req: RollbackRequest) -> Result<RollbackOu
                 RollbackError::Refused(r) => ApiError::Refused(r),
                 other => ApiError::Failed(other.to_string()),
             })?;
-            let current = input_config(op)
-                .map(|l| l.config)
-                .map_err(|e| e.to_string());
+            let current = input_config(op).map(|l| l.config);
             differences = back::cluster_yml_differences(current, &prepared.cluster);
             restore_snapshot = prepared.restore_snapshot;
             Ok(prepared.cluster)

@@ -25,7 +25,7 @@ pub async fn run(
     if let Some(check) = args.fix {
         // An unknown --host is a usage error, before anything is changed.
         doctor::run::select_targets(cluster, &opts.hosts, opts.agent_override)
-            .map_err(CliError::InvalidConfig)?;
+            .map_err(|e| CliError::InvalidConfig(e.to_string()))?;
         return doctor::fix::fix(cluster, check, &opts, args.dry_run, reporter)
             .await
             .map_err(CliError::failed);
@@ -36,10 +36,10 @@ pub async fn run(
         ));
     }
     doctor::run::select_targets(cluster, &opts.hosts, opts.agent_override)
-        .map_err(CliError::InvalidConfig)?;
+        .map_err(|e| CliError::InvalidConfig(e.to_string()))?;
     let report = doctor::run_doctor(cluster, &opts)
         .await
-        .map_err(CliError::Failed)?;
+        .map_err(|e| CliError::Failed(e.to_string()))?;
     if reporter.is_json() {
         println!("{}", report.to_json());
     } else {

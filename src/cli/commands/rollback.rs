@@ -35,9 +35,7 @@ pub async fn run(args: &RollbackArgs, reporter: &Reporter) -> Result<(), CliErro
             CliError::Failed(e.to_string())
         }
     })?;
-    let current = config::load_file(path)
-        .map(|l| l.config)
-        .map_err(|e| e.to_string());
+    let current = config::load_file(path).map(|l| l.config);
     let cluster_yml_nodes = current.as_ref().ok().map(|c| c.nodes.clone());
     let differences = rollback::cluster_yml_differences(current, &prepared.cluster);
     let _run_lock =

@@ -858,7 +858,28 @@ pub fn plan_addons(
 
 /// The manifests RKE1's ConfigMaps hold, as far as they could be read: by resource name, or
 /// why none could be read (a new cluster, an API server that did not answer).
-pub type DeployedManifests<'a> = Result<&'a BTreeMap<String, String>, &'a str>;
+pub type DeployedManifests<'a> = Result<&'a BTreeMap<String, String>, &'a ManifestsUnread>;
+
+/// Why the manifests RKE1's ConfigMaps hold could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestsUnread {
+    /// The cluster is new: nothing was deployed yet.
+    #[error("new cluster")]
+    NewCluster,
+    /// The kubeconfig rkers keeps could not be read (its path and why).
+    #[error("{path}: {source}")]
+    Kubeconfig {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// No client of the API server could be made from it.
+    #[error(transparent)]
+    Api(#[from] crate::kubeapi::KubeApiError),
+    /// A ConfigMap could not be read (it names the resource and the server's answer).
+    #[error(transparent)]
+    ConfigMap(#[from] AddonError),
+}
 
 /// The addon an unbundled plan is for, as its KDM template key names it (`canal-v3.30.2` ->
 /// `canal`).
@@ -1134,7 +1155,7 @@ mod tests {
         // Nothing to keep: the same plans whatever the cluster holds, and no note.
         let mut stored = BTreeMap::new();
         stored.insert(resource::NETWORK.to_string(), DEPLOYED.to_string());
-        for deployed in [Ok(&stored), Err("new cluster")] {
+        for deployed in [Ok(&stored), Err(&ManifestsUnread::NewCluster)] {
             let (kept, notes) = keep_deployed(plans.clone(), deployed).unwrap();
             assert_eq!(kept, plans);
             assert!(notes.is_empty(), "{notes:?}");
@@ -1177,6 +1198,10 @@ mod tests {
         let empty = BTreeMap::new();
         let mut blank = BTreeMap::new();
         blank.insert(resource::NETWORK.to_string(), "\n".to_string());
+        let unreadable = ManifestsUnread::Kubeconfig {
+            path: "/var/kube_config_cluster.yml".into(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "gone"),
+        };
         for (deployed, why) in [
             (
                 Ok(&empty),
@@ -1187,8 +1212,13 @@ mod tests {
                 "no ConfigMap kube-system/rke-network-plugin holds a deployed manifest",
             ),
             (
-                Err("new cluster"),
+                Err(&ManifestsUnread::NewCluster),
                 "ConfigMap kube-system/rke-network-plugin could not be read (new cluster)",
+            ),
+            (
+                Err(&unreadable),
+                "ConfigMap kube-system/rke-network-plugin could not be read \
+                 (/var/kube_config_cluster.yml: gone)",
             ),
         ] {
             let e = keep_deployed(plans.clone(), deployed)

@@ -121,13 +121,30 @@ pub async fn probe(
     Ok(sections(&r.logs))
 }
 
+/// Why calico's directories and entry could not be written on a host.
+#[derive(Debug, thiserror::Error)]
+pub enum CalicoFixError {
+    /// The helper container could not be run (the error names the host).
+    #[error("{0}")]
+    Helper(HostError),
+    #[error(
+        "host {host}: writing calico's directories and {entry} failed (exit {exit_code}): {logs}",
+        entry = super::calico::TMPFILES_ENTRY
+    )]
+    Failed {
+        host: String,
+        exit_code: i64,
+        logs: String,
+    },
+}
+
 /// Repairs calico's directories and writes the tmpfiles.d entry on one host; the error names
 /// the host and the helper's output.
 pub async fn apply_calico_fix(
     docker: &DockerClient,
     image: &str,
     registries: &[RegistryCredential],
-) -> Result<(), String> {
+) -> Result<(), CalicoFixError> {
     let binds = super::calico::fix_binds();
     let binds: Vec<&str> = binds.iter().map(String::as_str).collect();
     let r = run_helper(
@@ -139,15 +156,13 @@ pub async fn apply_calico_fix(
         &super::calico::fix_script(),
     )
     .await
-    .map_err(|e| e.to_string())?;
+    .map_err(CalicoFixError::Helper)?;
     if r.exit_code != 0 {
-        return Err(format!(
-            "host {}: writing calico's directories and {} failed (exit {}): {}",
-            docker.host(),
-            super::calico::TMPFILES_ENTRY,
-            r.exit_code,
-            r.logs.trim()
-        ));
+        return Err(CalicoFixError::Failed {
+            host: docker.host().to_string(),
+            exit_code: r.exit_code,
+            logs: r.logs.trim().to_string(),
+        });
     }
     Ok(())
 }
@@ -155,6 +170,22 @@ pub async fn apply_calico_fix(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_fix_names_the_host_the_entry_and_the_output() {
+        let e = CalicoFixError::Failed {
+            host: "10.0.0.1".into(),
+            exit_code: 1,
+            logs: "chown: denied".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "host 10.0.0.1: writing calico's directories and {} failed (exit 1): chown: denied",
+                crate::checks::calico::TMPFILES_ENTRY
+            )
+        );
+    }
 
     #[test]
     fn output_splits_into_named_sections() {

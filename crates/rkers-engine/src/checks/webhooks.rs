@@ -464,6 +464,23 @@ pub fn blockers(blocking: &[Blocking]) -> Vec<rkers_core::diff::doctor_fix::Bloc
         .collect()
 }
 
+/// Runs `$body` with `$k` standing for the k8s-openapi type of the configuration `$kind`, so
+/// that each operation on a configuration is written once for both kinds.
+macro_rules! per_kind {
+    ($kind:expr, $k:ident => $body:expr) => {
+        match $kind {
+            Kind::Validating => {
+                type $k = ValidatingWebhookConfiguration;
+                $body
+            }
+            Kind::Mutating => {
+                type $k = MutatingWebhookConfiguration;
+                $body
+            }
+        }
+    };
+}
+
 /// The configuration `kind`/`name` as the API server has it.
 pub async fn get_config(
     api: &KubeApi,
@@ -471,35 +488,21 @@ pub async fn get_config(
     name: &str,
 ) -> Result<serde_json::Value, KubeApiError> {
     let failed = |e: &dyn std::fmt::Display| api.err(&format!("get {name}"), e);
-    let value = match kind {
-        Kind::Validating => serde_json::to_value(
-            Api::<ValidatingWebhookConfiguration>::all(api.client.clone())
-                .get(name)
-                .await
-                .map_err(|e| failed(&e))?,
-        ),
-        Kind::Mutating => serde_json::to_value(
-            Api::<MutatingWebhookConfiguration>::all(api.client.clone())
-                .get(name)
-                .await
-                .map_err(|e| failed(&e))?,
-        ),
-    };
+    let value = per_kind!(kind, K => serde_json::to_value(
+        Api::<K>::all(api.client.clone())
+            .get(name)
+            .await
+            .map_err(|e| failed(&e))?,
+    ));
     value.map_err(|e| failed(&e))
 }
 
 /// Deletes the configuration `kind`/`name`.
 pub async fn delete_config(api: &KubeApi, kind: Kind, name: &str) -> Result<(), KubeApiError> {
-    let r = match kind {
-        Kind::Validating => Api::<ValidatingWebhookConfiguration>::all(api.client.clone())
-            .delete(name, &DeleteParams::default())
-            .await
-            .map(drop),
-        Kind::Mutating => Api::<MutatingWebhookConfiguration>::all(api.client.clone())
-            .delete(name, &DeleteParams::default())
-            .await
-            .map(drop),
-    };
+    let r = per_kind!(kind, K => Api::<K>::all(api.client.clone())
+        .delete(name, &DeleteParams::default())
+        .await
+        .map(drop));
     r.map_err(|e| api.err(&format!("delete {}/{name}", kind.resource()), e))
 }
 
@@ -512,24 +515,13 @@ pub async fn create_config(
     object: &serde_json::Value,
 ) -> Result<bool, KubeApiError> {
     let failed = |e: &dyn std::fmt::Display| api.err(&format!("create {} {name}", kind.kind()), e);
-    let r = match kind {
-        Kind::Validating => {
-            let obj: ValidatingWebhookConfiguration =
-                serde_json::from_value(object.clone()).map_err(|e| failed(&e))?;
-            Api::<ValidatingWebhookConfiguration>::all(api.client.clone())
-                .create(&PostParams::default(), &obj)
-                .await
-                .map(drop)
-        }
-        Kind::Mutating => {
-            let obj: MutatingWebhookConfiguration =
-                serde_json::from_value(object.clone()).map_err(|e| failed(&e))?;
-            Api::<MutatingWebhookConfiguration>::all(api.client.clone())
-                .create(&PostParams::default(), &obj)
-                .await
-                .map(drop)
-        }
-    };
+    let r = per_kind!(kind, K => {
+        let obj: K = serde_json::from_value(object.clone()).map_err(|e| failed(&e))?;
+        Api::<K>::all(api.client.clone())
+            .create(&PostParams::default(), &obj)
+            .await
+            .map(drop)
+    });
     match r {
         Ok(()) => Ok(true),
         Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),

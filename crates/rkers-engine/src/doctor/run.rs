@@ -19,12 +19,21 @@ pub struct DoctorOptions {
     pub ssh: SshOptions,
 }
 
+/// A `--host` that is not a node of the config, with the hosts that are (`address (node)`).
+#[derive(Debug, thiserror::Error)]
+#[error("--host {wanted}: not a node of {config}; known: {}", .known.join(", "))]
+pub struct UnknownHost {
+    pub wanted: String,
+    pub config: String,
+    pub known: Vec<String>,
+}
+
 /// The hosts a run looks at; an unknown `--host` is a usage error naming the known ones.
 pub fn select_targets(
     cluster: &Cluster,
     wanted: &[String],
     agent: bool,
-) -> Result<Vec<SshTarget>, String> {
+) -> Result<Vec<SshTarget>, UnknownHost> {
     let all = cluster.ssh_targets(agent);
     if wanted.is_empty() {
         return Ok(all);
@@ -48,11 +57,11 @@ pub fn select_targets(
                         )
                     })
                     .collect();
-                return Err(format!(
-                    "--host {w}: not a node of {}; known: {}",
-                    cluster.files.config_path.display(),
-                    known.join(", ")
-                ));
+                return Err(UnknownHost {
+                    wanted: w.clone(),
+                    config: cluster.files.config_path.display().to_string(),
+                    known,
+                });
             }
         }
     }
@@ -175,7 +184,7 @@ async fn host_checks(
     out
 }
 
-pub async fn run_doctor(cluster: &Cluster, opts: &DoctorOptions) -> Result<Report, String> {
+pub async fn run_doctor(cluster: &Cluster, opts: &DoctorOptions) -> Result<Report, UnknownHost> {
     let targets = select_targets(cluster, &opts.hosts, opts.agent_override)?;
     let selected: Vec<String> = targets
         .iter()
@@ -285,4 +294,22 @@ pub async fn run_doctor(cluster: &Cluster, opts: &DoctorOptions) -> Result<Repor
     }
     pool.close().await;
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_host_names_the_known_ones() {
+        let e = UnknownHost {
+            wanted: "10.0.0.9".into(),
+            config: "cluster.yml".into(),
+            known: vec!["10.0.0.1 (a)".into(), "10.0.0.2 (b)".into()],
+        };
+        assert_eq!(
+            e.to_string(),
+            "--host 10.0.0.9: not a node of cluster.yml; known: 10.0.0.1 (a), 10.0.0.2 (b)"
+        );
+    }
 }

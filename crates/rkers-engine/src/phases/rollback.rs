@@ -6,7 +6,7 @@
 //! ([`report_differences`]), so the user can bring the file back in line.
 
 use crate::cluster::{Cluster, ClusterError};
-use crate::config::{self, KeyDifference, RkeConfig};
+use crate::config::{self, ConfigError, KeyDifference, RkeConfig};
 use crate::diff::HostActions;
 use crate::metadata::Catalog;
 use crate::output::{Event, Reporter, Status};
@@ -127,11 +127,12 @@ pub async fn run(
 }
 
 /// The keys where the user's cluster.yml (`current` as read, defaulted here as `up` defaults
-/// it) differs from the rolled-back config; `Err` says why the file could not be compared.
+/// it) differs from the rolled-back config; `Err` is why the file could not be read, so could
+/// not be compared.
 pub fn cluster_yml_differences(
-    current: Result<RkeConfig, String>,
+    current: Result<RkeConfig, ConfigError>,
     rolled_back: &Cluster,
-) -> Result<Vec<KeyDifference>, String> {
+) -> Result<Vec<KeyDifference>, ConfigError> {
     let mut current = current?;
     config::apply_defaults(&mut current, &rolled_back.catalog);
     Ok(config::key_differences(&current, &rolled_back.config))
@@ -139,7 +140,10 @@ pub fn cluster_yml_differences(
 
 /// Tells the user which cluster.yml keys to change back, as one event (its `data` lists them
 /// for `--output json`).
-pub fn report_differences(differences: &Result<Vec<KeyDifference>, String>, reporter: &Reporter) {
+pub fn report_differences(
+    differences: &Result<Vec<KeyDifference>, ConfigError>,
+    reporter: &Reporter,
+) {
     let differences = match differences {
         Ok(d) => d,
         Err(why) => {
@@ -176,4 +180,33 @@ pub fn report_differences(differences: &Result<Vec<KeyDifference>, String>, repo
     ));
     event.data = Some(serde_json::json!({ "cluster_yml_differs": differences }));
     reporter.emit(event);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn a_cluster_yml_that_cannot_be_read_is_warned_about_with_its_file_and_cause() {
+        let seen: Arc<Mutex<Vec<Event>>> = Default::default();
+        let into = seen.clone();
+        let reporter = Reporter::with_sink(Arc::new(move |e| into.lock().unwrap().push(e)));
+        let unread = Err(ConfigError::Io {
+            file: "cluster.yml".into(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "gone"),
+        });
+        report_differences(&unread, &reporter);
+        let events = seen.lock().unwrap();
+        let messages: Vec<&str> = events.iter().filter_map(|e| e.message.as_deref()).collect();
+        assert_eq!(
+            messages,
+            [
+                "cluster.yml could not be compared with the rolled-back config (cluster.yml: \
+                 cannot read: gone); make sure it matches before the next `rkers up`, or that \
+                 run undoes the rollback"
+            ]
+        );
+        assert!(events.iter().all(|e| e.status == Status::Warning));
+    }
 }

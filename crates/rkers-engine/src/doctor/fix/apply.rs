@@ -115,8 +115,11 @@ impl CalicoRepairer<'_> {
             &self.cluster.config.system_images.kubernetes,
             &self.cluster.registry_credentials(),
         )
-        .await?;
-        let after = observe::probe_host(self.cluster, host).await?;
+        .await
+        .map_err(|e| e.to_string())?;
+        let after = observe::probe_host(self.cluster, host)
+            .await
+            .map_err(|e| e.to_string())?;
         if !after.node.healthy {
             return Err(format!("host {address}: still {}", after.summary));
         }

@@ -9,8 +9,8 @@ use rkers_core::diff::doctor_fix::RestoreRefused;
 #[derive(Debug, thiserror::Error)]
 pub enum FixError {
     /// A `--host` that is not in the config (with the hosts that are).
-    #[error("{0}")]
-    UnknownHost(String),
+    #[error(transparent)]
+    UnknownHost(#[from] crate::doctor::run::UnknownHost),
     /// Hosts that could not be read or fixed: each line names its host and why.
     #[error("{}", .failures.iter().map(|(_, line)| line.as_str()).collect::<Vec<_>>().join("\n"))]
     NotFixed { failures: Vec<(String, String)> },

@@ -12,8 +12,7 @@ pub(super) fn calico<'c>(
     dry_run: bool,
     reporter: &Reporter,
 ) -> Result<CalicoFix<'c>, FixError> {
-    let targets =
-        select_targets(cluster, &opts.hosts, opts.agent_override).map_err(FixError::UnknownHost)?;
+    let targets = select_targets(cluster, &opts.hosts, opts.agent_override)?;
     Ok(CalicoFix {
         cluster,
         opts,

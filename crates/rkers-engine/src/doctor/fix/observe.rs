@@ -58,7 +58,9 @@ pub(super) async fn calico(
                 }
                 probed.push(p)
             }
-            Err(line) => command.failures.push((host.name().to_string(), line)),
+            Err(e) => command
+                .failures
+                .push((host.name().to_string(), e.to_string())),
         }
     }
     Ok(CalicoFound {
@@ -67,12 +69,22 @@ pub(super) async fn calico(
     })
 }
 
-/// Probes `host`: what is wrong with its directories and entry, and the check's verdict; the
-/// failure's line when it cannot be read.
+/// A host whose calico directories could not be read (the probe container did not run or
+/// answer).
+#[derive(Debug, thiserror::Error)]
+#[error("host {host}: cannot read its calico directories: {source}")]
+pub(super) struct ProbeFailed {
+    pub host: String,
+    #[source]
+    pub source: crate::hosts::HostError,
+}
+
+/// Probes `host`: what is wrong with its directories and entry, and the check's verdict; why
+/// not, naming the host, when they cannot be read.
 pub(super) async fn probe_host(
     cluster: &crate::cluster::Cluster,
     host: &Host,
-) -> Result<Probed, String> {
+) -> Result<Probed, ProbeFailed> {
     let node = node_name(&cluster.config, host.name());
     let sections = probe::probe(
         host.docker(),
@@ -81,11 +93,9 @@ pub(super) async fn probe_host(
         CALICO_ONLY,
     )
     .await
-    .map_err(|e| {
-        format!(
-            "host {}: cannot read its calico directories: {e}",
-            host.name()
-        )
+    .map_err(|source| ProbeFailed {
+        host: host.name().to_string(),
+        source,
     })?;
     let finding = calico::evaluate(&node, host.name(), &sections);
     Ok(Probed {
@@ -159,5 +169,26 @@ pub(super) fn backup(path: &Path) -> Result<Vec<serde_json::Value>, FixError> {
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(failed(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_that_fails_names_the_host_and_the_cause() {
+        let e = ProbeFailed {
+            host: "10.0.0.1".into(),
+            source: crate::hosts::HostError::ConnectionRefused {
+                host: "10.0.0.1".into(),
+                addr: "10.0.0.1:22".into(),
+            },
+        };
+        assert_eq!(
+            e.to_string(),
+            "host 10.0.0.1: cannot read its calico directories: host 10.0.0.1: connection \
+             refused by 10.0.0.1:22: nothing listens there (is sshd running on that port?)"
+        );
     }
 }

@@ -114,7 +114,7 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                     &exec.registries,
                 )
                 .await
-                .map_err(ExecFailure::Helper)
+                .map_err(|e| ExecFailure::CalicoFix(Box::new(e)))
             }
             Action::PullImage { image } => self
                 .host()?

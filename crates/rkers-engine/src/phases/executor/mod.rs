@@ -55,6 +55,9 @@ pub enum ExecFailure {
     /// A one-shot helper container on the host failed (its output is in the message).
     #[error("{0}")]
     Helper(String),
+    /// calico's directories and entry could not be written (the helper's output is in it).
+    #[error("{0}")]
+    CalicoFix(Box<crate::checks::probe::CalicoFixError>),
     /// A restarted component failed its health check. Its text, not its source: the check's
     /// own causes are in the text already.
     #[error("{0}")]

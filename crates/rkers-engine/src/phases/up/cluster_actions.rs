@@ -5,6 +5,7 @@
 
 use super::UpError;
 use super::state::Loaded;
+use crate::addons::render::ManifestsUnread;
 use crate::cluster::Cluster;
 use crate::config::RkeConfig;
 use crate::diff::Action;
@@ -121,13 +122,9 @@ async fn keep_deployed(
     let read = if existing {
         read_stored_manifests(cluster, &unbundled).await
     } else {
-        Err("new cluster".to_string())
+        Err(ManifestsUnread::NewCluster)
     };
-    let deployed = match &read {
-        Ok(map) => Ok(map),
-        Err(why) => Err(why.as_str()),
-    };
-    let (addons, notes) = crate::addons::render::keep_deployed(addons, deployed)?;
+    let (addons, notes) = crate::addons::render::keep_deployed(addons, read.as_ref())?;
     for note in notes {
         reporter.warn(note);
     }
@@ -138,14 +135,11 @@ async fn keep_deployed(
 async fn read_stored_manifests(
     cluster: &Cluster,
     resources: &[&str],
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<BTreeMap<String, String>, ManifestsUnread> {
     let api = connect(cluster).await?;
     let mut out = BTreeMap::new();
     for resource in resources {
-        if let Some(manifest) = crate::addons::apply::stored_manifest(&api, resource)
-            .await
-            .map_err(|e| e.to_string())?
-        {
+        if let Some(manifest) = crate::addons::apply::stored_manifest(&api, resource).await? {
             out.insert(resource.to_string(), manifest);
         }
     }
@@ -153,12 +147,14 @@ async fn read_stored_manifests(
 }
 
 /// A client of the cluster's API server, through the kubeconfig rkers keeps.
-async fn connect(cluster: &Cluster) -> Result<KubeApi, String> {
-    let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path)
-        .map_err(|e| format!("{}: {e}", cluster.files.kubeconfig_path.display()))?;
-    KubeApi::from_kubeconfig(&kubeconfig)
-        .await
-        .map_err(|e| e.to_string())
+async fn connect(cluster: &Cluster) -> Result<KubeApi, ManifestsUnread> {
+    let kubeconfig = std::fs::read_to_string(&cluster.files.kubeconfig_path).map_err(|source| {
+        ManifestsUnread::Kubeconfig {
+            path: cluster.files.kubeconfig_path.display().to_string(),
+            source,
+        }
+    })?;
+    Ok(KubeApi::from_kubeconfig(&kubeconfig).await?)
 }
 
 /// Whether the authorization mode is RBAC (RKE1's default).
@@ -173,7 +169,7 @@ async fn observe(
     addons: &[crate::addons::AddonPlan],
     rbac: bool,
 ) -> Result<ApiObserved, String> {
-    let api = connect(cluster).await?;
+    let api = connect(cluster).await.map_err(|e| e.to_string())?;
     let state_secret = match api.read_state_secret().await.map_err(|e| e.to_string())? {
         Some(text) => {
             Some(comparable(serde_json::from_str(&text).map_err(|e| {
