@@ -93,19 +93,12 @@ fn note(log: &Log, line: String) {
 }
 
 /// Applies a stage by noting it; fails on `failing`'s hosts.
-struct FakeHosts {
+struct FakeApplier {
     log: Log,
     failing: Option<Step>,
 }
 
-/// The applier: [`FakeHosts`] (through the driver's [`ApplyStage`] adapter, the executor's
-/// way), unless the stage's own step fails with the command's error (`up`'s way).
-struct FakeApplier {
-    hosts: FakeHosts,
-    own_failure: Option<Step>,
-}
-
-impl ApplyStage<Step> for FakeHosts {
+impl ApplyStage<Step> for FakeApplier {
     async fn apply_stage(&self, stage: &Stage<Step>, _runner: &Runner) -> Vec<(String, String)> {
         note(&self.log, format!("apply {}", stage.phase));
         if self.failing == Some(stage.phase) {
@@ -114,22 +107,6 @@ impl ApplyStage<Step> for FakeHosts {
         } else {
             Vec::new()
         }
-    }
-}
-
-impl ApplyStep<Step, FakeError> for FakeApplier {
-    async fn apply_step<'s>(
-        &'s mut self,
-        stage: &'s Stage<Step>,
-        runner: &'s Runner,
-    ) -> Result<(), StepFailure<FakeError>> {
-        if self.own_failure == Some(stage.phase) {
-            note(&self.hosts.log, format!("apply {} (fails)", stage.phase));
-            return Err(StepFailure::Command(FakeError::Own(
-                "etcd never answered".into(),
-            )));
-        }
-        self.hosts.apply_step(stage, runner).await
     }
 }
 
@@ -148,10 +125,6 @@ struct FakeCommand {
     connects: Option<bool>,
     /// The plan phase's failure line, when not the error's text.
     plan_failure: Option<&'static str>,
-    /// The stage whose own step fails with the command's error.
-    own_failure: Option<Step>,
-    /// The checks after the plan refuse the command.
-    confirm_refuses: bool,
 }
 
 impl FakeCommand {
@@ -165,8 +138,6 @@ impl FakeCommand {
             on_failure: || OnFailure::Stop,
             connects: None,
             plan_failure: None,
-            own_failure: None,
-            confirm_refuses: false,
         }
     }
 }
@@ -232,25 +203,14 @@ impl Command for FakeCommand {
         }
     }
 
-    async fn confirm(&mut self, _: &Vec<String>) -> Result<(), FakeError> {
-        if self.confirm_refuses {
-            note(&self.log, "confirm refused".into());
-            return Err(FakeError::Own("a webhook blocks system pods".into()));
-        }
-        Ok(())
-    }
-
-    async fn applier(&mut self, _: Vec<String>) -> Result<FakeApplier, FakeError> {
+    async fn applier(&mut self, _: &Vec<String>) -> Result<FakeApplier, FakeError> {
         note(&self.log, "applier".into());
         if self.applier_fails {
             return Err(FakeError::Own("no API".into()));
         }
         Ok(FakeApplier {
-            hosts: FakeHosts {
-                log: self.log.clone(),
-                failing: self.failing,
-            },
-            own_failure: self.own_failure,
+            log: self.log.clone(),
+            failing: self.failing,
         })
     }
 
@@ -498,43 +458,5 @@ async fn the_plan_phase_fails_with_the_line_the_command_words_and_returns_its_wh
         let e = driver.run(&mut command).await.unwrap_err();
         assert_eq!(e.to_string(), "h2 unreachable");
         assert_eq!(lines(&failed), [shown]);
-    }
-}
-
-#[tokio::test]
-async fn a_step_failing_with_the_commands_own_error_ends_the_run_with_it() {
-    let log = Log::default();
-    let mut command = FakeCommand::new(&log);
-    command.own_failure = Some(Step::Switch);
-    let e = driver(false).run(&mut command).await.unwrap_err();
-    assert!(
-        matches!(&e, FakeError::Own(m) if m == "etcd never answered"),
-        "{e:?}"
-    );
-    // Neither recorded nor handed to stage_failed, and nothing after it runs.
-    assert_eq!(
-        lines(&log),
-        [
-            "observe",
-            "decide",
-            "applier",
-            "apply step Prepare",
-            "done step Prepare",
-            "apply step Switch (fails)",
-        ]
-    );
-    assert_eq!(command.link.closed.load(Ordering::SeqCst), 1);
-}
-
-#[tokio::test]
-async fn a_refusal_after_the_plan_stops_the_dry_run_and_the_run_alike() {
-    for dry_run in [true, false] {
-        let log = Log::default();
-        let mut command = FakeCommand::new(&log);
-        command.confirm_refuses = true;
-        let e = driver(dry_run).run(&mut command).await.unwrap_err();
-        assert_eq!(e.to_string(), "a webhook blocks system pods");
-        assert_eq!(lines(&log), ["observe", "decide", "confirm refused"]);
-        assert_eq!(command.link.closed.load(Ordering::SeqCst), 1);
     }
 }

@@ -1,13 +1,19 @@
 //! `up --dry-run`: the actions the plan step decided, and how an existing cluster would be
 //! rolled; nothing on the hosts changes.
 
+use super::UpError;
 use super::plan::Planned;
 use super::rolling::rolling_summary;
 use super::state::Loaded;
 use crate::cluster::Cluster;
 use crate::output::Reporter;
 
-pub(super) fn show(cluster: &Cluster, loaded: &Loaded, planned: &Planned, reporter: &Reporter) {
+pub(super) async fn show(
+    cluster: &Cluster,
+    loaded: &Loaded,
+    planned: Planned,
+    reporter: &Reporter,
+) -> Result<(), UpError> {
     // The changeset as every command shows it (text, or one `planned` event per action).
     reporter.planned(&planned.shown);
     if reporter.prints_text()
@@ -17,4 +23,6 @@ pub(super) fn show(cluster: &Cluster, loaded: &Loaded, planned: &Planned, report
             println!("{line}");
         }
     }
+    planned.pool.close().await;
+    Ok(())
 }

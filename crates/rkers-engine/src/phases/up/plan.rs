@@ -90,12 +90,15 @@ pub(super) async fn plan(
         prefetched,
     } = connected;
     let (old, old_current, state) = (&loaded.old, &loaded.old_current, &loaded.state);
+    let phase = reporter.phase("plan");
     let facts = crate::phases::host_facts(&pool);
     let windows_problems = plan::validate_windows(&cluster.config, &facts);
     if !windows_problems.is_empty() {
-        return Err(UpError::Windows {
+        let e = UpError::Windows {
             problems: windows_problems,
-        });
+        };
+        phase.fail(&e.to_string());
+        return Err(e);
     }
     let etcd = plan::EtcdContext::fresh();
     let cluster_plan = build_plan(cluster, opts, state, &facts, &etcd)?;
@@ -140,7 +143,7 @@ pub(super) async fn plan(
         opts.force,
         &cluster.files.state_path,
     )?;
-    super::free_ports::check(
+    if let Err(e) = super::free_ports::check(
         cluster,
         opts,
         &pool,
@@ -148,7 +151,11 @@ pub(super) async fn plan(
         &observed,
         ports_checked,
     )
-    .await?;
+    .await
+    {
+        phase.fail(&e.to_string());
+        return Err(e);
+    }
     let mut all_actions = Vec::new();
     let mut actions = BTreeMap::new();
     for host_plan in &cluster_plan.hosts {
@@ -326,6 +333,7 @@ pub(super) async fn plan(
             actions: cluster_planned.actions.clone(),
         });
     }
+    phase.done();
     Ok(Planned {
         cluster: cluster_planned,
         rbac: super::cluster_actions::rbac(cluster),
