@@ -147,7 +147,10 @@ impl<'c> Up<'c> {
             dry_run,
             concurrency: self.opts.ssh.concurrency,
         };
-        driver.run(&mut self).await?;
+        // Boxed: `up`'s steps make one of the largest futures of the program, and a caller
+        // polling it on a thread's default stack (a test, the library API running two
+        // clusters at once) overflowed it in a debug build.
+        Box::pin(driver.run(&mut self)).await?;
         Ok(self.shown)
     }
 }

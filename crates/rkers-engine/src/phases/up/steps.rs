@@ -214,7 +214,8 @@ impl ApplyStep<UpStep, UpError> for Apply<'_> {
         stage: &'s Stage<UpStep>,
         runner: &'s Runner,
     ) -> Result<(), StepFailure<UpError>> {
-        self.step(stage.phase, runner)
+        // Boxed: the step futures, one per arm, are large; only the running one is kept.
+        Box::pin(self.step(stage.phase, runner))
             .await
             .map_err(StepFailure::Command)
     }
