@@ -150,7 +150,12 @@ impl<'c> Up<'c> {
         // Boxed: `up`'s steps make one of the largest futures of the program, and a caller
         // polling it on a thread's default stack (a test, the library API running two
         // clusters at once) overflowed it in a debug build.
-        Box::pin(driver.run(&mut self)).await?;
+        let fut = driver.run(&mut self);
+        eprintln!(
+            "SIZE driver.run(up) future: {}",
+            std::mem::size_of_val(&fut)
+        );
+        Box::pin(fut).await?;
         Ok(self.shown)
     }
 }

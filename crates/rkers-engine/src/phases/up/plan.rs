@@ -272,7 +272,7 @@ pub(super) async fn plan(
     )?;
     let removed = observe_removed(
         cluster,
-        old_current.as_ref(),
+        old_current.as_deref(),
         &recon,
         removed_pool.as_ref(),
         &mut all_actions,

@@ -12,6 +12,7 @@ use crate::kubeapi::KubeApi;
 use crate::phases::Runner;
 use crate::phases::driver::{ApplyStep, StepFailure};
 use crate::state::StateFile;
+use futures::future::BoxFuture;
 use rkers_core::changeset::Stage;
 use rkers_core::diff::up::UpStep;
 use std::sync::Arc;
@@ -22,7 +23,7 @@ pub(super) struct Apply<'c> {
     pub(super) cluster: &'c Cluster,
     pub(super) run: Arc<Run>,
     /// The cluster.yml the previous run applied; `None` for a new cluster.
-    pub(super) old_current: Option<RkeConfig>,
+    pub(super) old_current: Option<Box<RkeConfig>>,
     /// The desired state, until the save step records it.
     pub(super) state: Option<StateFile>,
     /// The state the save step recorded, which the last step keeps for `rkers rollback`.
@@ -44,7 +45,7 @@ impl<'c> Apply<'c> {
     pub(super) fn new(
         cluster: &'c Cluster,
         run: Run,
-        old_current: Option<RkeConfig>,
+        old_current: Option<Box<RkeConfig>>,
         state: StateFile,
         concurrency: usize,
     ) -> Self {
@@ -73,7 +74,7 @@ impl<'c> Apply<'c> {
     }
 
     fn old(&self, step: UpStep) -> Result<&RkeConfig, UpError> {
-        self.old_current.as_ref().ok_or(UpError::StepOutOfOrder {
+        self.old_current.as_deref().ok_or(UpError::StepOutOfOrder {
             step,
             needs: "an existing cluster's config",
         })
@@ -86,59 +87,98 @@ impl<'c> Apply<'c> {
         })
     }
 
-    async fn step(&mut self, step: UpStep, runner: &Runner) -> Result<(), UpError> {
-        let (cluster, run) = (self.cluster, &self.run);
+    /// One step's future, boxed on its own: in a debug build one `async fn` over every step
+    /// keeps a stack slot for each step's future in one frame (157 KiB of the 2 MiB thread
+    /// `e2e_api` overflowed), below everything the running step calls.
+    fn step<'s>(
+        &'s mut self,
+        step: UpStep,
+        runner: &'s Runner,
+    ) -> BoxFuture<'s, Result<(), UpError>> {
+        let (cluster, run) = (self.cluster, self.run.clone());
         match step {
-            UpStep::BeforeChanges => snapshot::apply_before_changes(run, runner).await,
-            UpStep::DisableEncryption => cluster::disable_encryption(run, &run.reporter).await,
-            UpStep::Files => {
+            UpStep::BeforeChanges => Box::pin(async move {
+                let run = &run;
+                snapshot::apply_before_changes(run, runner).await
+            }),
+            UpStep::DisableEncryption => Box::pin(async move {
+                let run = &run;
+                cluster::disable_encryption(run, &run.reporter).await
+            }),
+            UpStep::Files => Box::pin(async move {
+                let run = &run;
                 files::apply_files(run, runner).await?;
                 Ok(cluster.write_admin_kubeconfig(&run.bundle, &run.reporter)?)
-            }
+            }),
             // etcd and control plane hosts pull first, so they never queue behind the workers
             // at a registry; the worker-only hosts of a new cluster pull in the early task.
-            UpStep::Images => files::pull_images(run, runner, &self.worker_only).await,
-            UpStep::EarlyKubelets => self.start_early_kubelets(runner).await,
-            UpStep::Wins => windows::prepare_windows(run, runner).await,
-            UpStep::EtcdMembersLeave => etcd_members::remove_etcd_members(run, runner).await,
-            UpStep::EtcdMembersJoin => etcd_members::join_etcd_members(run, runner).await,
+            UpStep::Images => Box::pin(async move {
+                let run = &run;
+                files::pull_images(run, runner, &self.worker_only).await
+            }),
+            UpStep::EarlyKubelets => Box::pin(self.start_early_kubelets(runner)),
+            UpStep::Wins => Box::pin(async move {
+                let run = &run;
+                windows::prepare_windows(run, runner).await
+            }),
+            UpStep::EtcdMembersLeave => Box::pin(async move {
+                let run = &run;
+                etcd_members::remove_etcd_members(run, runner).await
+            }),
+            UpStep::EtcdMembersJoin => Box::pin(async move {
+                let run = &run;
+                etcd_members::join_etcd_members(run, runner).await
+            }),
             // kube-apiserver retries etcd itself: a new cluster starts both at once and waits
             // for their health after.
-            UpStep::StartEtcdAndControlPlane => {
+            UpStep::StartEtcdAndControlPlane => Box::pin(async move {
+                let run = &run;
                 planes::start_etcd_and_control_plane(run, runner).await
-            }
-            UpStep::EtcdPlane => etcd::etcd_plane(run, runner).await,
-            UpStep::ControlPlane => {
+            }),
+            UpStep::EtcdPlane => Box::pin(async move {
+                let run = &run;
+                etcd::etcd_plane(run, runner).await
+            }),
+            UpStep::ControlPlane => Box::pin(async move {
+                let run = &run;
                 planes::plane(run, runner, "control plane", CONTROL_PLANE, |h| {
                     h.roles.controlplane
                 })
                 .await
-            }
+            }),
             // Through the API server the cluster already has, within upgrade_strategy's budgets.
-            UpStep::UpgradeControlPlane => {
+            UpStep::UpgradeControlPlane => Box::pin(async move {
+                let run = &run;
                 let old = self.old(step)?;
                 let upgrade_api = cluster::existing_api(cluster).await?;
                 rolling::upgrade_control_plane(cluster, old, run, runner, upgrade_api.as_ref())
                     .await
-            }
-            UpStep::Authz => {
+            }),
+            UpStep::Authz => Box::pin(async move {
+                let run = &run;
                 self.api = Some(cluster::authz(cluster, run).await?);
                 Ok(())
-            }
-            UpStep::RewriteSecrets => cluster::rewrite_secrets(run).await,
-            UpStep::UpgradeWorkerPlane => {
+            }),
+            UpStep::RewriteSecrets => Box::pin(async move {
+                let run = &run;
+                cluster::rewrite_secrets(run).await
+            }),
+            UpStep::UpgradeWorkerPlane => Box::pin(async move {
+                let run = &run;
                 let old = self.old(step)?;
                 rolling::upgrade_worker_plane(cluster, old, run, runner, self.api.as_ref()).await
-            }
-            UpStep::SaveState => {
+            }),
+            UpStep::SaveState => Box::pin(async move {
+                let run = &run;
                 let state = self.state.take().ok_or(UpError::StepOutOfOrder {
                     step,
                     needs: "the state load (it ran twice)",
                 })?;
                 self.saved = Some(cluster::save_state(cluster, state, run).await?);
                 Ok(())
-            }
-            UpStep::NodeRegistration => {
+            }),
+            UpStep::NodeRegistration => Box::pin(async move {
+                let run = &run;
                 if let Some(early) = self.early_task.join_next().await {
                     early??;
                 }
@@ -147,15 +187,26 @@ impl<'c> Apply<'c> {
                     cluster::wait_registered(run, &self.early, api, &run.reporter).await;
                 }
                 Ok(())
-            }
+            }),
             // kube-proxy everywhere, and the worker components of etcd and control plane hosts.
-            UpStep::WorkerPlane => {
+            UpStep::WorkerPlane => Box::pin(async move {
+                let run = &run;
                 planes::plane(run, runner, "worker plane", WORKER_PLANE, |_| true).await
-            }
-            UpStep::Nodes => nodes::sync_nodes(run).await,
-            UpStep::RemovedHosts => removed_hosts::remove_hosts(run, runner).await,
-            UpStep::LogLinks => nodes::link_logs(run, runner).await,
-            UpStep::Addons => {
+            }),
+            UpStep::Nodes => Box::pin(async move {
+                let run = &run;
+                nodes::sync_nodes(run).await
+            }),
+            UpStep::RemovedHosts => Box::pin(async move {
+                let run = &run;
+                removed_hosts::remove_hosts(run, runner).await
+            }),
+            UpStep::LogLinks => Box::pin(async move {
+                let run = &run;
+                nodes::link_logs(run, runner).await
+            }),
+            UpStep::Addons => Box::pin(async move {
+                let run = &run;
                 let api = self.api(step)?;
                 crate::phases::addons::deploy_addons(
                     cluster,
@@ -166,14 +217,15 @@ impl<'c> Apply<'c> {
                 )
                 .await?;
                 Ok(())
-            }
-            UpStep::FinishState => {
+            }),
+            UpStep::FinishState => Box::pin(async move {
+                let run = &run;
                 let saved = self.saved.take().ok_or(UpError::StepOutOfOrder {
                     step,
                     needs: "save state",
                 })?;
                 cluster::finish_state(cluster, saved, run)
-            }
+            }),
         }
     }
 
@@ -214,9 +266,8 @@ impl ApplyStep<UpStep, UpError> for Apply<'_> {
         stage: &'s Stage<UpStep>,
         runner: &'s Runner,
     ) -> Result<(), StepFailure<UpError>> {
-        // Boxed: the step futures, one per arm, are large; only the running one is kept.
-        Box::pin(self.step(stage.phase, runner))
-            .await
-            .map_err(StepFailure::Command)
+        let fut = self.step(stage.phase, runner);
+        eprintln!("SIZE up step future: {}", std::mem::size_of_val(&fut));
+        Box::pin(fut).await.map_err(StepFailure::Command)
     }
 }
