@@ -147,15 +147,9 @@ impl<'c> Up<'c> {
             dry_run,
             concurrency: self.opts.ssh.concurrency,
         };
-        // Boxed: `up`'s steps make one of the largest futures of the program, and a caller
-        // polling it on a thread's default stack (a test, the library API running two
-        // clusters at once) overflowed it in a debug build.
-        let fut = driver.run(&mut self);
-        eprintln!(
-            "SIZE driver.run(up) future: {}",
-            std::mem::size_of_val(&fut)
-        );
-        Box::pin(fut).await?;
+        // Boxed: the driver's future for `up` is one of the program's largest (in a
+        // debug build), and a library caller may hold several at once in its own future.
+        Box::pin(driver.run(&mut self)).await?;
         Ok(self.shown)
     }
 }
