@@ -1,5 +1,5 @@
-//! The changeset of a command other than `up` (`remove`, `cert rotate`, `encrypt rotate-key`,
-//! `etcd snapshot-save`/`snapshot-restore`): every change it makes, as [`Action`]s grouped in
+//! The changeset of a command (`remove`, `cert rotate`, `encrypt rotate-key`,
+//! `etcd snapshot-save`/`snapshot-restore`, `doctor --fix`): every change it makes, as [`Action`]s grouped in
 //! ordered stages, decided once from what was observed. `--dry-run` prints
 //! [`Changeset::planned`]; the real run applies exactly the same stages, so the dry run and the
 //! run cannot disagree about what happens, only about whether it worked. Pure data: applying a

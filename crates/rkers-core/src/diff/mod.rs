@@ -23,6 +23,7 @@ mod reasons;
 pub mod removal;
 pub mod removed_apis;
 pub mod snapshot;
+pub mod up;
 
 pub use action::{
     Action, HealthProbe, HostActions, Sealed, UndoCheck, keep_until_node_ready, kubelet_runs,

@@ -1,6 +1,6 @@
-//! The one driver of the commands declared as lists of steps (`encrypt rotate-key`, `cert
+//! The one driver of every command that changes a cluster (`up`, `encrypt rotate-key`, `cert
 //! rotate`, `remove`, `etcd snapshot-save`, `etcd snapshot-restore`, `doctor --fix` and
-//! `--restore-webhooks`). A command declares
+//! `--restore-webhooks`), each declared as a list of steps. A command declares
 //! its steps through [`Command`]: what it observes (I/O: the hosts it connects, what it reads),
 //! what it decides from that (a pure function to its typed changeset, in `rkers_core`), what
 //! applies its stages (the executor, with the hosts and API its actions need), and what it
@@ -9,12 +9,16 @@
 //! - connecting first, for a command that does it under a phase of its own
 //!   ([`Command::connect`]), then the `plan` phase around observe and decide, failed with the
 //!   error that ended it (in the phase's line as [`Command::plan_failure`] words it), then what
-//!   the command says about its plan ([`Command::planned`]);
-//! - the dry run: [`crate::output::Reporter::planned`] of the changeset, and nothing applied;
-//! - the stages applied in order, each at its pace; the first failing stage ends the run with
-//!   [`StageFailed`] unless the command says otherwise ([`OnFailure`]), and no later stage runs
-//!   nor is recorded;
-//! - closing every host link observe handed it ([`Links`]), on every path.
+//!   the command says about its plan ([`Command::planned`]) and the checks and questions that
+//!   may still refuse it ([`Command::confirm`]), in the dry run as in the run;
+//! - the dry run: what the command shows of its changeset ([`Command::show`]; by default
+//!   [`crate::output::Reporter::planned`] of it), and nothing applied;
+//! - the stages applied in order, each at its pace; the first failing stage ends the run: with
+//!   [`StageFailed`] when hosts failed, unless the command says otherwise ([`OnFailure`]), or
+//!   with the command's own error when its step failed ([`StepFailure::Command`]); no later
+//!   stage runs nor is recorded;
+//! - explaining a host's dropped connection by probing it, for every host a command connected;
+//! - closing every host link the command handed it ([`Links`]), on every path.
 
 use crate::error::HostContext;
 use crate::hosts::{Host, HostLink};
@@ -35,8 +39,9 @@ pub trait Command {
     type Stage: Clone + PartialEq + Display + Send + Sync;
     /// What observe read, for decide and for building the applier.
     type Observed: Send + Sync;
-    /// What applies its stages: the executor, given what the actions need.
-    type Applier: ApplyStage<Self::Stage> + Send + Sync;
+    /// What applies its stages: the executor, given what the actions need, or the command's
+    /// own steps.
+    type Applier: ApplyStep<Self::Stage, Self::Error> + Send + Sync;
     /// Its error; a failed stage becomes one.
     type Error: From<StageFailed> + Display;
 
@@ -72,10 +77,32 @@ pub trait Command {
     /// same for the dry run and the run.
     fn planned(&mut self, _changes: &Changeset<Self::Stage>) {}
 
-    /// What applies the stages; called only when the command is not a dry run.
+    /// After [`Command::planned`], in the dry run as in the run: the checks that may still
+    /// refuse the command and the operator's confirmation (`up`'s webhook guard, removed APIs
+    /// and adoption question).
+    fn confirm(
+        &mut self,
+        _observed: &Self::Observed,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        async { Ok(()) }
+    }
+
+    /// The dry run: what the command shows of what it would do. By default every planned
+    /// action of the changeset; `up`, whose actions are per host across its steps, shows those.
+    fn show(
+        &mut self,
+        _observed: &Self::Observed,
+        changes: &Changeset<Self::Stage>,
+        reporter: &Reporter,
+    ) {
+        reporter.planned(&changes.planned());
+    }
+
+    /// What applies the stages, from what was observed; called only when the command is not a
+    /// dry run.
     fn applier(
         &mut self,
-        observed: &Self::Observed,
+        observed: Self::Observed,
     ) -> impl Future<Output = Result<Self::Applier, Self::Error>> + Send;
 
     /// After `stage` was applied on every host: what the command records (a state save).
@@ -131,6 +158,41 @@ impl HostContext for StageFailed {
     }
 }
 
+/// How a stage failed.
+pub enum StepFailure<E> {
+    /// These hosts failed (host, why); the command decides what that means
+    /// ([`Command::stage_failed`]).
+    Hosts(Vec<(String, String)>),
+    /// The command's own step failed with its error, which ends the run as it is (the step
+    /// reported its phase).
+    Command(E),
+}
+
+/// Applies one stage of a command whose error is `E`: the executor and the appliers of the
+/// changeset commands (through [`ApplyStage`]), or a command's own steps (`up`).
+pub trait ApplyStep<S, E> {
+    fn apply_step<'s>(
+        &'s mut self,
+        stage: &'s Stage<S>,
+        runner: &'s Runner,
+    ) -> impl Future<Output = Result<(), StepFailure<E>>> + Send + 's;
+}
+
+impl<S: Sync, E: 'static, A: ApplyStage<S> + Send + Sync> ApplyStep<S, E> for A {
+    async fn apply_step<'s>(
+        &'s mut self,
+        stage: &'s Stage<S>,
+        runner: &'s Runner,
+    ) -> Result<(), StepFailure<E>> {
+        let failures = self.apply_stage(stage, runner).await;
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(StepFailure::Hosts(failures))
+        }
+    }
+}
+
 /// Applies one stage and returns the hosts that failed, with why: the executor, or a test's
 /// stand-in.
 pub trait ApplyStage<S> {
@@ -151,23 +213,30 @@ impl<S: Display + Sync> ApplyStage<S> for Executor<'_> {
     }
 }
 
-/// The host links a command opened, which the driver closes when the command ends.
+/// The host links a command opened, which the driver closes when the command ends, and its
+/// hosts, which the driver probes when a step on one broke off with a dropped connection.
 #[derive(Default)]
-pub struct Links(Vec<Arc<dyn HostLink>>);
+pub struct Links {
+    links: Vec<Arc<dyn HostLink>>,
+    hosts: Vec<Arc<Host>>,
+}
 
 impl Links {
     /// Hands over the links of `hosts`.
     pub fn keep<'h>(&mut self, hosts: impl IntoIterator<Item = &'h Arc<Host>>) {
-        self.0.extend(hosts.into_iter().map(|h| h.link().clone()));
+        for host in hosts {
+            self.links.push(host.link().clone());
+            self.hosts.push(host.clone());
+        }
     }
 
     /// Hands over one link.
     pub fn keep_link(&mut self, link: Arc<dyn HostLink>) {
-        self.0.push(link);
+        self.links.push(link);
     }
 
     async fn close(self) {
-        for link in self.0 {
+        for link in self.links {
             link.close().await;
         }
     }
@@ -208,18 +277,23 @@ impl Driver {
                 return Err(e);
             }
         };
+        command.confirm(&observed).await?;
         if self.dry_run {
-            self.reporter.planned(&changes.planned());
+            command.show(&observed, &changes, &self.reporter);
             return Ok(());
         }
-        let applier = command.applier(&observed).await?;
+        let mut applier = command.applier(observed).await?;
         let runner = Runner::new(self.reporter.clone(), self.concurrency);
+        runner.probe_failed_hosts(&links.hosts);
         for stage in changes.stages {
-            let failures = applier.apply_stage(&stage, &runner).await;
-            if failures.is_empty() {
-                command.stage_done(&stage.phase, &applier)?;
-                continue;
-            }
+            let failures = match applier.apply_step(&stage, &runner).await {
+                Ok(()) => {
+                    command.stage_done(&stage.phase, &applier)?;
+                    continue;
+                }
+                Err(StepFailure::Command(e)) => return Err(e),
+                Err(StepFailure::Hosts(failures)) => failures,
+            };
             match command.stage_failed(&stage.phase, &failures) {
                 OnFailure::Continue => {}
                 OnFailure::StopWith(e) => return Err(e),

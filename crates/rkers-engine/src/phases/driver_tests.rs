@@ -93,12 +93,19 @@ fn note(log: &Log, line: String) {
 }
 
 /// Applies a stage by noting it; fails on `failing`'s hosts.
-struct FakeApplier {
+struct FakeHosts {
     log: Log,
     failing: Option<Step>,
 }
 
-impl ApplyStage<Step> for FakeApplier {
+/// The applier: [`FakeHosts`] (through the driver's [`ApplyStage`] adapter, the executor's
+/// way), unless the stage's own step fails with the command's error (`up`'s way).
+struct FakeApplier {
+    hosts: FakeHosts,
+    own_failure: Option<Step>,
+}
+
+impl ApplyStage<Step> for FakeHosts {
     async fn apply_stage(&self, stage: &Stage<Step>, _runner: &Runner) -> Vec<(String, String)> {
         note(&self.log, format!("apply {}", stage.phase));
         if self.failing == Some(stage.phase) {
@@ -107,6 +114,22 @@ impl ApplyStage<Step> for FakeApplier {
         } else {
             Vec::new()
         }
+    }
+}
+
+impl ApplyStep<Step, FakeError> for FakeApplier {
+    async fn apply_step<'s>(
+        &'s mut self,
+        stage: &'s Stage<Step>,
+        runner: &'s Runner,
+    ) -> Result<(), StepFailure<FakeError>> {
+        if self.own_failure == Some(stage.phase) {
+            note(&self.hosts.log, format!("apply {} (fails)", stage.phase));
+            return Err(StepFailure::Command(FakeError::Own(
+                "etcd never answered".into(),
+            )));
+        }
+        self.hosts.apply_step(stage, runner).await
     }
 }
 
@@ -125,6 +148,10 @@ struct FakeCommand {
     connects: Option<bool>,
     /// The plan phase's failure line, when not the error's text.
     plan_failure: Option<&'static str>,
+    /// The stage whose own step fails with the command's error.
+    own_failure: Option<Step>,
+    /// The checks after the plan refuse the command.
+    confirm_refuses: bool,
 }
 
 impl FakeCommand {
@@ -138,6 +165,8 @@ impl FakeCommand {
             on_failure: || OnFailure::Stop,
             connects: None,
             plan_failure: None,
+            own_failure: None,
+            confirm_refuses: false,
         }
     }
 }
@@ -203,14 +232,25 @@ impl Command for FakeCommand {
         }
     }
 
-    async fn applier(&mut self, _: &Vec<String>) -> Result<FakeApplier, FakeError> {
+    async fn confirm(&mut self, _: &Vec<String>) -> Result<(), FakeError> {
+        if self.confirm_refuses {
+            note(&self.log, "confirm refused".into());
+            return Err(FakeError::Own("a webhook blocks system pods".into()));
+        }
+        Ok(())
+    }
+
+    async fn applier(&mut self, _: Vec<String>) -> Result<FakeApplier, FakeError> {
         note(&self.log, "applier".into());
         if self.applier_fails {
             return Err(FakeError::Own("no API".into()));
         }
         Ok(FakeApplier {
-            log: self.log.clone(),
-            failing: self.failing,
+            hosts: FakeHosts {
+                log: self.log.clone(),
+                failing: self.failing,
+            },
+            own_failure: self.own_failure,
         })
     }
 
@@ -458,5 +498,43 @@ async fn the_plan_phase_fails_with_the_line_the_command_words_and_returns_its_wh
         let e = driver.run(&mut command).await.unwrap_err();
         assert_eq!(e.to_string(), "h2 unreachable");
         assert_eq!(lines(&failed), [shown]);
+    }
+}
+
+#[tokio::test]
+async fn a_step_failing_with_the_commands_own_error_ends_the_run_with_it() {
+    let log = Log::default();
+    let mut command = FakeCommand::new(&log);
+    command.own_failure = Some(Step::Switch);
+    let e = driver(false).run(&mut command).await.unwrap_err();
+    assert!(
+        matches!(&e, FakeError::Own(m) if m == "etcd never answered"),
+        "{e:?}"
+    );
+    // Neither recorded nor handed to stage_failed, and nothing after it runs.
+    assert_eq!(
+        lines(&log),
+        [
+            "observe",
+            "decide",
+            "applier",
+            "apply step Prepare",
+            "done step Prepare",
+            "apply step Switch (fails)",
+        ]
+    );
+    assert_eq!(command.link.closed.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_refusal_after_the_plan_stops_the_dry_run_and_the_run_alike() {
+    for dry_run in [true, false] {
+        let log = Log::default();
+        let mut command = FakeCommand::new(&log);
+        command.confirm_refuses = true;
+        let e = driver(dry_run).run(&mut command).await.unwrap_err();
+        assert_eq!(e.to_string(), "a webhook blocks system pods");
+        assert_eq!(lines(&log), ["observe", "decide", "confirm refused"]);
+        assert_eq!(command.link.closed.load(Ordering::SeqCst), 1);
     }
 }

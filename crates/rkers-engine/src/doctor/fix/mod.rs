@@ -142,9 +142,9 @@ impl<'c> Command for CalicoFix<'c> {
 
     async fn applier(
         &mut self,
-        found: &observe::CalicoFound,
+        found: observe::CalicoFound,
     ) -> Result<apply::CalicoRepairer<'c>, FixError> {
-        Ok(apply::calico(self, found).await)
+        Ok(apply::calico(self, &found).await)
     }
 
     fn stage_failed(
@@ -191,9 +191,9 @@ impl Command for WebhookFix<'_> {
 
     async fn applier(
         &mut self,
-        found: &observe::WebhooksFound,
+        found: observe::WebhooksFound,
     ) -> Result<apply::WebhookRemover, FixError> {
-        Ok(apply::webhooks(self, found))
+        Ok(apply::webhooks(self, &found))
     }
 
     fn stage_failed(
@@ -232,7 +232,7 @@ impl Command for Restore<'_> {
 
     async fn applier(
         &mut self,
-        _items: &Vec<serde_json::Value>,
+        _items: Vec<serde_json::Value>,
     ) -> Result<apply::Restorer, FixError> {
         apply::restorer(self).await
     }

@@ -98,8 +98,8 @@ impl Command for CertRotate<'_> {
         decide::changeset(self, found)
     }
 
-    async fn applier(&mut self, found: &observe::Found) -> Result<Executor<'static>, RotateError> {
-        apply::executor(self, found)
+    async fn applier(&mut self, found: observe::Found) -> Result<Executor<'static>, RotateError> {
+        apply::executor(self, &found)
     }
 
     fn stage_done(&mut self, stage: &CertStage, exec: &Executor) -> Result<(), RotateError> {

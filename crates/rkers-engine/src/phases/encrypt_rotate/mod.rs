@@ -83,9 +83,9 @@ impl Command for RotateKey<'_> {
 
     async fn applier(
         &mut self,
-        observed: &observe::Controlplane,
+        observed: observe::Controlplane,
     ) -> Result<Executor<'static>, RotateKeyError> {
-        apply::executor(self, observed).await
+        apply::executor(self, &observed).await
     }
 
     fn stage_done(&mut self, stage: &RotationStage, exec: &Executor) -> Result<(), RotateKeyError> {

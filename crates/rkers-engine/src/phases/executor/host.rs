@@ -2,6 +2,7 @@
 //! every action.
 
 use super::*;
+use futures::future::BoxFuture;
 
 impl<'e, 'a> HostExecutor<'e, 'a> {
     /// The same host, its etcd membership changes made through `via`.
@@ -93,8 +94,11 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
 
     /// Applies one action without reporting it, for a phase that runs several at once and
     /// reports them in their planned order ([`HostExecutor::report`]). The one `match` over
-    /// every action there is.
-    pub async fn run(&self, action: &Action) -> Result<(), ExecFailure> {
+    /// every action there is. Each action's future is boxed on its own: in a debug build one
+    /// `async fn` over every arm keeps a stack slot for each arm's future in one frame, and
+    /// this frame sits below every container, etcd and API call `up` makes (282 KiB of the
+    /// 2 MiB test thread `e2e_api` overflowed).
+    pub fn run<'s>(&'s self, action: &'s Action) -> BoxFuture<'s, Result<(), ExecFailure>> {
         let exec = self.exec;
         let api_failed = |e: &dyn std::fmt::Display| ExecFailure::Api(e.to_string());
         match action {
@@ -102,54 +106,60 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
             Action::UploadFile { .. }
             | Action::RemoveFile { .. }
             | Action::SetFileMode { .. }
-            | Action::CreateDirectories { .. } => {
+            | Action::CreateDirectories { .. } => Box::pin(async move {
                 let mut batch = FileBatch::default();
                 batch.take(action);
                 self.write_batch(&batch).await
-            }
+            }),
             Action::EnsureCniDirectory { image, .. } | Action::WriteTmpfilesEntry { image, .. } => {
-                crate::checks::probe::apply_calico_fix(
-                    self.host()?.docker(),
-                    image,
-                    &exec.registries,
-                )
-                .await
-                .map_err(|e| ExecFailure::CalicoFix(Box::new(e)))
+                Box::pin(async move {
+                    crate::checks::probe::apply_calico_fix(
+                        self.host()?.docker(),
+                        image,
+                        &exec.registries,
+                    )
+                    .await
+                    .map_err(|e| ExecFailure::CalicoFix(Box::new(e)))
+                })
             }
-            Action::PullImage { image } => self
-                .host()?
-                .docker()
-                .ensure_image(image, &exec.registries, &mut |_| {})
-                .await
-                .map(drop)
-                .map_err(ExecFailure::from),
+            Action::PullImage { image } => Box::pin(async move {
+                self.host()?
+                    .docker()
+                    .ensure_image(image, &exec.registries, &mut |_| {})
+                    .await
+                    .map(drop)
+                    .map_err(ExecFailure::from)
+            }),
             Action::CreateContainer {
                 name, start, spec, ..
-            } => self.create(name, spec, *start).await,
+            } => Box::pin(async move { self.create(name, spec, *start).await }),
             Action::RecreateContainer {
                 name,
                 start,
                 spec,
                 until_node_ready,
                 ..
-            } => {
+            } => Box::pin(async move {
                 self.recreate(name, spec, *start, until_node_ready.as_deref())
                     .await
+            }),
+            Action::RestoreContainer { name, start } => {
+                Box::pin(async move { self.restore(name, *start).await })
             }
-            Action::RestoreContainer { name, start } => self.restore(name, *start).await,
-            Action::StartContainer { name } => self
-                .host()?
-                .docker()
-                .start_container(name)
-                .await
-                .map_err(ExecFailure::from),
-            Action::RestartContainer { name, .. } => {
+            Action::StartContainer { name } => Box::pin(async move {
+                self.host()?
+                    .docker()
+                    .start_container(name)
+                    .await
+                    .map_err(ExecFailure::from)
+            }),
+            Action::RestartContainer { name, .. } => Box::pin(async move {
                 let docker = self.host()?.docker();
                 docker.stop_container(name).await?;
                 docker.start_container(name).await?;
                 Ok(())
-            }
-            Action::RestartAndCheck { name, check, .. } => {
+            }),
+            Action::RestartAndCheck { name, check, .. } => Box::pin(async move {
                 let host = self.host()?;
                 host.docker().stop_container(name).await?;
                 host.docker().start_container(name).await?;
@@ -164,61 +174,65 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                     .map_err(|e| ExecFailure::Health(Box::new(e))),
                     None => Ok(()),
                 }
-            }
-            Action::RemoveContainer { name, .. } => self
-                .host()?
-                .docker()
-                .remove_container(name)
-                .await
-                .map_err(ExecFailure::from),
-            Action::CleanDirectories { paths } => {
+            }),
+            Action::RemoveContainer { name, .. } => Box::pin(async move {
+                self.host()?
+                    .docker()
+                    .remove_container(name)
+                    .await
+                    .map_err(ExecFailure::from)
+            }),
+            Action::CleanDirectories { paths } => Box::pin(async move {
                 reconcile::clean_directories(self.host()?, &exec.helper_image, paths)
                     .await
                     .map_err(ExecFailure::from)
-            }
-            Action::RemoveEtcdMember { member } => {
+            }),
+            Action::RemoveEtcdMember { member } => Box::pin(async move {
                 etcd_membership::remove_member(self.via()?, member)
                     .await
                     .map_err(ExecFailure::Etcd)
-            }
-            Action::AddEtcdMember { member, peer_url } => {
+            }),
+            Action::AddEtcdMember { member, peer_url } => Box::pin(async move {
                 etcd_membership::add_member(self.via()?, member, peer_url, false)
                     .await
                     .map_err(ExecFailure::Etcd)
-            }
+            }),
             Action::AddEtcdLearner {
                 member, peer_url, ..
-            } => etcd_membership::add_member(self.via()?, member, peer_url, true)
-                .await
-                .map_err(ExecFailure::Etcd),
+            } => Box::pin(async move {
+                etcd_membership::add_member(self.via()?, member, peer_url, true)
+                    .await
+                    .map_err(ExecFailure::Etcd)
+            }),
             // Once the learner's etcd runs and has caught up: retried for that long.
-            Action::PromoteEtcdMember { peer_url, .. } => {
+            Action::PromoteEtcdMember { peer_url, .. } => Box::pin(async move {
                 etcd_membership::promote_member(self.via()?, peer_url, PROMOTE_ATTEMPTS)
                     .await
                     .map_err(ExecFailure::Etcd)
-            }
+            }),
             Action::FixEtcdPermissions { path, empty_first } => {
-                self.fix_etcd_permissions(path, *empty_first).await
+                Box::pin(async move { self.fix_etcd_permissions(path, *empty_first).await })
             }
-            Action::DeleteNode { node } => exec
-                .api()
-                .await?
-                .delete_node(node)
-                .await
-                .map_err(|e| api_failed(&e)),
-            Action::InstallWins { image, .. } => {
+            Action::DeleteNode { node } => Box::pin(async move {
+                exec.api()
+                    .await?
+                    .delete_node(node)
+                    .await
+                    .map_err(|e| api_failed(&e))
+            }),
+            Action::InstallWins { image, .. } => Box::pin(async move {
                 crate::phases::windows::install_wins(self.host()?, image)
                     .await
                     .map(drop)
                     .map_err(|e| ExecFailure::Helper(e.to_string()))
-            }
+            }),
             Action::StartWins {
                 restart,
                 containers,
                 replaced,
                 sweep_image,
                 ..
-            } => {
+            } => Box::pin(async move {
                 let step = crate::phases::windows::WinsStep {
                     install_from: None,
                     start: Some(*restart),
@@ -238,8 +252,8 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                     "wins is ready"
                 );
                 Ok(())
-            }
-            Action::SweepWindowsOrphans { image } => {
+            }),
+            Action::SweepWindowsOrphans { image } => Box::pin(async move {
                 let host = self.host()?;
                 let swept = crate::phases::windows::sweep_orphans(host, image)
                     .await
@@ -248,24 +262,24 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                     tracing::warn!(host = host.name(), stopped = ?swept.stopped, "stopped wins-managed processes that outlived their wins server");
                 }
                 Ok(())
-            }
+            }),
             Action::CleanWindowsHost {
                 unregister_wins,
                 image,
                 ..
-            } => {
+            } => Box::pin(async move {
                 // The plan refuses every Windows prefix but c:/ (the Linux prefix rule would
                 // give `/`).
                 let steps = plan::remove_plan_windows(plan::WINDOWS_PREFIX_PATH, *unregister_wins);
                 crate::phases::windows::remove_windows_host(self.host()?, &steps, image)
                     .await
                     .map_err(|e| ExecFailure::Helper(e.to_string()))
-            }
-            Action::WriteFileSet { dir, files } => {
+            }),
+            Action::WriteFileSet { dir, files } => Box::pin(async move {
                 let files = changeset::desired_files(files);
                 self.write_files(dir, &files, &[], &[], &[]).await
-            }
-            Action::DeletePods { labels } => {
+            }),
+            Action::DeletePods { labels } => Box::pin(async move {
                 let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
                 let deleted = crate::kubeapi::delete_pods_by_labels(exec.api().await?, &labels)
                     .await
@@ -274,8 +288,8 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                     "Deleted {deleted} system pods so they restart with the new CA"
                 ));
                 Ok(())
-            }
-            Action::SaveStateSecret { .. } => {
+            }),
+            Action::SaveStateSecret { .. } => Box::pin(async move {
                 let json = exec
                     .state_json
                     .lock()
@@ -287,16 +301,18 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                     .save_state_secret(&json)
                     .await
                     .map_err(|e| api_failed(&e))
-            }
+            }),
             // Turning encryption off rewrites them once the controlplane hosts applied their
             // part (an identity-first provider file, kube-apiserver restarted).
             Action::RewriteSecrets { .. } | Action::DisableEncryption { .. } => {
-                crate::phases::encryption::rewrite_secrets(exec.api().await?, &exec.reporter)
-                    .await
-                    .map(drop)
-                    .map_err(|e| api_failed(&e))
+                Box::pin(async move {
+                    crate::phases::encryption::rewrite_secrets(exec.api().await?, &exec.reporter)
+                        .await
+                        .map(drop)
+                        .map_err(|e| api_failed(&e))
+                })
             }
-            Action::WriteKubeconfig { path, contents } => {
+            Action::WriteKubeconfig { path, contents } => Box::pin(async move {
                 crate::state::write_atomic(std::path::Path::new(path), contents.bytes(), 0o600)
                     .map_err(|source| ExecFailure::Local {
                         path: path.clone(),
@@ -306,24 +322,26 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                     "Successfully Deployed local admin kubeconfig at [{path}]"
                 ));
                 Ok(())
-            }
-            Action::DeleteLocalFile { path } => match std::fs::remove_file(path) {
-                Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
-                    Err(ExecFailure::Local {
-                        path: path.clone(),
-                        source,
-                    })
+            }),
+            Action::DeleteLocalFile { path } => Box::pin(async move {
+                match std::fs::remove_file(path) {
+                    Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+                        Err(ExecFailure::Local {
+                            path: path.clone(),
+                            source,
+                        })
+                    }
+                    _ => Ok(()),
                 }
-                _ => Ok(()),
-            },
-            Action::CleanLogLinks { dir, image } => {
+            }),
+            Action::CleanLogLinks { dir, image } => Box::pin(async move {
                 crate::phases::log_links::clean_log_links(self.host()?, image, dir)
                     .await
                     .map_err(ExecFailure::from)
-            }
+            }),
             Action::RunOneShot {
                 container, spec, ..
-            } => {
+            } => Box::pin(async move {
                 let logs = self
                     .host()?
                     .docker()
@@ -334,15 +352,15 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                     .unwrap_or_else(|p| p.into_inner())
                     .insert(format!("{}/{container}", self.name), logs);
                 Ok(())
-            }
+            }),
             // The steps `etcd snapshot-save` takes for one member, as one action of `up`.
-            Action::SaveEtcdSnapshot { steps, .. } => {
+            Action::SaveEtcdSnapshot { steps, .. } => Box::pin(async move {
                 for step in steps {
-                    Box::pin(self.run(step)).await?;
+                    self.run(step).await?;
                 }
                 Ok(())
-            }
-            Action::CopySnapshotFrom { from, path, image } => {
+            }),
+            Action::CopySnapshotFrom { from, path, image } => Box::pin(async move {
                 let source = exec
                     .hosts
                     .get(from)
@@ -359,31 +377,34 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                         "{path} is gone from host {from}"
                     )))
                 }
-            }
-            Action::RunUp { .. } => {
+            }),
+            Action::RunUp { .. } => Box::pin(async move {
                 let up = exec.up.as_ref().ok_or_else(|| {
                     ExecFailure::Missing("this command does not run `rkers up`".into())
                 })?;
                 up().await.map_err(ExecFailure::Up)
-            }
+            }),
             Action::LinkLogs {
                 containers,
                 docker_root,
-            } => crate::phases::log_links::link_logs(
-                self.host()?,
-                &exec.helper_image,
-                docker_root,
-                containers,
-            )
-            .await
-            .map_err(ExecFailure::from),
-            Action::ApplyRbac { .. } => exec
-                .api()
-                .await?
-                .apply_authz(exec.rbac)
+            } => Box::pin(async move {
+                crate::phases::log_links::link_logs(
+                    self.host()?,
+                    &exec.helper_image,
+                    docker_root,
+                    containers,
+                )
                 .await
-                .map_err(|e| api_failed(&e)),
-            Action::SyncNode { sync, .. } => {
+                .map_err(ExecFailure::from)
+            }),
+            Action::ApplyRbac { .. } => Box::pin(async move {
+                exec.api()
+                    .await?
+                    .apply_authz(exec.rbac)
+                    .await
+                    .map_err(|e| api_failed(&e))
+            }),
+            Action::SyncNode { sync, .. } => Box::pin(async move {
                 let api = exec.api().await?;
                 // A node planned before its kubelet registered: wait for it.
                 crate::kubeapi::find_node(api, &sync.hostname, 60)
@@ -393,23 +414,27 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                     .await
                     .map(drop)
                     .map_err(|e| api_failed(&e))
-            }
+            }),
             Action::ApplyAddon { plan, .. } | Action::RemoveAddon { plan, .. } => {
-                crate::phases::addons::apply_one(exec.api().await?, plan, &exec.reporter)
-                    .await
-                    .map_err(|e| api_failed(&e))
+                Box::pin(async move {
+                    crate::phases::addons::apply_one(exec.api().await?, plan, &exec.reporter)
+                        .await
+                        .map_err(|e| api_failed(&e))
+                })
             }
-            Action::DeleteWebhookConfiguration { kind, name } => {
+            Action::DeleteWebhookConfiguration { kind, name } => Box::pin(async move {
                 crate::checks::webhooks::delete_config(exec.api().await?, *kind, name)
                     .await
                     .map_err(|e| api_failed(&e))
-            }
+            }),
             Action::CreateWebhookConfiguration {
                 kind, name, object, ..
-            } => crate::checks::webhooks::create_config(exec.api().await?, *kind, name, object)
-                .await
-                .map(drop)
-                .map_err(|e| api_failed(&e)),
+            } => Box::pin(async move {
+                crate::checks::webhooks::create_config(exec.api().await?, *kind, name, object)
+                    .await
+                    .map(drop)
+                    .map_err(|e| api_failed(&e))
+            }),
         }
     }
 

@@ -111,8 +111,8 @@ impl Command for Remove<'_> {
         record::planned(self, changes)
     }
 
-    async fn applier(&mut self, found: &observe::Found) -> Result<apply::Teardown, RemoveError> {
-        Ok(apply::teardown(self, found))
+    async fn applier(&mut self, found: observe::Found) -> Result<apply::Teardown, RemoveError> {
+        Ok(apply::teardown(self, &found))
     }
 
     fn stage_failed(

@@ -78,7 +78,7 @@ pub(super) async fn plan_cluster(
         rewrite_secrets,
         rbac_objects: crate::kubeapi::authz_objects(rbac),
         state,
-        nodes: node_syncs(cluster, loaded.old_current.as_ref(), plan),
+        nodes: node_syncs(cluster, loaded.old_current.as_deref(), plan),
         addons: with_objects,
         existing: loaded.old_current.is_some(),
     };

@@ -32,7 +32,7 @@ pub(super) async fn connect(
     loaded: &Loaded,
     reporter: &Reporter,
 ) -> Result<Connected, UpError> {
-    let old_current = loaded.old_current.as_ref();
+    let old_current = loaded.old_current.as_deref();
     let phase = reporter.phase("connect");
     let targets = cluster.ssh_targets(opts.agent_override);
     let pool = match HostPool::connect(&targets, &opts.ssh).await {

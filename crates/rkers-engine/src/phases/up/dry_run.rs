@@ -1,19 +1,13 @@
 //! `up --dry-run`: the actions the plan step decided, and how an existing cluster would be
 //! rolled; nothing on the hosts changes.
 
-use super::UpError;
 use super::plan::Planned;
 use super::rolling::rolling_summary;
 use super::state::Loaded;
 use crate::cluster::Cluster;
 use crate::output::Reporter;
 
-pub(super) async fn show(
-    cluster: &Cluster,
-    loaded: &Loaded,
-    planned: Planned,
-    reporter: &Reporter,
-) -> Result<(), UpError> {
+pub(super) fn show(cluster: &Cluster, loaded: &Loaded, planned: &Planned, reporter: &Reporter) {
     // The changeset as every command shows it (text, or one `planned` event per action).
     reporter.planned(&planned.shown);
     if reporter.prints_text()
@@ -23,6 +17,4 @@ pub(super) async fn show(
             println!("{line}");
         }
     }
-    planned.pool.close().await;
-    Ok(())
 }

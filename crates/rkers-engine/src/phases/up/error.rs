@@ -156,6 +156,16 @@ pub enum UpError {
     /// A background step (the early worker plane) panicked or was cancelled.
     #[error("a background step of up stopped: {0}")]
     Task(#[from] tokio::task::JoinError),
+    /// A step ran before the one whose result it needs: a bug in the list of steps, not in
+    /// the input.
+    #[error("up's step {step} ran before {needs}")]
+    StepOutOfOrder {
+        step: rkers_core::diff::up::UpStep,
+        needs: &'static str,
+    },
+    /// Hosts of a stage failed (the driver's form; `up`'s own steps fail with their errors).
+    #[error("{0}")]
+    Stage(#[from] crate::phases::driver::StageFailed),
 }
 
 fn not_ready(
@@ -225,6 +235,7 @@ impl HostContext for UpError {
             | UpError::KeptNotDropped { host, .. }
             | UpError::NodeNotReady { host, .. } => vec![host],
             UpError::AddonsDeploy(e) => e.hosts(),
+            UpError::Stage(e) => e.hosts(),
             UpError::Cluster(_)
             | UpError::Adoption(_)
             | UpError::State(_)
@@ -240,7 +251,8 @@ impl HostContext for UpError {
             | UpError::RemovedApis(_)
             | UpError::NoEtcdMember
             | UpError::EncryptionOff(_)
-            | UpError::Task(_) => Vec::new(),
+            | UpError::Task(_)
+            | UpError::StepOutOfOrder { .. } => Vec::new(),
         }
     }
 }

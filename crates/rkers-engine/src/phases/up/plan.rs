@@ -90,15 +90,12 @@ pub(super) async fn plan(
         prefetched,
     } = connected;
     let (old, old_current, state) = (&loaded.old, &loaded.old_current, &loaded.state);
-    let phase = reporter.phase("plan");
     let facts = crate::phases::host_facts(&pool);
     let windows_problems = plan::validate_windows(&cluster.config, &facts);
     if !windows_problems.is_empty() {
-        let e = UpError::Windows {
+        return Err(UpError::Windows {
             problems: windows_problems,
-        };
-        phase.fail(&e.to_string());
-        return Err(e);
+        });
     }
     let etcd = plan::EtcdContext::fresh();
     let cluster_plan = build_plan(cluster, opts, state, &facts, &etcd)?;
@@ -143,7 +140,7 @@ pub(super) async fn plan(
         opts.force,
         &cluster.files.state_path,
     )?;
-    if let Err(e) = super::free_ports::check(
+    super::free_ports::check(
         cluster,
         opts,
         &pool,
@@ -151,11 +148,7 @@ pub(super) async fn plan(
         &observed,
         ports_checked,
     )
-    .await
-    {
-        phase.fail(&e.to_string());
-        return Err(e);
-    }
+    .await?;
     let mut all_actions = Vec::new();
     let mut actions = BTreeMap::new();
     for host_plan in &cluster_plan.hosts {
@@ -279,7 +272,7 @@ pub(super) async fn plan(
     )?;
     let removed = observe_removed(
         cluster,
-        old_current.as_ref(),
+        old_current.as_deref(),
         &recon,
         removed_pool.as_ref(),
         &mut all_actions,
@@ -333,7 +326,6 @@ pub(super) async fn plan(
             actions: cluster_planned.actions.clone(),
         });
     }
-    phase.done();
     Ok(Planned {
         cluster: cluster_planned,
         rbac: super::cluster_actions::rbac(cluster),

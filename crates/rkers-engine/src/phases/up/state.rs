@@ -14,7 +14,8 @@ pub(super) struct Loaded {
     /// The state file as found, if any.
     pub(super) old: Option<StateFile>,
     /// The cluster.yml the previous run applied.
-    pub(super) old_current: Option<RkeConfig>,
+    /// Boxed: a config is 10 KiB, and `Loaded` moves through several debug-build frames.
+    pub(super) old_current: Option<Box<RkeConfig>>,
     /// The state this run writes: `desiredState` is what it applies.
     pub(super) state: StateFile,
     /// What the run does to the cluster's minor (always `Same` for a new cluster).
@@ -33,6 +34,7 @@ pub(super) fn load(
         .and_then(|s| s.current_state.rke_config.as_ref())
         .map(RkeConfig::from_state_json)
         .transpose()
+        .map(|c| c.map(Box::new))
         .map_err(|source| UpError::StateConfig {
             path: cluster.files.state_path.clone(),
             source,

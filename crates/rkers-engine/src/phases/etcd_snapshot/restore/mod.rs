@@ -90,9 +90,9 @@ impl<'c> Command for Restore<'c> {
 
     async fn applier(
         &mut self,
-        found: &observe::Found,
+        found: observe::Found,
     ) -> Result<apply::Restorer<'c>, SnapshotError> {
-        Ok(apply::restorer(self, found))
+        Ok(apply::restorer(self, &found))
     }
 
     fn stage_failed(

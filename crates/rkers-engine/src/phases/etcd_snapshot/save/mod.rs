@@ -110,8 +110,8 @@ impl Command for Save<'_> {
         record::planned(self, changes)
     }
 
-    async fn applier(&mut self, found: &observe::Found) -> Result<apply::Saver, SnapshotError> {
-        Ok(apply::saver(self, found))
+    async fn applier(&mut self, found: observe::Found) -> Result<apply::Saver, SnapshotError> {
+        Ok(apply::saver(self, &found))
     }
 
     fn stage_failed(
