@@ -287,3 +287,79 @@ fn the_engine_depends_on_no_server_database_or_completion_crate() {
         );
     }
 }
+
+/// The public functions of `text` (any `pub`, `pub(crate)`, `pub(super)`) whose error is a bare
+/// `String`, by name.
+fn public_string_errors(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("pub") {
+        let decl = &rest[at..];
+        rest = &rest[at + 3..];
+        let after_vis = match decl[3..].trim_start() {
+            s if s.starts_with('(') => s.split_once(')').map_or("", |(_, r)| r).trim_start(),
+            s => s,
+        };
+        let after_async = after_vis
+            .strip_prefix("async ")
+            .unwrap_or(after_vis)
+            .trim_start();
+        let Some(sig) = after_async.strip_prefix("fn ") else {
+            continue;
+        };
+        let end = sig.find(['{', ';']).unwrap_or(sig.len());
+        let compact: String = sig[..end]
+            .split_whitespace()
+            .take_while(|word| *word != "where")
+            .collect();
+        if let Some((_, ret)) = compact.rsplit_once("->")
+            && ret.starts_with("Result<")
+            && ret.ends_with(",String>")
+        {
+            out.push(
+                compact
+                    .split(['(', '<'])
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+        }
+    }
+    out
+}
+
+#[test]
+fn no_public_function_fails_with_a_bare_string() {
+    // Errors keep their type up to the command (issue 28): a caller can match on them, and the
+    // final event finds the failed hosts in them. A file's private helpers may still use text.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for src in ["src", "crates/rkers-core/src", "crates/rkers-engine/src"] {
+        collect(&root.join(src), &mut files);
+    }
+    assert!(files.len() > 100, "{}", files.len());
+    let found: Vec<String> = files
+        .iter()
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            public_string_errors(&text)
+                .into_iter()
+                .map(move |name| format!("{}: {name}", f.display()))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "public functions failing with a String:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_string_error_finder_sees_each_visibility() {
+    let text = "pub fn a() -> Result<(), String> {}\n\
+                pub(crate) async fn b(x: u8)\n    -> Result<Vec<u8>, String>\nwhere T: X {}\n\
+                fn private() -> Result<(), String> {}\n\
+                pub fn typed() -> Result<(), Error> {}\n\
+                pub(super) fn c() -> Result<BTreeMap<String, String>, String>;";
+    assert_eq!(public_string_errors(text), ["a", "b", "c"]);
+}

@@ -20,6 +20,15 @@ pub const PREVIOUS_KEY: &str = "rkersPrevious";
 /// The state a run in progress replaces.
 pub const CANDIDATE_KEY: &str = "rkersRunningFrom";
 
+/// A run recorded in the state file that does not parse. The reason is serde's text, kept as
+/// text so the outcome compares equal in tests.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {reason}")]
+pub struct RecordUnreadable {
+    pub key: &'static str,
+    pub reason: String,
+}
+
 /// One earlier state of the cluster, as a rollback needs it.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct PreviousRun {
@@ -69,14 +78,19 @@ impl PreviousRun {
 
 impl StateFile {
     /// The previous successful run's state, if one is recorded.
-    pub fn previous(&self) -> Result<Option<PreviousRun>, String> {
+    pub fn previous(&self) -> Result<Option<PreviousRun>, RecordUnreadable> {
         self.recorded(PREVIOUS_KEY)
     }
 
-    fn recorded(&self, key: &str) -> Result<Option<PreviousRun>, String> {
+    fn recorded(&self, key: &'static str) -> Result<Option<PreviousRun>, RecordUnreadable> {
         self.extra
             .get(key)
-            .map(|v| serde_json::from_value(v.clone()).map_err(|e| format!("{key}: {e}")))
+            .map(|v| {
+                serde_json::from_value(v.clone()).map_err(|e| RecordUnreadable {
+                    key,
+                    reason: e.to_string(),
+                })
+            })
             .transpose()
     }
 
@@ -145,7 +159,7 @@ pub enum RollbackRefused {
     #[error(
         "the recorded previous run cannot be read ({0}); run `rkers up` with the old cluster.yml"
     )]
-    Unreadable(String),
+    Unreadable(RecordUnreadable),
     #[error(
         "rolling back from {from} to {to} crosses back over a Kubernetes minor: the newer \
          control plane may have rewritten objects in etcd that {to} cannot read. Run \

@@ -414,17 +414,15 @@ pub fn certificates(node: &str, certs: &[CertExpiry], now: OffsetDateTime) -> Fi
 }
 
 /// Reads a host's certificates from /etc/kubernetes (the helper `cert list` uses).
-pub async fn host_certificates(c: &RkeConfig, host: &Arc<Host>) -> Result<Vec<CertExpiry>, String> {
+pub async fn host_certificates(
+    c: &RkeConfig,
+    host: &Arc<Host>,
+) -> Result<Vec<CertExpiry>, crate::hosts::HostError> {
     let prefix = plan::host_prefix_path(&c.prefix_path, &host.facts().operating_system);
     let dir = plan::join_path(&[&prefix, "/etc/kubernetes"]);
     let image = &c.system_images.cert_downloader;
-    host.docker()
-        .ensure_image(image, &[], &mut |_| {})
-        .await
-        .map_err(|e| e.to_string())?;
-    let files = crate::phases::files::read_dir(host.docker(), &dir, image)
-        .await
-        .map_err(|e| e.to_string())?;
+    host.docker().ensure_image(image, &[], &mut |_| {}).await?;
+    let files = crate::phases::files::read_dir(host.docker(), &dir, image).await?;
     Ok(deployed_expiry(host.name(), &files))
 }
 
@@ -437,7 +435,8 @@ pub struct EtcdStatus {
     pub db_size: u64,
 }
 
-pub fn parse_endpoint_status(json: &str) -> Result<Vec<EtcdStatus>, String> {
+/// One of its own file's: the caller turns a failure into the finding's text.
+fn parse_endpoint_status(json: &str) -> Result<Vec<EtcdStatus>, String> {
     let v: serde_json::Value =
         serde_json::from_str(json.trim()).map_err(|e| format!("etcdctl endpoint status: {e}"))?;
     let arr = v

@@ -71,7 +71,7 @@ pub enum ExecFailure {
     },
     /// `rkers up`, run as the last step of a snapshot restore.
     #[error("{0}")]
-    Up(String),
+    Up(UpFailure),
     /// A replacement container could not be created or started; `restored` is why the
     /// previous container could not be put back (`None`: it runs again under its name).
     #[error("{cause}; {}", restore_outcome(.restored.as_deref()))]
@@ -167,7 +167,11 @@ pub struct Executor<'a> {
 /// Runs `rkers up` (a snapshot restore's last step). Given by the command as a closure: `up`
 /// applies its own actions through an executor, and a future cannot contain itself.
 pub type RunUp<'a> =
-    Box<dyn Fn() -> futures::future::BoxFuture<'a, Result<(), String>> + Send + Sync + 'a>;
+    Box<dyn Fn() -> futures::future::BoxFuture<'a, Result<(), UpFailure>> + Send + Sync + 'a>;
+
+/// What [`RunUp`] fails with: `up`'s own error, whose type the executor cannot name (`up`
+/// imports the executor), kept whole for the command that gave the closure.
+pub type UpFailure = Box<dyn std::error::Error + Send + Sync>;
 
 impl<'a> Executor<'a> {
     pub fn new(

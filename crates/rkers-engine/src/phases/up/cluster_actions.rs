@@ -45,7 +45,12 @@ pub(super) async fn plan_cluster(
     reporter: &Reporter,
 ) -> Result<PlannedCluster, UpError> {
     let addons = crate::phases::addons::addon_plans(cluster).await?;
-    let addons = keep_deployed(cluster, loaded.old_current.is_some(), addons, reporter).await?;
+    // One client for everything this step reads; a new cluster has no API server yet.
+    let api = match loaded.old_current {
+        None => Err(ManifestsUnread::NewCluster),
+        Some(_) => connect(cluster).await,
+    };
+    let addons = keep_deployed(api.as_ref(), addons, reporter).await?;
     let mut with_objects = Vec::new();
     for a in &addons {
         let objects = crate::phases::addons::manifest_objects(a)?;
@@ -82,19 +87,21 @@ pub(super) async fn plan_cluster(
         addons: with_objects,
         existing: loaded.old_current.is_some(),
     };
-    let observed = match loaded.old_current {
-        // A new cluster has no API server to read yet.
+    let read = match &api {
+        Err(ManifestsUnread::NewCluster) => None,
+        Err(e) => Some(Err(e.to_string())),
+        Ok(api) => Some(observe(api, &addons, rbac).await),
+    };
+    let observed = match read {
         None => ClusterObserved::Unread,
-        Some(_) => match observe(cluster, &addons, rbac).await {
-            Ok(read) => ClusterObserved::Read(read),
-            Err(e) => {
-                reporter.warn(format!(
-                    "the Kubernetes API could not be read ({e}): RBAC, the state Secret, node \
-                     labels and taints and every addon are planned as changes"
-                ));
-                ClusterObserved::Unread
-            }
-        },
+        Some(Ok(read)) => ClusterObserved::Read(read),
+        Some(Err(e)) => {
+            reporter.warn(format!(
+                "the Kubernetes API could not be read ({e}): RBAC, the state Secret, node \
+                 labels and taints and every addon are planned as changes"
+            ));
+            ClusterObserved::Unread
+        }
     };
     Ok(PlannedCluster {
         actions: cluster_actions(&desired, &observed),
@@ -106,8 +113,7 @@ pub(super) async fn plan_cluster(
 /// read here, before anything else is decided; each says so in one line, in the dry run as in
 /// the run. A cluster that runs none of it is refused before anything changes.
 async fn keep_deployed(
-    cluster: &Cluster,
-    existing: bool,
+    api: Result<&KubeApi, &ManifestsUnread>,
     addons: Vec<crate::addons::AddonPlan>,
     reporter: &Reporter,
 ) -> Result<Vec<crate::addons::AddonPlan>, crate::addons::AddonError> {
@@ -119,12 +125,15 @@ async fn keep_deployed(
     if unbundled.is_empty() {
         return Ok(addons);
     }
-    let read = if existing {
-        read_stored_manifests(cluster, &unbundled).await
-    } else {
-        Err(ManifestsUnread::NewCluster)
+    let stored;
+    let read = match api {
+        Ok(api) => {
+            stored = read_stored_manifests(api, &unbundled).await;
+            stored.as_ref()
+        }
+        Err(e) => Err(e),
     };
-    let (addons, notes) = crate::addons::render::keep_deployed(addons, read.as_ref())?;
+    let (addons, notes) = crate::addons::render::keep_deployed(addons, read)?;
     for note in notes {
         reporter.warn(note);
     }
@@ -133,13 +142,12 @@ async fn keep_deployed(
 
 /// The manifests RKE1's ConfigMaps hold for `resources`, read only.
 async fn read_stored_manifests(
-    cluster: &Cluster,
+    api: &KubeApi,
     resources: &[&str],
 ) -> Result<BTreeMap<String, String>, ManifestsUnread> {
-    let api = connect(cluster).await?;
     let mut out = BTreeMap::new();
     for resource in resources {
-        if let Some(manifest) = crate::addons::apply::stored_manifest(&api, resource).await? {
+        if let Some(manifest) = crate::addons::apply::stored_manifest(api, resource).await? {
             out.insert(resource.to_string(), manifest);
         }
     }
@@ -165,11 +173,10 @@ pub(super) fn rbac(cluster: &Cluster) -> bool {
 /// What the cluster holds, read only: the RBAC objects and addons are each server-side
 /// applied as a dry run and compared with what is stored.
 async fn observe(
-    cluster: &Cluster,
+    api: &KubeApi,
     addons: &[crate::addons::AddonPlan],
     rbac: bool,
 ) -> Result<ApiObserved, String> {
-    let api = connect(cluster).await.map_err(|e| e.to_string())?;
     let state_secret = match api.read_state_secret().await.map_err(|e| e.to_string())? {
         Some(text) => {
             Some(comparable(serde_json::from_str(&text).map_err(|e| {
@@ -187,7 +194,7 @@ async fn observe(
     let rbac_changed = api.authz_changes(rbac).await.map_err(|e| e.to_string())?;
     let mut seen = BTreeMap::new();
     for a in addons {
-        let observed = crate::addons::apply::observe_addon(&api, a)
+        let observed = crate::addons::apply::observe_addon(api, a)
             .await
             .map_err(|e| e.to_string())?;
         seen.insert(a.resource.to_string(), observed);

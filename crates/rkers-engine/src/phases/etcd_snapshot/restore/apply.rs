@@ -37,9 +37,10 @@ pub(super) fn restorer<'c>(command: &Restore<'c>, found: &Found) -> Restorer<'c>
         let up_failure = up_failure.clone();
         Box::pin(async move {
             up(cluster, up_opts, &reporter).await.map_err(|e| {
-                let text = e.to_string();
-                *up_failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                text
+                // The executor reports it; the stage's failure hands it back whole (record.rs).
+                let e = Arc::new(e);
+                *up_failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.clone());
+                Box::new(e) as crate::phases::executor::UpFailure
             })
         })
     }));

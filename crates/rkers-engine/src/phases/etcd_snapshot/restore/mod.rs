@@ -63,7 +63,7 @@ struct Restore<'c> {
     s3: Option<&'c S3BackupConfig>,
     image: String,
     /// `up`'s error as it is, for the command's own (the executor reports its text).
-    up_failure: Arc<Mutex<Option<UpError>>>,
+    up_failure: Arc<Mutex<Option<Arc<UpError>>>>,
 }
 
 impl<'c> Command for Restore<'c> {

@@ -7,6 +7,7 @@ use crate::phases::driver::OnFailure;
 use crate::phases::etcd_snapshot::SnapshotError;
 use rkers_core::changeset::Changeset;
 use rkers_core::diff::snapshot::{self, RestoreStage};
+use std::sync::Arc;
 
 /// The plan phase's line: hosts that cannot be used are named, the error says why.
 pub(super) fn plan_failure(error: &SnapshotError) -> String {
@@ -44,8 +45,10 @@ pub(super) fn stage_failed(
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .take();
-            match taken {
-                Some(cause) => SnapshotError::Up { name, cause },
+            // The executor's copy went with its report: this one is the last.
+            match taken.map(Arc::try_unwrap) {
+                Some(Ok(cause)) => SnapshotError::Up { name, cause },
+                Some(Err(_)) => SnapshotError::RestoreFailed { name, failures },
                 // The executor found no `up` to run: etcd was stopped already.
                 None => SnapshotError::RestoreFailed { name, failures },
             }
