@@ -319,17 +319,23 @@ const KUBE_NODE_KEY: &str = "/etc/kubernetes/ssl/kube-node-key.pem";
 const KUBE_CA_CERT: &str = "/etc/kubernetes/ssl/kube-ca.pem";
 const CANAL_API_ROOT: &str = "https://127.0.0.1:6443";
 
-/// A minijinja environment with every ported template and the functions they call.
+/// The ported template of a KDM template key, if rkers bundles it.
+fn template_source(key: &str) -> Option<&'static str> {
+    TEMPLATES
+        .iter()
+        .find(|(name, _)| *name == key)
+        .map(|(_, body)| *body)
+}
+
+/// A minijinja environment with the functions the ported templates call. Templates are not
+/// added to it: [`render_template`] compiles only the one it renders, since compiling all of
+/// them (8.5 MiB of text) on every plan paged the whole text into memory (issue 31: peak RSS).
 pub fn environment() -> Environment<'static> {
     let mut env = Environment::new();
     let mut syntax = minijinja::syntax::SyntaxConfig::builder();
     syntax.keep_trailing_newline(true);
     env.set_syntax(syntax.build().expect("default delimiters"));
     env.set_formatter(go_formatter);
-    for (name, body) in TEMPLATES {
-        env.add_template(name, body)
-            .unwrap_or_else(|e| panic!("ported template {name} does not parse: {e}"));
-    }
     env.add_function("toYaml", |v: Value| -> Result<String, minijinja::Error> {
         let json: serde_json::Value = serde_json::to_value(&v).map_err(|e| {
             minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e.to_string())
@@ -445,9 +451,13 @@ pub fn render_template(
     key: &str,
     vars: &serde_json::Value,
 ) -> Result<String, AddonError> {
+    let source = template_source(key).ok_or_else(|| AddonError::NoTemplate(key.to_string()))?;
     let template = env
-        .get_template(key)
-        .map_err(|_| AddonError::NoTemplate(key.to_string()))?;
+        .template_from_named_str(key, source)
+        .map_err(|e| AddonError::Render {
+            template: key.to_string(),
+            message: format!("{e:#}"),
+        })?;
     template
         .render(minijinja::value::Serde(vars))
         .map_err(|e| AddonError::Render {
@@ -773,7 +783,7 @@ fn system_plan(
         unbundled: false,
     };
     if let Some((key, vars)) = selected {
-        if env.get_template(&key).is_ok() {
+        if template_source(&key).is_some() {
             plan.manifest = Some(render_template(env, &key, &vars)?);
         } else {
             plan.unbundled = true;
