@@ -266,8 +266,8 @@ impl ApplyStep<UpStep, UpError> for Apply<'_> {
         stage: &'s Stage<UpStep>,
         runner: &'s Runner,
     ) -> Result<(), StepFailure<UpError>> {
-        let fut = self.step(stage.phase, runner);
-        eprintln!("SIZE up step future: {}", std::mem::size_of_val(&fut));
-        Box::pin(fut).await.map_err(StepFailure::Command)
+        self.step(stage.phase, runner)
+            .await
+            .map_err(StepFailure::Command)
     }
 }
