@@ -755,3 +755,35 @@ fn rollback_without_a_previous_run_is_refused_with_the_way_back() {
             "`rkers up` with the old cluster.yml",
         ));
 }
+
+#[test]
+fn an_unwritable_stderr_keeps_the_commands_own_exit_code() {
+    // A full disk (here /dev/full) or a closed pipe under stderr: the command ends with its
+    // own outcome, not a panic (exit 101) from a line it could not print.
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write_cluster(
+        dir.path(),
+        "bad.yml",
+        "nodes:\n  - address: 10.0.0.1\n    user: root\n    role: [worker, bogus]\n",
+    );
+    let invalid = std::process::Command::new(assert_cmd::cargo::cargo_bin("rkers"))
+        .args(["up", "--config"])
+        .arg(&bad)
+        .stderr(full())
+        .status()
+        .unwrap();
+    assert_eq!(invalid.code(), Some(2), "{invalid:?}");
+    let missing = std::process::Command::new(assert_cmd::cargo::cargo_bin("rkers"))
+        .args(["up", "--config", "/nonexistent/cluster.yml"])
+        .stderr(full())
+        .stdout(full())
+        .status()
+        .unwrap();
+    assert_eq!(missing.code(), Some(1), "{missing:?}");
+}

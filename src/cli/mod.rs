@@ -73,7 +73,7 @@ pub fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             let message = format!("cannot start the async runtime: {e}");
-            eprintln!("error: {message}");
+            crate::output::stderr_line(format_args!("error: {message}"));
             reporter.finish_run(1, Some(&message));
             return ExitCode::from(1);
         }
@@ -102,13 +102,13 @@ pub fn main() -> ExitCode {
         Ok(Ok(())) => (0, None),
         Ok(Err(e)) => {
             let report = e.report().redacted(crate::output::redact);
-            eprintln!("error: {}", report.message);
+            crate::output::stderr_line(format_args!("error: {}", report.message));
             (e.exit_code(), Some(report))
         }
         Err(signal) => {
             terminal.restore();
             let message = signal.message();
-            eprintln!("{message}");
+            crate::output::stderr_line(&message);
             // What the dropped run left to undo (a node it cordoned) gets a short while.
             runtime.block_on(crate::phases::finish_interrupted(INTERRUPT_CLEANUP));
             // A thread blocked reading the terminal (a passphrase prompt) never returns: do not

@@ -125,6 +125,20 @@ fn action_event(
     e
 }
 
+/// One line on stderr. A stderr that cannot be written (a full disk, a closed pipe) must not
+/// stop a command halfway through its changes: `eprintln!` panics there (exit 101, and its own
+/// message is lost the same way), so the line is dropped instead.
+pub fn stderr_line(line: impl std::fmt::Display) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// Text on stdout, dropped when stdout cannot be written (see [`stderr_line`]).
+pub fn stdout_text(text: impl std::fmt::Display) {
+    let mut out = std::io::stdout().lock();
+    let _ = write!(out, "{text}");
+    let _ = out.flush();
+}
+
 /// The reporter of the running command, for notices from code that has none at hand (a host
 /// key recorded while connecting).
 static CURRENT: Mutex<Option<Reporter>> = Mutex::new(None);
@@ -134,7 +148,7 @@ pub fn notice(message: impl Into<String>) {
     let current = CURRENT.lock().unwrap_or_else(|p| p.into_inner()).clone();
     match current {
         Some(r) => r.warn(message),
-        None => eprintln!("warning: {}", redact(&message.into())),
+        None => stderr_line(format_args!("warning: {}", redact(&message.into()))),
     }
 }
 
@@ -268,13 +282,13 @@ impl Reporter {
                 let mut out = std::io::stdout().lock();
                 let _ = writeln!(out, "{line}");
             }
-            Renderer::Plain => eprintln!("{}", plain_line(&event)),
+            Renderer::Plain => stderr_line(plain_line(&event)),
             Renderer::Quiet => {
                 if matches!(
                     event.status,
                     Status::Failed | Status::Warning | Status::Interrupted
                 ) {
-                    eprintln!("{}", plain_line(&event));
+                    stderr_line(plain_line(&event));
                 }
             }
             Renderer::Progress { multi, bars } => render_progress(multi, bars, &event),
@@ -346,7 +360,7 @@ impl Reporter {
                 }
             }
         } else {
-            print!("{}", crate::diff::render_dry_run(hosts));
+            stdout_text(crate::diff::render_dry_run(hosts));
         }
     }
 

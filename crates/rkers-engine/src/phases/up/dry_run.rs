@@ -14,7 +14,7 @@ pub(super) fn show(cluster: &Cluster, loaded: &Loaded, planned: &Planned, report
         && let Some(old) = &loaded.old_current
     {
         for line in rolling_summary(cluster, old, &planned.plan, &planned.actions) {
-            println!("{line}");
+            crate::output::stdout_text(format_args!("{line}\n"));
         }
     }
 }
