@@ -97,116 +97,85 @@ impl<'c> Apply<'c> {
     ) -> BoxFuture<'s, Result<(), UpError>> {
         let (cluster, run) = (self.cluster, self.run.clone());
         match step {
-            UpStep::BeforeChanges => Box::pin(async move {
-                let run = &run;
-                snapshot::apply_before_changes(run, runner).await
-            }),
-            UpStep::DisableEncryption => Box::pin(async move {
-                let run = &run;
-                cluster::disable_encryption(run, &run.reporter).await
-            }),
+            UpStep::BeforeChanges => {
+                Box::pin(async move { snapshot::apply_before_changes(&run, runner).await })
+            }
+            UpStep::DisableEncryption => {
+                Box::pin(async move { cluster::disable_encryption(&run, &run.reporter).await })
+            }
             UpStep::Files => Box::pin(async move {
-                let run = &run;
-                files::apply_files(run, runner).await?;
+                files::apply_files(&run, runner).await?;
                 Ok(cluster.write_admin_kubeconfig(&run.bundle, &run.reporter)?)
             }),
             // etcd and control plane hosts pull first, so they never queue behind the workers
             // at a registry; the worker-only hosts of a new cluster pull in the early task.
-            UpStep::Images => Box::pin(async move {
-                let run = &run;
-                files::pull_images(run, runner, &self.worker_only).await
-            }),
+            UpStep::Images => {
+                Box::pin(async move { files::pull_images(&run, runner, &self.worker_only).await })
+            }
             UpStep::EarlyKubelets => Box::pin(self.start_early_kubelets(runner)),
-            UpStep::Wins => Box::pin(async move {
-                let run = &run;
-                windows::prepare_windows(run, runner).await
-            }),
-            UpStep::EtcdMembersLeave => Box::pin(async move {
-                let run = &run;
-                etcd_members::remove_etcd_members(run, runner).await
-            }),
-            UpStep::EtcdMembersJoin => Box::pin(async move {
-                let run = &run;
-                etcd_members::join_etcd_members(run, runner).await
-            }),
+            UpStep::Wins => Box::pin(async move { windows::prepare_windows(&run, runner).await }),
+            UpStep::EtcdMembersLeave => {
+                Box::pin(async move { etcd_members::remove_etcd_members(&run, runner).await })
+            }
+            UpStep::EtcdMembersJoin => {
+                Box::pin(async move { etcd_members::join_etcd_members(&run, runner).await })
+            }
             // kube-apiserver retries etcd itself: a new cluster starts both at once and waits
             // for their health after.
-            UpStep::StartEtcdAndControlPlane => Box::pin(async move {
-                let run = &run;
-                planes::start_etcd_and_control_plane(run, runner).await
-            }),
-            UpStep::EtcdPlane => Box::pin(async move {
-                let run = &run;
-                etcd::etcd_plane(run, runner).await
-            }),
+            UpStep::StartEtcdAndControlPlane => {
+                Box::pin(async move { planes::start_etcd_and_control_plane(&run, runner).await })
+            }
+            UpStep::EtcdPlane => Box::pin(async move { etcd::etcd_plane(&run, runner).await }),
             UpStep::ControlPlane => Box::pin(async move {
-                let run = &run;
-                planes::plane(run, runner, "control plane", CONTROL_PLANE, |h| {
+                planes::plane(&run, runner, "control plane", CONTROL_PLANE, |h| {
                     h.roles.controlplane
                 })
                 .await
             }),
             // Through the API server the cluster already has, within upgrade_strategy's budgets.
             UpStep::UpgradeControlPlane => Box::pin(async move {
-                let run = &run;
                 let old = self.old(step)?;
                 let upgrade_api = cluster::existing_api(cluster).await?;
-                rolling::upgrade_control_plane(cluster, old, run, runner, upgrade_api.as_ref())
+                rolling::upgrade_control_plane(cluster, old, &run, runner, upgrade_api.as_ref())
                     .await
             }),
             UpStep::Authz => Box::pin(async move {
-                let run = &run;
-                self.api = Some(cluster::authz(cluster, run).await?);
+                self.api = Some(cluster::authz(cluster, &run).await?);
                 Ok(())
             }),
-            UpStep::RewriteSecrets => Box::pin(async move {
-                let run = &run;
-                cluster::rewrite_secrets(run).await
-            }),
+            UpStep::RewriteSecrets => Box::pin(async move { cluster::rewrite_secrets(&run).await }),
             UpStep::UpgradeWorkerPlane => Box::pin(async move {
-                let run = &run;
                 let old = self.old(step)?;
-                rolling::upgrade_worker_plane(cluster, old, run, runner, self.api.as_ref()).await
+                rolling::upgrade_worker_plane(cluster, old, &run, runner, self.api.as_ref()).await
             }),
             UpStep::SaveState => Box::pin(async move {
-                let run = &run;
                 let state = self.state.take().ok_or(UpError::StepOutOfOrder {
                     step,
                     needs: "the state load (it ran twice)",
                 })?;
-                self.saved = Some(cluster::save_state(cluster, state, run).await?);
+                self.saved = Some(cluster::save_state(cluster, state, &run).await?);
                 Ok(())
             }),
             UpStep::NodeRegistration => Box::pin(async move {
-                let run = &run;
                 if let Some(early) = self.early_task.join_next().await {
                     early??;
                 }
                 if !self.early.is_empty() {
                     let api = self.api(step)?;
-                    cluster::wait_registered(run, &self.early, api, &run.reporter).await;
+                    cluster::wait_registered(&run, &self.early, api, &run.reporter).await;
                 }
                 Ok(())
             }),
             // kube-proxy everywhere, and the worker components of etcd and control plane hosts.
             UpStep::WorkerPlane => Box::pin(async move {
-                let run = &run;
-                planes::plane(run, runner, "worker plane", WORKER_PLANE, |_| true).await
+                planes::plane(&run, runner, "worker plane", WORKER_PLANE, |_| true).await
             }),
-            UpStep::Nodes => Box::pin(async move {
-                let run = &run;
-                nodes::sync_nodes(run).await
-            }),
-            UpStep::RemovedHosts => Box::pin(async move {
-                let run = &run;
-                removed_hosts::remove_hosts(run, runner).await
-            }),
-            UpStep::LogLinks => Box::pin(async move {
-                let run = &run;
-                nodes::link_logs(run, runner).await
-            }),
+            UpStep::Nodes => Box::pin(async move { nodes::sync_nodes(&run).await }),
+            UpStep::RemovedHosts => {
+                Box::pin(async move { removed_hosts::remove_hosts(&run, runner).await })
+            }
+            UpStep::LogLinks => Box::pin(async move { nodes::link_logs(&run, runner).await }),
             UpStep::Addons => Box::pin(async move {
-                let run = &run;
                 let api = self.api(step)?;
                 crate::phases::addons::deploy_addons(
                     cluster,
@@ -219,12 +188,11 @@ impl<'c> Apply<'c> {
                 Ok(())
             }),
             UpStep::FinishState => Box::pin(async move {
-                let run = &run;
                 let saved = self.saved.take().ok_or(UpError::StepOutOfOrder {
                     step,
                     needs: "save state",
                 })?;
-                cluster::finish_state(cluster, saved, run)
+                cluster::finish_state(cluster, saved, &run)
             }),
         }
     }

@@ -45,12 +45,11 @@ pub(super) fn stage_failed(
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .take();
-            // The executor's copy went with its report: this one is the last.
+            // The executor's copy went with its report: this one is the last. None: the
+            // executor found no `up` to run (etcd was stopped already).
             match taken.map(Arc::try_unwrap) {
                 Some(Ok(cause)) => SnapshotError::Up { name, cause },
-                Some(Err(_)) => SnapshotError::RestoreFailed { name, failures },
-                // The executor found no `up` to run: etcd was stopped already.
-                None => SnapshotError::RestoreFailed { name, failures },
+                Some(Err(_)) | None => SnapshotError::RestoreFailed { name, failures },
             }
         }
     })
