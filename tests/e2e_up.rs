@@ -79,11 +79,32 @@ async fn cluster_lifecycle_on_the_sandbox() {
     let before = sb.container_ids(&hosts);
     let plan = cluster.dry_run();
     assert!(plan.contains("0 actions on 3 hosts"), "{plan}");
-    cluster.up();
+    let since = sb.on_host("host1", "date +%s").trim().to_string();
+    let noop = cluster.up();
     assert_eq!(
         sb.container_ids(&hosts),
         before,
         "a no-op up must not recreate containers"
+    );
+    // The etcd member report comes from etcd's JSON gateway, not an `etcdctl` exec in the etcd
+    // container (a third of a no-op's time when it did).
+    assert!(
+        noop.contains(&format!(
+            "etcd cluster has 1 members: etcd-host1 (https://{}:2380)",
+            sb.ip(1)
+        )),
+        "{noop}"
+    );
+    let etcdctl_execs = sb.on_host(
+        "host1",
+        &format!(
+            "docker events --since {since} --until 0s --filter event=exec_create \
+             --filter container=etcd --format '{{{{.Action}}}}'"
+        ),
+    );
+    assert!(
+        !etcdctl_execs.contains("member list"),
+        "the no-op up ran etcdctl in the etcd container: {etcdctl_execs}"
     );
 
     // A file RKE1's deployer manages but the config no longer asks for is deleted (§13).

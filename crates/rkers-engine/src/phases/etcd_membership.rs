@@ -2,6 +2,9 @@
 //! environment already names the endpoint and the certificates (§14.1); no etcd client library
 //! is needed and nothing is dialled from the workstation. Members are joined one at a time, as
 //! learners where etcd takes them (§16.3), and removed before their containers go (§16.4).
+//! The member report every `up` prints asks etcd's JSON gateway first, from the node as the
+//! health check does: one request instead of a container exec, which is most of what a no-op
+//! `up` spends on etcd.
 
 use crate::hosts::{Host, HostError};
 use std::time::Duration;
@@ -76,6 +79,69 @@ pub async fn member_list(host: &Host) -> Result<Vec<(String, String, String)>, E
             (f.len() >= 4).then(|| (f[0].to_string(), f[2].to_string(), f[3].to_string()))
         })
         .collect())
+}
+
+/// `(id, name, peer urls)` of every member, from etcd's JSON gateway (etcd 3.4 and later) at
+/// the address of `health_url` (the member's planned health check), asked from the node with
+/// the health check's client certificate. `None` when the gateway does not answer with a
+/// member list (etcd 3.3 names its gateway `/v3beta`): the caller asks `etcdctl` instead.
+pub async fn member_list_from_gateway(
+    host: &Host,
+    health_url: &str,
+    tls: Option<&crate::phases::health::TlsMaterial>,
+) -> Option<Vec<(String, String, String)>> {
+    let uri: http::Uri = health_url.parse().ok()?;
+    let url = format!(
+        "{}://{}/v3/cluster/member/list",
+        uri.scheme_str()?,
+        uri.authority()?
+    );
+    let (status, body) = crate::phases::health::post_json(
+        host.link().as_ref(),
+        &url,
+        "{}",
+        tls,
+        Duration::from_secs(5),
+    )
+    .await
+    .ok()?;
+    (status == 200)
+        .then(|| members_from_gateway(&body))
+        .flatten()
+}
+
+/// The gateway's answer, in `etcdctl member list`'s terms: the id in hex (the gateway writes
+/// it in decimal, as a string), the name (empty for a member that never started) and the peer
+/// URLs joined by commas. `None` for anything that is not a list of at least one member.
+fn members_from_gateway(body: &str) -> Option<Vec<(String, String, String)>> {
+    #[derive(serde::Deserialize)]
+    struct List {
+        #[serde(default)]
+        members: Vec<Member>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Member {
+        #[serde(rename = "ID")]
+        id: serde_json::Value,
+        #[serde(default)]
+        name: String,
+        #[serde(rename = "peerURLs", default)]
+        peer_urls: Vec<String>,
+    }
+    let list: List = serde_json::from_str(body).ok()?;
+    let members: Option<Vec<_>> = list
+        .members
+        .into_iter()
+        .map(|m| {
+            let id = match &m.id {
+                serde_json::Value::String(s) => s.parse::<u64>().ok()?,
+                serde_json::Value::Number(n) => n.as_u64()?,
+                _ => return None,
+            };
+            Some((format!("{id:x}"), m.name, m.peer_urls.join(",")))
+        })
+        .collect();
+    members.filter(|m| !m.is_empty())
 }
 
 /// Whether the members seen through `via` take learners (etcd 3.4 and later): a learner does
@@ -228,6 +294,36 @@ pub async fn remove_member(via: &Host, name: &str) -> Result<(), EtcdctlError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_gateways_member_list_reads_as_etcdctls() {
+        let body = r#"{"header":{"cluster_id":"14841639068965178418","member_id":"10276657743932975437","raft_term":"2"},
+            "members":[{"ID":"10276657743932975437","name":"etcd-host1","peerURLs":["https://10.77.20.11:2380"],"clientURLs":["https://10.77.20.11:2379"]},
+            {"ID":"1311","peerURLs":["https://10.77.20.12:2380","https://[fd00::12]:2380"],"isLearner":true}]}"#;
+        assert_eq!(
+            members_from_gateway(body),
+            Some(vec![
+                (
+                    "8e9e05c52164694d".to_string(),
+                    "etcd-host1".to_string(),
+                    "https://10.77.20.11:2380".to_string()
+                ),
+                (
+                    "51f".to_string(),
+                    String::new(),
+                    "https://10.77.20.12:2380,https://[fd00::12]:2380".to_string()
+                ),
+            ])
+        );
+        // No list, a list of none, an id that is no number: etcdctl is asked instead.
+        assert_eq!(members_from_gateway(r#"{"header":{}}"#), None);
+        assert_eq!(members_from_gateway(r#"{"members":[]}"#), None);
+        assert_eq!(
+            members_from_gateway(r#"{"members":[{"ID":"x1","name":"a"}]}"#),
+            None
+        );
+        assert_eq!(members_from_gateway("404 page not found"), None);
+    }
 
     #[test]
     fn learners_from_etcd_3_4() {

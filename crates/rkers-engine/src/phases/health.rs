@@ -5,7 +5,7 @@
 //! the HTTP status counts, as in RKE1.
 
 use crate::hosts::HostLink;
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
@@ -17,8 +17,12 @@ pub use rkers_core::health::TlsMaterial;
 /// Why a health check failed. The texts are RKE1's where it had one (§9).
 #[derive(Debug, thiserror::Error)]
 pub enum HealthError {
-    #[error("GET {url}: no answer within {secs}s")]
-    NoAnswer { url: String, secs: u64 },
+    #[error("{method} {url}: no answer within {secs}s")]
+    NoAnswer {
+        method: http::Method,
+        url: String,
+        secs: u64,
+    },
     /// The request could not be made or got no HTTP answer (the URL, the tunnel through the
     /// node, TLS, HTTP); the text names the step.
     #[error("{0}")]
@@ -56,18 +60,44 @@ pub async fn get(
     tls: Option<&TlsMaterial>,
     timeout: Duration,
 ) -> Result<(u16, String), HealthError> {
-    tokio::time::timeout(timeout, get_inner(ssh, url, tls))
+    request(ssh, http::Method::GET, url, None, tls, timeout).await
+}
+
+/// One POST of the JSON `body` to `url` through the node (etcd's JSON gateway, which answers
+/// the same questions as `etcdctl` without a container exec); returns the status and body.
+pub async fn post_json(
+    ssh: &dyn HostLink,
+    url: &str,
+    body: &str,
+    tls: Option<&TlsMaterial>,
+    timeout: Duration,
+) -> Result<(u16, String), HealthError> {
+    request(ssh, http::Method::POST, url, Some(body), tls, timeout).await
+}
+
+async fn request(
+    ssh: &dyn HostLink,
+    method: http::Method,
+    url: &str,
+    json: Option<&str>,
+    tls: Option<&TlsMaterial>,
+    timeout: Duration,
+) -> Result<(u16, String), HealthError> {
+    tokio::time::timeout(timeout, request_inner(ssh, method.clone(), url, json, tls))
         .await
         .map_err(|_| HealthError::NoAnswer {
+            method,
             url: url.to_string(),
             secs: timeout.as_secs(),
         })?
         .map_err(HealthError::Request)
 }
 
-async fn get_inner(
+async fn request_inner(
     ssh: &dyn HostLink,
+    method: http::Method,
     url: &str,
+    json: Option<&str>,
     tls: Option<&TlsMaterial>,
 ) -> Result<(u16, String), String> {
     let uri: http::Uri = url
@@ -85,9 +115,15 @@ async fn get_inner(
         .map(|p| p.as_str())
         .unwrap_or("/")
         .to_string();
-    let request = http::Request::get(&path)
-        .header(http::header::HOST, format!("{host}:{port}"))
-        .body(Empty::<Bytes>::new())
+    let mut request = http::Request::builder()
+        .method(method)
+        .uri(&path)
+        .header(http::header::HOST, format!("{host}:{port}"));
+    if json.is_some() {
+        request = request.header(http::header::CONTENT_TYPE, "application/json");
+    }
+    let request = request
+        .body(Full::new(Bytes::from(json.unwrap_or_default().to_owned())))
         .map_err(|e| e.to_string())?;
     if https {
         let config = client_config(tls)?;
@@ -104,7 +140,7 @@ async fn get_inner(
     }
 }
 
-async fn send<T>(io: T, request: http::Request<Empty<Bytes>>) -> Result<(u16, String), String>
+async fn send<T>(io: T, request: http::Request<Full<Bytes>>) -> Result<(u16, String), String>
 where
     T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {

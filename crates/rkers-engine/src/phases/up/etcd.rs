@@ -90,10 +90,28 @@ pub(super) async fn etcd_plane(run: &Arc<Run>, runner: &Runner) -> Result<(), Up
     finish(phase, result)
 }
 
-/// The etcd cluster's members as the first answering member lists them.
+/// The etcd cluster's members as the first answering member lists them: through etcd's JSON
+/// gateway where the member's health check says where it listens, else through `etcdctl`.
 pub(super) async fn etcd_member_report(run: &Run, etcd_hosts: &[String]) -> Option<String> {
     for address in etcd_hosts {
-        if let Ok(members) = etcd_membership::member_list(run.host(address)).await {
+        let host = run.host(address);
+        let gateway = match run
+            .host_plan(address)
+            .containers
+            .get(plan::ETCD)
+            .and_then(|c| c.health_check.as_ref())
+        {
+            Some(check) => {
+                let tls = run.exec.health_tls(check);
+                etcd_membership::member_list_from_gateway(host, &check.url, tls.as_ref()).await
+            }
+            None => None,
+        };
+        let members = match gateway {
+            Some(members) => Ok(members),
+            None => etcd_membership::member_list(host).await,
+        };
+        if let Ok(members) = members {
             let names: Vec<String> = members
                 .iter()
                 .map(|(_, name, peer)| format!("{name} ({peer})"))
