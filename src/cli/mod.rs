@@ -128,8 +128,16 @@ const INTERRUPT_CLEANUP: std::time::Duration = std::time::Duration::from_secs(15
 /// clap's own message and exit code (0 for --help and --version, 2 otherwise); a run that asked
 /// for JSON still ends with its result event.
 fn usage_error(e: clap::Error) -> ExitCode {
-    let _ = e.print();
-    let code = u8::try_from(e.exit_code()).unwrap_or(2);
+    let mut code = u8::try_from(e.exit_code()).unwrap_or(2);
+    // `--version` and `--help` are answers on stdout: one that cannot be written is a failure,
+    // not exit 0.
+    if let Err(error) = e.print()
+        && code == 0
+        && error.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        crate::output::stderr_line(format_args!("error: cannot write to stdout: {error}"));
+        code = 1;
+    }
     let args: Vec<String> = std::env::args().collect();
     let json = args
         .windows(2)
@@ -141,6 +149,21 @@ fn usage_error(e: clap::Error) -> ExitCode {
             .finish_run(code, Some(&message));
     }
     ExitCode::from(code)
+}
+
+/// Writes a command's product (a listing, a report, a generated file) to stdout. A reader that
+/// closed the pipe (`| head`) has what it asked for; any other failure to write (a full disk)
+/// fails the command, where `println!` would panic (exit 101) and a dropped line would report
+/// success.
+pub(crate) fn print_out(text: impl std::fmt::Display) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match write!(out, "{text}").and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(CliError::Failed(format!("cannot write to stdout: {e}")))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn init_logging(cli: &Cli) {
@@ -204,20 +227,20 @@ async fn run(cli: Cli, reporter: &crate::output::Reporter) -> Result<(), CliErro
     use args::{CertCommand, Command, EncryptCommand, ImageCommand, UtilCommand};
     match &cli.command {
         Command::Config(a) => return commands::config_cmd::run(a),
-        Command::Version(a) if a.client => {
-            commands::version::print_client();
-            return Ok(());
-        }
+        Command::Version(a) if a.client => return commands::version::print_client(),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(*shell, &mut cmd, "rkers", &mut std::io::stdout());
-            return Ok(());
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut cmd, "rkers", &mut script);
+            return print_out(String::from_utf8_lossy(&script));
         }
         Command::Man => {
             let cmd = <Cli as clap::CommandFactory>::command();
-            return clap_mangen::Man::new(cmd)
-                .render(&mut std::io::stdout())
-                .map_err(|e| CliError::Failed(format!("cannot write the manual page: {e}")));
+            let mut page = Vec::new();
+            clap_mangen::Man::new(cmd)
+                .render(&mut page)
+                .map_err(|e| CliError::Failed(format!("cannot render the manual page: {e}")))?;
+            return print_out(String::from_utf8_lossy(&page));
         }
         // The desired config comes from the state file, not from cluster.yml.
         Command::Rollback(a) => return commands::rollback::run(a, reporter).await,

@@ -63,10 +63,10 @@ pub async fn run(
             let now = time::OffsetDateTime::now_utc();
             if reporter.is_json() {
                 for r in &rows {
-                    println!("{}", cert_list::row_json(r, now));
+                    super::super::print_out(format_args!("{}\n", cert_list::row_json(r, now)))?;
                 }
             } else {
-                print!("{}", cert_list::render_table(&rows, now));
+                super::super::print_out(cert_list::render_table(&rows, now))?;
             }
             if !listing.problems.is_empty() {
                 return Err(CliError::Failed(format!(

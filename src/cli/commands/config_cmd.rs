@@ -11,13 +11,13 @@ pub fn run(args: &ConfigCmdArgs) -> Result<(), CliError> {
         let images = metadata::system_images_listing(&catalog, args.version.as_deref(), args.all)
             .map_err(CliError::failed)?;
         for image in images {
-            println!("{image}");
+            super::super::print_out(format_args!("{image}\n"))?;
         }
         return Ok(());
     }
     if args.list_version {
         for v in metadata::list_versions(&catalog, args.all) {
-            println!("{v}");
+            super::super::print_out(format_args!("{v}\n"))?;
         }
         return Ok(());
     }
@@ -43,8 +43,7 @@ pub fn run(args: &ConfigCmdArgs) -> Result<(), CliError> {
     };
     let text = metadata::generate_cluster_yml(&answers);
     if args.print {
-        print!("Configuration File: \n{text}");
-        return Ok(());
+        return super::super::print_out(format_args!("Configuration File: \n{text}"));
     }
     if replacing {
         let backup =
@@ -56,15 +55,15 @@ pub fn run(args: &ConfigCmdArgs) -> Result<(), CliError> {
                 backup.display()
             ))
         })?;
-        eprintln!(
+        crate::output::stderr_line(format_args!(
             "kept the previous {} as {}",
             args.name.display(),
             backup.display()
-        );
+        ));
     }
     metadata::write_cluster_yml(&args.name, &text)
         .map_err(|e| CliError::Failed(format!("writing {}: {e}", args.name.display())))?;
-    eprintln!("wrote {}", args.name.display());
+    crate::output::stderr_line(format_args!("wrote {}", args.name.display()));
     Ok(())
 }
 
@@ -78,11 +77,10 @@ fn confirm_replace(path: &std::path::Path) -> Result<bool, CliError> {
             path.display()
         )));
     }
-    eprint!(
+    crate::output::stderr_prompt(format_args!(
         "{} already exists. Replace it (the old file is kept as a backup)? [y/N]: ",
         path.display()
-    );
-    let _ = std::io::Write::flush(&mut std::io::stderr());
+    ));
     let mut answer = String::new();
     std::io::BufRead::read_line(&mut std::io::stdin().lock(), &mut answer)
         .map_err(|e| CliError::Failed(format!("cannot read the answer: {e}")))?;

@@ -41,9 +41,9 @@ pub async fn run(
         .await
         .map_err(|e| CliError::Failed(e.to_string()))?;
     if reporter.is_json() {
-        println!("{}", report.to_json());
+        super::super::print_out(format_args!("{}\n", report.to_json()))?;
     } else {
-        print!("{}", report.render_text());
+        super::super::print_out(report.render_text())?;
     }
     match report.failed() {
         None => Ok(()),

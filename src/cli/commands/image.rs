@@ -149,12 +149,11 @@ async fn build_on(
             .map_err(fail)?;
         reporter.info(format!("pushed {tag}"));
     }
-    println!(
-        "# cluster.yml: run the image built from Kubernetes v{}",
-        prepared.request.version
-    );
-    print!("{}", crate::image_build::system_images_lines(tag));
-    Ok(())
+    super::super::print_out(format_args!(
+        "# cluster.yml: run the image built from Kubernetes v{}\n{}",
+        prepared.request.version,
+        crate::image_build::system_images_lines(tag)
+    ))
 }
 
 /// Inputs that are not what the image needs are a usage error (exit 2); a node or Docker that

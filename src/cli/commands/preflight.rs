@@ -31,9 +31,9 @@ pub async fn run(
         pool.close().await;
     }
     if reporter.is_json() {
-        println!("{}", report.to_json());
+        super::super::print_out(format_args!("{}\n", report.to_json()))?;
     } else {
-        print!("{}", report.render_table());
+        super::super::print_out(report.render_table())?;
     }
     if report.ok() {
         Ok(())

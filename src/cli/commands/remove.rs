@@ -7,7 +7,7 @@ use crate::cluster::Cluster;
 use crate::hosts::Links;
 use crate::output::Reporter;
 use crate::phases::remove::{RemoveError, RemoveOptions, remove};
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, IsTerminal};
 
 /// `links`: how hosts are reached when not over SSH (`--local`).
 pub async fn run(
@@ -56,8 +56,9 @@ fn confirmed() -> Result<bool, CliError> {
                 .into(),
         ));
     }
-    eprint!("Are you sure you want to remove Kubernetes cluster [y/n]: ");
-    let _ = std::io::stderr().flush();
+    crate::output::stderr_prompt(format_args!(
+        "Are you sure you want to remove Kubernetes cluster [y/n]: "
+    ));
     let mut answer = String::new();
     std::io::stdin()
         .lock()

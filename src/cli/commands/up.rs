@@ -81,8 +81,9 @@ fn terminal_question() -> Option<crate::phases::adoption::ConfirmAdoption> {
     }
     Some(std::sync::Arc::new(|_summary: &str| {
         // The summary itself was printed by `up`; only the question is asked here.
-        eprint!("Adopt this cluster and make these changes? [y/N]: ");
-        let _ = std::io::Write::flush(&mut std::io::stderr());
+        crate::output::stderr_prompt(format_args!(
+            "Adopt this cluster and make these changes? [y/N]: "
+        ));
         let mut answer = String::new();
         if std::io::BufRead::read_line(&mut std::io::stdin().lock(), &mut answer).is_err() {
             return false;

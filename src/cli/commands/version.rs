@@ -7,15 +7,18 @@ use crate::kubeapi::KubeApi;
 
 /// `rkers version --client`: what `rkers --version` prints, plus the metadata file in use when
 /// RKERS_METADATA_FILE or RANCHER_METADATA_URL replaces the one compiled in.
-pub fn print_client() {
-    println!("rkers {}", crate::build_info::describe());
-    match crate::metadata::Catalog::load() {
+pub fn print_client() -> Result<(), CliError> {
+    let in_use = match crate::metadata::Catalog::load() {
         Ok(catalog) if catalog.origin() != crate::metadata::Catalog::embedded().origin() => {
-            println!("metadata in use: {}", catalog.origin());
+            format!("metadata in use: {}\n", catalog.origin())
         }
-        Ok(_) => {}
-        Err(e) => println!("metadata in use: none ({e})"),
-    }
+        Ok(_) => String::new(),
+        Err(e) => format!("metadata in use: none ({e})\n"),
+    };
+    super::super::print_out(format_args!(
+        "rkers {}\n{in_use}",
+        crate::build_info::describe()
+    ))
 }
 
 pub async fn run(cluster: &Cluster) -> Result<(), CliError> {
@@ -34,8 +37,7 @@ pub async fn run(cluster: &Cluster) -> Result<(), CliError> {
         .apiserver_version()
         .await
         .map_err(|e| CliError::Failed(format!("{}: GET /version: {e}", api.server)))?;
-    println!("Server Version: {}", go_version_info(&info));
-    Ok(())
+    super::super::print_out(format_args!("Server Version: {}\n", go_version_info(&info)))
 }
 
 /// Go's `%#v` of `version.Info`, which is what RKE1 prints.

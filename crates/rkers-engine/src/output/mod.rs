@@ -132,6 +132,14 @@ pub fn stderr_line(line: impl std::fmt::Display) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
+/// A question on stderr, without a newline, flushed so it shows before the answer is read;
+/// dropped when stderr cannot be written (see [`stderr_line`]).
+pub fn stderr_prompt(question: impl std::fmt::Display) {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "{question}");
+    let _ = err.flush();
+}
+
 /// Text on stdout, dropped when stdout cannot be written (see [`stderr_line`]).
 pub fn stdout_text(text: impl std::fmt::Display) {
     let mut out = std::io::stdout().lock();
