@@ -813,7 +813,11 @@ fn a_product_stdout_cannot_take_fails_the_command_and_a_closed_pipe_does_not() {
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?} into /dev/full: {stderr}");
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{args:?} into /dev/full: {stderr}"
+        );
         assert!(
             stderr.contains("cannot write to stdout"),
             "{args:?} into /dev/full: {stderr}"
