@@ -123,6 +123,13 @@ sandbox_host_prepare() {
     chmod 1777 "$dir/root/tmp"
     chmod 700 "$dir/root/root/.docker" 2>/dev/null || true
     [ -s "$dir/machine-id" ] || od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$dir/machine-id"
+    # The host's own name resolves, as on an installed machine (its installer or its cloud's
+    # DNS sees to that). Without it kubelet, which looks its node name up before it
+    # registers, waits out the machine's DNS timeouts: 10 s before every node registered.
+    {
+        grep -vw -- "$host" /etc/hosts 2>/dev/null || true
+        printf '%s\t%s\n' "$ip" "$host"
+    } >"$dir/etc-hosts"
     [ -f "$dir/ssh_host_ed25519_key" ] ||
         ssh-keygen -q -t ed25519 -N '' -C "root@$host" -f "$dir/ssh_host_ed25519_key"
     cat >"$dir/sshd_config" <<CFG
@@ -207,6 +214,7 @@ sandbox_host_init() {
         mount --bind "$dir/root$p" "$p"
     done
     mount --bind "$dir/machine-id" /etc/machine-id
+    mount --bind "$dir/etc-hosts" /etc/hosts
     # With a compressed store (scripts/lib/sandbox-store.sh) Docker's data lives there instead.
     local store
     store=$(sandbox_store_host_dir "$host")
