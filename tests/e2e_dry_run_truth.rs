@@ -24,7 +24,7 @@ mod support;
 
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use support::e2e::{E2e, HOSTS};
 
 /// Per host, the `(action text, action data)` of every event of `kind` (`planned` or
@@ -90,7 +90,41 @@ fn show(actions: &Actions) -> String {
 
 /// Runs `args` as a dry run, then for real (with `real_extra` added, e.g. `--force`), and
 /// asserts that what the run applied is what the dry run planned. Returns the plan.
+/// Waits until Docker is restarting no container on any host. The dry run and the run read
+/// the hosts seconds apart: a component Docker restarts meanwhile (kube-controller-manager,
+/// which exits while the API server it talks to is recreated) is planned as a restart by one
+/// and found running by the other. Both are right about the moment they looked; the rule this
+/// file holds is about a cluster nothing else changes between the two.
+fn settled(cluster: &E2e) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let restarting: Vec<String> = HOSTS
+            .iter()
+            .map(|h| {
+                let names = cluster.env.on_host(
+                    h,
+                    "docker ps --filter status=restarting --format '{{.Names}}'",
+                );
+                format!(
+                    "{h}: {}",
+                    names.split_whitespace().collect::<Vec<_>>().join(" ")
+                )
+            })
+            .filter(|line| !line.ends_with(": "))
+            .collect();
+        if restarting.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "containers still restarting after 90 s: {restarting:?}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
 fn dry_run_is_the_truth(cluster: &E2e, args: &[&str], real_extra: &[&str]) -> Actions {
+    settled(cluster);
     let state_before = std::fs::read(cluster.state_path()).ok();
     let ids_before = cluster.env.container_ids(&HOSTS);
     let t = Instant::now();
