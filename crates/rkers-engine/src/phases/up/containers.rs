@@ -32,26 +32,78 @@ pub(super) async fn apply_container(
 pub(super) async fn start_container(run: &Run, h: &HostPlan, name: &str) -> Result<(), UpError> {
     once_per_run(run, &h.address, name, "started")
         .get_or_try_init(|| async {
-            // The container's own actions, with what must precede them (etcd's data
-            // directory).
-            let actions: Vec<&Action> = run.actions[&h.address]
-                .iter()
-                .filter(|a| match a {
-                    Action::CreateContainer { name: n, .. }
-                    | Action::RecreateContainer { name: n, .. }
-                    | Action::StartContainer { name: n }
-                    | Action::RestartContainer { name: n, .. } => n == name,
-                    Action::FixEtcdPermissions { .. } => name == plan::ETCD,
-                    _ => false,
-                })
-                .collect();
             run.executor(&h.address)
-                .apply(&actions)
+                .apply(&container_actions(run, h, name))
                 .await
                 .map_err(UpError::from)
         })
         .await
         .map(|_| ())
+}
+
+/// The actions that bring one container to its planned state, with what must precede them
+/// (etcd's data directory), in the planned order.
+fn container_actions<'r>(run: &'r Run, h: &HostPlan, name: &str) -> Vec<&'r Action> {
+    run.actions[&h.address]
+        .iter()
+        .filter(|a| match a {
+            Action::CreateContainer { name: n, .. }
+            | Action::RecreateContainer { name: n, .. }
+            | Action::StartContainer { name: n }
+            | Action::RestartContainer { name: n, .. } => n == name,
+            Action::FixEtcdPermissions { .. } => name == plan::ETCD,
+            _ => false,
+        })
+        .collect()
+}
+
+/// [`start_container`] for several containers of one host at once: each of `chains` is
+/// applied in its order (a chain stops at its first failure), the chains side by side, and
+/// every action is then reported in the order the dry run lists the host's actions. A new
+/// cluster starts its etcd and its control plane this way: kube-apiserver, which retries etcd
+/// by itself, starts while etcd's data directory is still being made.
+pub(super) async fn start_containers_side_by_side(
+    run: &Run,
+    h: &HostPlan,
+    chains: &[Vec<&str>],
+) -> Result<(), UpError> {
+    let exec = run.executor(&h.address);
+    let exec = &exec;
+    let ran = futures::future::join_all(chains.iter().map(|chain| async move {
+        let mut done = Vec::new();
+        for name in chain {
+            let cell = once_per_run(run, &h.address, name, "started");
+            if cell.initialized() {
+                continue;
+            }
+            let mut failed = false;
+            for action in container_actions(run, h, name) {
+                let result = exec.run(action).await;
+                failed = result.is_err();
+                done.push((action, result));
+                if failed {
+                    break;
+                }
+            }
+            if failed {
+                break;
+            }
+            let _ = cell.set(());
+        }
+        done
+    }))
+    .await;
+    let planned = &run.actions[&h.address];
+    let position = |a: &Action| planned.iter().position(|p| std::ptr::eq(p, a));
+    let mut done: Vec<_> = ran.into_iter().flatten().collect();
+    done.sort_by_key(|(a, _)| position(a));
+    let mut first_error = None;
+    for (action, result) in done {
+        if let Err(e) = exec.report(action, result) {
+            first_error.get_or_insert(e);
+        }
+    }
+    first_error.map_or(Ok(()), |e| Err(e.into()))
 }
 
 /// The cell that makes one step of one container happen once per run.

@@ -1,7 +1,9 @@
 //! Apply: a plane of non-etcd components on a new cluster, all hosts in parallel, and the
 //! early worker plane that starts a new cluster's kubelets while etcd comes up.
 
-use super::containers::{apply_container, remove_unplanned, start_container};
+use super::containers::{
+    apply_container, remove_unplanned, start_container, start_containers_side_by_side,
+};
 use super::files::pull_host_images;
 use super::run::{CONTROL_PLANE, EARLY_WORKER_PLANE, ETCD_PLANE, Run, WORKER_PLANE};
 use super::windows::sweep_windows_orphans;
@@ -154,9 +156,10 @@ pub(super) fn only_fresh_starts(actions: &[Action], names: &[&str]) -> bool {
 }
 
 /// A new cluster's etcd and control plane containers, created on every host at once without
-/// waiting for health: each host starts its etcd plane, then its control plane, the order the
-/// dry run lists. kube-apiserver retries etcd by itself, and kube-controller-manager and
-/// kube-scheduler retry kube-apiserver, so their start-up overlaps etcd's; the etcd plane and
+/// waiting for health: each host starts its etcd plane and its control plane side by side, and
+/// reports them in the order the dry run lists. kube-apiserver retries etcd by itself, and
+/// kube-controller-manager and kube-scheduler retry kube-apiserver, so their start-up overlaps
+/// etcd's from before etcd's data directory is made; the etcd plane and
 /// the control plane after it then only wait for health, where RBAC and the state need it.
 /// Nothing happens (the planes start as before) unless every container concerned is fresh
 /// ([`only_fresh_starts`]) and no etcd member joins or leaves, which keep their own order.
@@ -193,19 +196,20 @@ pub(super) async fn start_etcd_and_control_plane(
             let run = r.clone();
             async move {
                 let h = run.host_plan(&address);
-                let mut names: Vec<&str> = Vec::new();
-                if h.roles.etcd {
-                    names.extend(ETCD_PLANE);
-                }
-                if h.roles.controlplane {
-                    names.extend(CONTROL_PLANE);
-                }
-                for name in names {
-                    if h.containers.contains_key(name) {
-                        start_container(&run, h, name).await?;
-                    }
-                }
-                Ok::<(), UpError>(())
+                let planned = |plane: &[&'static str], role: bool| -> Vec<&'static str> {
+                    plane
+                        .iter()
+                        .copied()
+                        .filter(|name| role && h.containers.contains_key(*name))
+                        .collect()
+                };
+                // The etcd plane in its order beside the control plane in its own: neither
+                // waits for the other to be created.
+                let chains = [
+                    planned(ETCD_PLANE, h.roles.etcd),
+                    planned(CONTROL_PLANE, h.roles.controlplane),
+                ];
+                start_containers_side_by_side(&run, h, &chains).await
             }
         })
         .await;
