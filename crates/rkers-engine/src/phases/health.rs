@@ -83,7 +83,47 @@ async fn request(
     tls: Option<&TlsMaterial>,
     timeout: Duration,
 ) -> Result<(u16, String), HealthError> {
-    tokio::time::timeout(timeout, request_inner(ssh, method.clone(), url, json, tls))
+    let exchange = async {
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|e| format!("bad health URL {url}: {e}"))?;
+        let https = uri.scheme_str() == Some("https");
+        let host = uri.host().unwrap_or("localhost").to_string();
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let stream = ssh
+            .open_tcp(&host, port)
+            .await
+            .map_err(|e| format!("connect {host}:{port} from the node: {e}"))?;
+        let path = uri
+            .path_and_query()
+            .map(|p| p.as_str())
+            .unwrap_or("/")
+            .to_string();
+        let mut request = http::Request::builder()
+            .method(method.clone())
+            .uri(&path)
+            .header(http::header::HOST, format!("{host}:{port}"));
+        if json.is_some() {
+            request = request.header(http::header::CONTENT_TYPE, "application/json");
+        }
+        let request = request
+            .body(Full::new(Bytes::from(json.unwrap_or_default().to_owned())))
+            .map_err(|e| e.to_string())?;
+        if https {
+            let config = client_config(tls)?;
+            let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+            let name = ServerName::try_from(host.clone())
+                .map_err(|e| format!("server name {host}: {e}"))?;
+            let tls_stream = connector
+                .connect(name, stream)
+                .await
+                .map_err(|e| format!("TLS with {host}:{port}: {e}"))?;
+            send(TokioIo::new(tls_stream), request).await
+        } else {
+            send(TokioIo::new(stream), request).await
+        }
+    };
+    tokio::time::timeout(timeout, exchange)
         .await
         .map_err(|_| HealthError::NoAnswer {
             method,
@@ -91,53 +131,6 @@ async fn request(
             secs: timeout.as_secs(),
         })?
         .map_err(HealthError::Request)
-}
-
-async fn request_inner(
-    ssh: &dyn HostLink,
-    method: http::Method,
-    url: &str,
-    json: Option<&str>,
-    tls: Option<&TlsMaterial>,
-) -> Result<(u16, String), String> {
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|e| format!("bad health URL {url}: {e}"))?;
-    let https = uri.scheme_str() == Some("https");
-    let host = uri.host().unwrap_or("localhost").to_string();
-    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
-    let stream = ssh
-        .open_tcp(&host, port)
-        .await
-        .map_err(|e| format!("connect {host}:{port} from the node: {e}"))?;
-    let path = uri
-        .path_and_query()
-        .map(|p| p.as_str())
-        .unwrap_or("/")
-        .to_string();
-    let mut request = http::Request::builder()
-        .method(method)
-        .uri(&path)
-        .header(http::header::HOST, format!("{host}:{port}"));
-    if json.is_some() {
-        request = request.header(http::header::CONTENT_TYPE, "application/json");
-    }
-    let request = request
-        .body(Full::new(Bytes::from(json.unwrap_or_default().to_owned())))
-        .map_err(|e| e.to_string())?;
-    if https {
-        let config = client_config(tls)?;
-        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-        let name =
-            ServerName::try_from(host.clone()).map_err(|e| format!("server name {host}: {e}"))?;
-        let tls_stream = connector
-            .connect(name, stream)
-            .await
-            .map_err(|e| format!("TLS with {host}:{port}: {e}"))?;
-        send(TokioIo::new(tls_stream), request).await
-    } else {
-        send(TokioIo::new(stream), request).await
-    }
 }
 
 async fn send<T>(io: T, request: http::Request<Full<Bytes>>) -> Result<(u16, String), String>
