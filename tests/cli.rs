@@ -793,6 +793,18 @@ fn a_product_stdout_cannot_take_fails_the_command_and_a_closed_pipe_does_not() {
     // What a one-shot command prints is its product: a full disk under stdout must not end in
     // a panic (exit 101) nor in exit 0 with nothing written; a reader that went away (`| head`)
     // is no failure of rkers.
+    let run = |args: &[&str], stdout: std::process::Stdio| {
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("rkers"))
+            .args(args)
+            .stdout(stdout)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
     let commands: [&[&str]; 6] = [
         &["--version"],
         &["version", "--client"],
@@ -806,18 +818,8 @@ fn a_product_stdout_cannot_take_fails_the_command_and_a_closed_pipe_does_not() {
             .write(true)
             .open("/dev/full")
             .unwrap();
-        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("rkers"))
-            .args(args)
-            .stdout(full)
-            .stderr(std::process::Stdio::piped())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(
-            out.status.code(),
-            Some(1),
-            "{args:?} into /dev/full: {stderr}"
-        );
+        let (code, stderr) = run(args, full.into());
+        assert_eq!(code, Some(1), "{args:?} into /dev/full: {stderr}");
         assert!(
             stderr.contains("cannot write to stdout"),
             "{args:?} into /dev/full: {stderr}"
@@ -825,17 +827,7 @@ fn a_product_stdout_cannot_take_fails_the_command_and_a_closed_pipe_does_not() {
 
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
-        let closed = std::process::Command::new(assert_cmd::cargo::cargo_bin("rkers"))
-            .args(args)
-            .stdout(writer)
-            .stderr(std::process::Stdio::piped())
-            .output()
-            .unwrap();
-        assert_eq!(
-            closed.status.code(),
-            Some(0),
-            "{args:?} into a closed pipe: {}",
-            String::from_utf8_lossy(&closed.stderr)
-        );
+        let (code, stderr) = run(args, writer.into());
+        assert_eq!(code, Some(0), "{args:?} into a closed pipe: {stderr}");
     }
 }

@@ -100,17 +100,14 @@ fn settled(cluster: &E2e) {
     loop {
         let restarting: Vec<String> = HOSTS
             .iter()
-            .map(|h| {
+            .filter_map(|h| {
                 let names = cluster.env.on_host(
                     h,
                     "docker ps --filter status=restarting --format '{{.Names}}'",
                 );
-                format!(
-                    "{h}: {}",
-                    names.split_whitespace().collect::<Vec<_>>().join(" ")
-                )
+                let names = names.split_whitespace().collect::<Vec<_>>().join(" ");
+                (!names.is_empty()).then(|| format!("{h}: {names}"))
             })
-            .filter(|line| !line.ends_with(": "))
             .collect();
         if restarting.is_empty() {
             return;

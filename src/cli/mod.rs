@@ -156,9 +156,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
 /// fails the command, where `println!` would panic (exit 101) and a dropped line would report
 /// success.
 pub(crate) fn print_out(text: impl std::fmt::Display) -> Result<(), CliError> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match write!(out, "{text}").and_then(|()| out.flush()) {
+    match crate::output::write_stdout(text) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             Err(CliError::Failed(format!("cannot write to stdout: {e}")))
         }

@@ -142,9 +142,15 @@ pub fn stderr_prompt(question: impl std::fmt::Display) {
 
 /// Text on stdout, dropped when stdout cannot be written (see [`stderr_line`]).
 pub fn stdout_text(text: impl std::fmt::Display) {
+    let _ = write_stdout(text);
+}
+
+/// Text on stdout, flushed; the caller decides what a failed write means (a one-shot command's
+/// product fails the command, a progress line is dropped).
+pub fn write_stdout(text: impl std::fmt::Display) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
-    let _ = write!(out, "{text}");
-    let _ = out.flush();
+    write!(out, "{text}")?;
+    out.flush()
 }
 
 /// The reporter of the running command, for notices from code that has none at hand (a host
