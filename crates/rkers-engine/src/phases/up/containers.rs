@@ -5,6 +5,7 @@ use super::UpError;
 use super::run::Run;
 use crate::diff::Action;
 use crate::hosts::Host;
+use crate::phases::executor::{ExecError, ExecFailure, HostExecutor};
 use crate::phases::health;
 use crate::plan::{self, HostPlan};
 
@@ -68,42 +69,68 @@ pub(super) async fn start_containers_side_by_side(
     chains: &[Vec<&str>],
 ) -> Result<(), UpError> {
     let exec = run.executor(&h.address);
-    let exec = &exec;
-    let ran = futures::future::join_all(chains.iter().map(|chain| async move {
-        let mut done = Vec::new();
+    let finished = FinishedInPlannedOrder {
+        exec: &exec,
+        planned: &run.actions[&h.address],
+        done: Default::default(),
+    };
+    let finished = &finished;
+    futures::future::join_all(chains.iter().map(|chain| async move {
         for name in chain {
             let cell = once_per_run(run, &h.address, name, "started");
             if cell.initialized() {
                 continue;
             }
-            let mut failed = false;
             for action in container_actions(run, h, name) {
-                let result = exec.run(action).await;
-                failed = result.is_err();
-                done.push((action, result));
+                let result = finished.exec.run(action).await;
+                let failed = result.is_err();
+                finished.record(action, result);
                 if failed {
-                    break;
+                    return;
                 }
-            }
-            if failed {
-                break;
             }
             let _ = cell.set(());
         }
-        done
     }))
     .await;
-    let planned = &run.actions[&h.address];
-    let position = |a: &Action| planned.iter().position(|p| std::ptr::eq(p, a));
-    let mut done: Vec<_> = ran.into_iter().flatten().collect();
-    done.sort_by_key(|(a, _)| position(a));
-    let mut first_error = None;
-    for (action, result) in done {
-        if let Err(e) = exec.report(action, result) {
-            first_error.get_or_insert(e);
-        }
+    finished.report().map_err(UpError::from)
+}
+
+/// The actions [`start_containers_side_by_side`] finished, reported in the planned order once
+/// every chain has ended, or when the run is dropped midway (an interrupt): a container it
+/// created is then still reported as applied, as one started alone would have been.
+struct FinishedInPlannedOrder<'e, 'r> {
+    exec: &'e HostExecutor<'r, 'static>,
+    planned: &'r [Action],
+    done: std::sync::Mutex<Vec<(&'r Action, Result<(), ExecFailure>)>>,
+}
+
+impl<'r> FinishedInPlannedOrder<'_, 'r> {
+    fn record(&self, action: &'r Action, result: Result<(), ExecFailure>) {
+        self.done
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((action, result));
     }
-    first_error.map_or(Ok(()), |e| Err(e.into()))
+
+    /// Reports what finished and was not reported yet; the first failure is returned.
+    fn report(&self) -> Result<(), ExecError> {
+        let mut done = std::mem::take(&mut *self.done.lock().unwrap_or_else(|p| p.into_inner()));
+        done.sort_by_key(|(a, _)| self.planned.iter().position(|p| std::ptr::eq(p, *a)));
+        let mut first_error = None;
+        for (action, result) in done {
+            if let Err(e) = self.exec.report(action, result) {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for FinishedInPlannedOrder<'_, '_> {
+    fn drop(&mut self) {
+        let _ = self.report();
+    }
 }
 
 /// The cell that makes one step of one container happen once per run.
@@ -247,5 +274,51 @@ mod tests {
             ));
         }
         assert!(!stopped_since_observed(&[], "kube-apiserver", None));
+    }
+
+    #[test]
+    fn what_finished_side_by_side_is_reported_in_planned_order_also_when_dropped() {
+        use crate::output::{Event, Reporter};
+        use std::sync::{Arc, Mutex};
+        let events: Arc<Mutex<Vec<Event>>> = Default::default();
+        let sink = events.clone();
+        let reporter = Reporter::with_sink(Arc::new(move |e| sink.lock().unwrap().push(e)));
+        let exec = crate::phases::executor::Executor::new(&reporter, "alpine", Vec::new());
+        let on = exec.on("host1");
+        let start = |name: &str| Action::StartContainer { name: name.into() };
+        let planned = vec![start("etcd"), start("kube-apiserver"), start("etcd-rolling-snapshots")];
+        let applied = || -> Vec<String> {
+            let events = events.lock().unwrap();
+            events
+                .iter()
+                .filter(|e| e.event == Some("applied"))
+                .map(|e| e.action.clone().unwrap())
+                .collect()
+        };
+
+        // Dropped with two actions finished out of the planned order (an interrupted run).
+        {
+            let finished = FinishedInPlannedOrder {
+                exec: &on,
+                planned: &planned,
+                done: Default::default(),
+            };
+            finished.record(&planned[2], Ok(()));
+            finished.record(&planned[0], Ok(()));
+        }
+        assert_eq!(applied(), [planned[0].to_string(), planned[2].to_string()]);
+
+        // Reported at the end: each action once, not again when dropped.
+        {
+            let finished = FinishedInPlannedOrder {
+                exec: &on,
+                planned: &planned,
+                done: Default::default(),
+            };
+            finished.record(&planned[1], Ok(()));
+            assert!(finished.report().is_ok());
+        }
+        assert_eq!(applied().len(), 3);
+        assert_eq!(applied()[2], planned[1].to_string());
     }
 }
