@@ -373,6 +373,9 @@ async fn day2_operations_on_the_sandbox() {
     assert!(out.contains("remove container old-kubelet"), "{out}");
     assert!(out.contains("remove container kube-apiserver"), "{out}");
     assert!(out.contains("/var/lib/etcd"), "{out}");
+    // The sandbox's SSH user is root: each host's own shell cleans it, no helper image pulled.
+    assert!(out.contains("(as root, in the host's shell)"), "{out}");
+    assert!(!out.contains("pull image"), "{out}");
     for b in &backups {
         assert!(
             out.contains(&format!("  - delete {}", b.display())),
@@ -425,26 +428,18 @@ async fn day2_operations_on_the_sandbox() {
     sb.run(&["start-host", "host3"]);
     assert!(!rke_containers(&cluster, "host3").is_empty());
 
-    // 8b. A host step that fails after connecting (host3 cannot pull the cleaner's image):
-    //     every local file stays (state, its backups, kubeconfig), and the message says so.
-    let helper = cluster.state()["currentState"]["rkeConfig"]["systemImages"]["alpine"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    sb.on_host(
-        "host3",
-        &format!(
-            "docker tag {helper} rkers-e2e/kept-helper:1 && docker rmi {helper} >/dev/null && \
-             iptables -I OUTPUT -p tcp --dport 5000 -j REJECT"
-        ),
-    );
+    // 8b. A host step that fails after connecting (a file in host3's /etc/kubernetes cannot be
+    //     deleted): every local file stays (state, its backups, kubeconfig), and the message
+    //     names the host and why.
+    let stuck = "/etc/kubernetes/rkers-e2e-immutable";
+    sb.on_host("host3", &format!("touch {stuck} && chattr +i {stuck}"));
     let (ok, out) = cluster.rkers(&["remove", "--force"]);
-    sb.on_host(
-        "host3",
-        "iptables -D OUTPUT -p tcp --dport 5000 -j REJECT; docker rmi rkers-e2e/kept-helper:1 >/dev/null",
-    );
+    sb.on_host("host3", &format!("chattr -i {stuck}"));
     assert!(!ok, "remove must fail when host3's step fails:\n{out}");
-    assert!(out.contains(&sb.ip(3)) && out.contains("pull"), "{out}");
+    assert!(
+        out.contains(&sb.ip(3)) && out.contains("rkers-e2e-immutable"),
+        "{out}"
+    );
     assert!(
         out.contains("were kept") && !out.contains("Cluster removed"),
         "{out}"

@@ -215,6 +215,14 @@ pub enum Action {
         dir: String,
         image: String,
     },
+    /// What [`Action::CleanDirectories`] and [`Action::CleanLogLinks`] do, run by the host's
+    /// own shell on a host whose SSH user is root: no helper container, no cleaner image. RKE1
+    /// always uses the containers, because its SSH user need only be in the docker group.
+    CleanAsRoot {
+        paths: Vec<String>,
+        /// Where the dangling log links are dropped, when that directory exists.
+        log_dir: Option<String>,
+    },
     /// Run a one-shot rke-tools container to completion (the etcd snapshot helpers). The spec
     /// is not serialized: its environment may carry S3 keys.
     RunOneShot {
@@ -636,6 +644,16 @@ impl std::fmt::Display for Action {
             Action::DeleteLocalFile { path } => write!(f, "delete {path}"),
             Action::CleanLogLinks { dir, image } => {
                 write!(f, "remove the dangling log links under {dir} ({image})")
+            }
+            Action::CleanAsRoot { paths, log_dir } => {
+                let mut work = Vec::new();
+                if !paths.is_empty() {
+                    work.push(format!("clean {}", paths.join(", ")));
+                }
+                if let Some(dir) = log_dir {
+                    work.push(format!("remove the dangling log links under {dir}"));
+                }
+                write!(f, "{} (as root, in the host's shell)", work.join(" and "))
             }
             Action::RunOneShot {
                 container,

@@ -2,7 +2,8 @@
 //! of every host at once, then the local files. Each host loses the RKE containers of its roles
 //! (and the `old-<name>` one a failed replacement left), the contents of exactly the
 //! directories RKE1 cleans that exist on it (Docker would create a missing bind source) and
-//! the dangling log links; the cleaner image is pulled only when the host lacks it. A Windows
+//! the dangling log links (by the host's shell when its SSH user is root, else by RKE1's helper
+//! containers, whose image is pulled only when the host lacks it). A Windows
 //! worker is torn down through wins instead. The state file, its backups and the kubeconfig are
 //! deleted only when every host was reached: a host left uncleaned still needs the cluster's
 //! CA and keys for a retried `remove` or an `up` that adopts it.
@@ -189,6 +190,8 @@ pub struct FoundHost {
     pub directories: Vec<String>,
     /// Whether it has the cleaner image already (not asked of a Windows worker).
     pub has_cleaner_image: bool,
+    /// Its SSH user is root: its own shell cleans it, with no helper container.
+    pub shell_is_root: bool,
 }
 
 /// The images the teardown runs.
@@ -200,8 +203,9 @@ pub struct CleanerImages {
     pub windows: String,
 }
 
-/// One host's teardown, in RKE1's order: its containers, then (pulling the cleaner image first
-/// when the host lacks it) its directories and its dangling log links.
+/// One host's teardown, in RKE1's order: its containers, then its directories and its dangling
+/// log links: by its own shell when its SSH user is root, else by helper containers (pulling
+/// the cleaner image first when the host lacks it).
 pub fn host_teardown(host: &FoundHost, images: &CleanerImages) -> Vec<Action> {
     let mut actions: Vec<Action> = host
         .containers
@@ -227,6 +231,15 @@ pub fn host_teardown(host: &FoundHost, images: &CleanerImages) -> Vec<Action> {
         .filter(|d| *d != RKE_LOG_DIR)
         .cloned()
         .collect();
+    if host.shell_is_root {
+        if !dirs.is_empty() || log_dir {
+            actions.push(Action::CleanAsRoot {
+                paths: dirs,
+                log_dir: log_dir.then(|| RKE_LOG_DIR.to_string()),
+            });
+        }
+        return actions;
+    }
     if (!dirs.is_empty() || log_dir) && !host.has_cleaner_image {
         actions.push(Action::PullImage {
             image: images.linux.clone(),

@@ -26,6 +26,7 @@ fn linux(address: &str, containers: &[&str], directories: &[&str], image: bool) 
         containers: containers.iter().map(|c| c.to_string()).collect(),
         directories: directories.iter().map(|d| d.to_string()).collect(),
         has_cleaner_image: image,
+        shell_is_root: false,
     }
 }
 
@@ -172,6 +173,40 @@ fn the_cleaner_image_is_pulled_only_when_missing_and_only_for_something_to_clean
 }
 
 #[test]
+fn a_host_whose_ssh_user_is_root_is_cleaned_by_its_shell_with_no_image() {
+    let as_root = |directories: &[&str]| FoundHost {
+        shell_is_root: true,
+        ..linux("h1", &["kubelet"], directories, false)
+    };
+    assert_eq!(
+        shown(&host_teardown(
+            &as_root(&["/etc/kubernetes", "/var/lib/etcd", RKE_LOG_DIR]),
+            &images()
+        )),
+        [
+            "remove container kubelet (remove the cluster)",
+            "clean /etc/kubernetes, /var/lib/etcd and remove the dangling log links under \
+             /var/lib/rancher/rke/log (as root, in the host's shell)"
+        ]
+    );
+    assert_eq!(
+        shown(&host_teardown(&as_root(&["/etc/cni"]), &images())),
+        [
+            "remove container kubelet (remove the cluster)",
+            "clean /etc/cni (as root, in the host's shell)"
+        ]
+    );
+    assert_eq!(
+        host_teardown(&as_root(&[RKE_LOG_DIR]), &images())[1],
+        Action::CleanAsRoot {
+            paths: Vec::new(),
+            log_dir: Some(RKE_LOG_DIR.into())
+        }
+    );
+    assert_eq!(host_teardown(&as_root(&[]), &images()).len(), 1);
+}
+
+#[test]
 fn a_windows_worker_is_torn_down_through_wins_in_the_sidekick_image() {
     let host = FoundHost {
         address: "w1".into(),
@@ -179,6 +214,7 @@ fn a_windows_worker_is_torn_down_through_wins_in_the_sidekick_image() {
         containers: vec!["kubelet".into()],
         directories: Vec::new(),
         has_cleaner_image: false,
+        shell_is_root: true,
     };
     let actions = host_teardown(&host, &images());
     assert_eq!(actions.len(), 2);

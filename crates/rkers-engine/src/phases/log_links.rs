@@ -85,6 +85,8 @@ pub async fn link_logs(
         cmd: vec![script],
         binds,
         privileged: true,
+        // It only touches files: no network to set up (a bridge endpoint costs Docker time).
+        network_mode: Some("none".into()),
         ..Default::default()
     };
     docker
@@ -96,15 +98,13 @@ pub async fn link_logs(
 /// Drops the dangling log links under `dir` (RKE1's `rke-log-cleaner`) in a one-shot
 /// container of `image`.
 pub async fn clean_log_links(host: &Host, image: &str, dir: &str) -> Result<(), HostError> {
-    let dir = shell_words::quote(dir);
     let spec = crate::hosts::ContainerSpec {
         image: image.to_string(),
         entrypoint: vec!["/bin/sh".into(), "-c".into()],
-        cmd: vec![format!(
-            "[ -d {dir} ] && find {dir} -type l ! -exec test -e {{}} \\; -print -delete; true"
-        )],
+        cmd: vec![dangling_links_script(dir)],
         binds: vec!["/var/lib:/var/lib".into()],
         privileged: true,
+        network_mode: Some("none".into()),
         ..Default::default()
     };
     host.docker()
@@ -115,6 +115,13 @@ pub async fn clean_log_links(host: &Host, image: &str, dir: &str) -> Result<(), 
         )
         .await
         .map(drop)
+}
+
+/// Deletes the dangling links under `dir`, when it exists; exits non-zero when one could not be
+/// deleted (RKE1's cleaner ignores that).
+pub(crate) fn dangling_links_script(dir: &str) -> String {
+    let dir = shell_words::quote(dir);
+    format!("[ ! -d {dir} ] || find {dir} -type l ! -exec test -e {{}} \\; -print -delete")
 }
 
 #[cfg(test)]

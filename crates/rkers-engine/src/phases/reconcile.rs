@@ -111,22 +111,63 @@ pub async fn clean_directories(host: &Host, image: &str, dirs: &[String]) -> Res
     let spec = ContainerSpec {
         image: image.to_string(),
         entrypoint: vec!["/bin/sh".into(), "-c".into()],
-        cmd: vec![format!(
-            // Every directory at once: they are distinct trees (etcd's data is the big one).
-            "for d in {}; do [ -d \"$d\" ] && find \"$d\" -mindepth 1 -delete & done; wait; true",
-            dirs.iter()
-                .map(|d| shell_words::quote(d).into_owned())
-                .collect::<Vec<_>>()
-                .join(" ")
-        )],
+        cmd: vec![empty_directories_script(dirs)],
         binds: dirs.iter().map(|d| format!("{d}:{d}:z")).collect(),
         privileged: true,
+        // It only deletes files: no network to set up (a bridge endpoint costs Docker time).
+        network_mode: Some("none".into()),
         ..Default::default()
     };
     host.docker()
         .run_to_success("kube-cleaner", &spec, Duration::from_secs(300))
         .await
         .map(drop)
+}
+
+/// What [`clean_directories`] and [`crate::phases::log_links::clean_log_links`] do, run by the
+/// host's own shell: for a host whose SSH user is root, which needs no helper container.
+pub async fn clean_as_root(
+    host: &Host,
+    dirs: &[String],
+    log_dir: Option<&str>,
+) -> Result<(), HostError> {
+    let mut script = Vec::new();
+    if !dirs.is_empty() {
+        script.push(empty_directories_script(dirs));
+    }
+    if let Some(dir) = log_dir {
+        script.push(crate::phases::log_links::dangling_links_script(dir));
+    }
+    let out = host.link().exec(&script.join(" && ")).await?;
+    if out.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    Err(HostError::Exec {
+        host: host.name().to_string(),
+        command: "clean as root".into(),
+        detail: format!(
+            "exit status {}: {}",
+            out.exit_status.map_or("unknown".into(), |c| c.to_string()),
+            lines[lines.len().saturating_sub(5)..].join("\n    ")
+        ),
+    })
+}
+
+/// Empties every directory of `dirs` that exists, all at once (distinct trees; etcd's data is
+/// the big one), and exits non-zero when anything could not be deleted. RKE1's cleaner ignores
+/// such failures (its script ends in `true`); a removal that left files is not reported done.
+fn empty_directories_script(dirs: &[String]) -> String {
+    format!(
+        "pids=; for d in {}; do {{ [ ! -d \"$d\" ] || find \"$d\" -mindepth 1 -delete; }} & \
+         pids=\"$pids $!\"; done; failed=0; for p in $pids; do wait \"$p\" || failed=1; done; \
+         [ \"$failed\" = 0 ]",
+        dirs.iter()
+            .map(|d| shell_words::quote(d).into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    )
 }
 
 /// What RKE1 cleans on a host that left the cluster (§24.2), with the host's prefix path.
@@ -240,6 +281,51 @@ pub fn removed_host_actions(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cleaning_scripts_empty_what_exists_and_drop_only_dangling_links() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = |p: &str| root.path().join(p).display().to_string();
+        for d in ["a/sub", "b"] {
+            std::fs::create_dir_all(dir(d)).unwrap();
+        }
+        std::fs::write(dir("a/sub/f"), "x").unwrap();
+        std::fs::write(dir("b/g"), "x").unwrap();
+        std::fs::create_dir_all(dir("log")).unwrap();
+        std::fs::write(dir("target"), "x").unwrap();
+        std::os::unix::fs::symlink(dir("target"), dir("log/kept.log")).unwrap();
+        std::os::unix::fs::symlink(dir("gone"), dir("log/dangling.log")).unwrap();
+        let script = [
+            empty_directories_script(&[dir("a"), dir("missing"), dir("b with space")]),
+            empty_directories_script(&[dir("b")]),
+            crate::phases::log_links::dangling_links_script(&dir("log")),
+        ]
+        .join(" && ");
+        let out = std::process::Command::new("/bin/sh")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let entries = |p: &str| std::fs::read_dir(dir(p)).unwrap().count();
+        assert_eq!((entries("a"), entries("b")), (0, 0));
+        assert!(std::fs::symlink_metadata(dir("log/kept.log")).is_ok());
+        assert!(std::fs::symlink_metadata(dir("log/dangling.log")).is_err());
+        assert!(std::path::Path::new(&dir("target")).exists());
+
+        // A tree that cannot be emptied fails the script (RKE1's cleaner said nothing).
+        let blocked = root.path().join("blocked");
+        std::fs::create_dir_all(blocked.join("inner")).unwrap();
+        let failing = empty_directories_script(&[dir("blocked")]).replace(
+            "find \"$d\" -mindepth 1 -delete",
+            "find \"$d\" -mindepth 1 -delete && false",
+        );
+        assert!(failing.contains("&& false"), "{failing}");
+        let status = std::process::Command::new("/bin/sh")
+            .args(["-c", &failing])
+            .status()
+            .unwrap();
+        assert!(!status.success());
+    }
 
     fn config(nodes: &[(&str, &[&str])]) -> RkeConfig {
         let mut c = RkeConfig::default();

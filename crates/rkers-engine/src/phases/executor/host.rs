@@ -334,6 +334,11 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                     _ => Ok(()),
                 }
             }),
+            Action::CleanAsRoot { paths, log_dir } => Box::pin(async move {
+                reconcile::clean_as_root(self.host()?, paths, log_dir.as_deref())
+                    .await
+                    .map_err(ExecFailure::from)
+            }),
             Action::CleanLogLinks { dir, image } => Box::pin(async move {
                 crate::phases::log_links::clean_log_links(self.host()?, image, dir)
                     .await

@@ -52,7 +52,9 @@ impl ApplyStage<RemovalStage> for Teardown {
 fn wave_of(action: &Action) -> Option<u8> {
     match action {
         Action::RemoveContainer { .. } | Action::PullImage { .. } => Some(0),
-        Action::CleanDirectories { .. } | Action::CleanLogLinks { .. } => Some(1),
+        Action::CleanDirectories { .. }
+        | Action::CleanLogLinks { .. }
+        | Action::CleanAsRoot { .. } => Some(1),
         _ => None,
     }
 }

@@ -1,6 +1,6 @@
 //! Step 2: every reachable host at once, what its teardown depends on (the RKE containers it
-//! has, which directories to clean exist, whether it has the cleaner image), read without
-//! changing it; and the local files that exist.
+//! has, which directories to clean exist, whether its SSH user is root, whether it has the
+//! cleaner image), read without changing it; and the local files that exist.
 
 use super::{Remove, RemoveError};
 use crate::cluster::Cluster;
@@ -89,7 +89,7 @@ async fn find(
             .await
             .map_err(RemoveError::from)
     };
-    let (containers, directories, has_cleaner_image) =
+    let (containers, (directories, shell_is_root), has_cleaner_image) =
         try_join3(present, existing_directories(host, &dirs), has_image).await?;
     Ok(FoundHost {
         address,
@@ -97,16 +97,21 @@ async fn find(
         containers,
         directories,
         has_cleaner_image,
+        shell_is_root,
     })
 }
 
-/// The subset of `dirs` that exists on the host, asked over SSH so nothing is created.
-async fn existing_directories(host: &Host, dirs: &[String]) -> Result<Vec<String>, RemoveError> {
+/// The subset of `dirs` that exists on the host, asked over SSH so nothing is created, and
+/// whether the user the commands run as is root (then the host's shell cleans them).
+async fn existing_directories(
+    host: &Host,
+    dirs: &[String],
+) -> Result<(Vec<String>, bool), RemoveError> {
     if dirs.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), false));
     }
     let script = format!(
-        "for d in {}; do [ -d \"$d\" ] && echo \"$d\"; done; true",
+        "echo \"{UID_LINE}$(id -u)\"; for d in {}; do [ -d \"$d\" ] && echo \"$d\"; done; true",
         dirs.iter()
             .map(|d| shell_words::quote(d).into_owned())
             .collect::<Vec<_>>()
@@ -117,13 +122,19 @@ async fn existing_directories(host: &Host, dirs: &[String]) -> Result<Vec<String
         .exec(&script)
         .await
         .map_err(RemoveError::ListDirectories)?;
-    let present: Vec<String> = out.stdout_str().lines().map(str::to_string).collect();
-    Ok(dirs
-        .iter()
-        .filter(|d| present.iter().any(|p| p == *d))
-        .cloned()
-        .collect())
+    let stdout = out.stdout_str();
+    let shell_is_root = stdout.lines().any(|l| l == format!("{UID_LINE}0"));
+    Ok((
+        dirs.iter()
+            .filter(|d| stdout.lines().any(|p| p == *d))
+            .cloned()
+            .collect(),
+        shell_is_root,
+    ))
 }
+
+/// Starts the line that gives the user's id (no directory path starts with it).
+const UID_LINE: &str = "uid=";
 
 /// The local files `remove` deletes: the kubeconfig, the state and, unless kept, the state's
 /// backups, each of which holds every private key of the removed cluster.
