@@ -131,14 +131,7 @@ pub async fn clean_as_root(
     dirs: &[String],
     log_dir: Option<&str>,
 ) -> Result<(), HostError> {
-    let mut script = Vec::new();
-    if !dirs.is_empty() {
-        script.push(empty_directories_script(dirs));
-    }
-    if let Some(dir) = log_dir {
-        script.push(crate::phases::log_links::dangling_links_script(dir));
-    }
-    let out = host.link().exec(&script.join(" && ")).await?;
+    let out = host.link().exec(&clean_as_root_script(dirs, log_dir)).await?;
     if out.success() {
         return Ok(());
     }
@@ -153,6 +146,19 @@ pub async fn clean_as_root(
             lines[lines.len().saturating_sub(5)..].join("\n    ")
         ),
     })
+}
+
+/// [`clean_as_root`]'s one command: every part runs, and any failed part fails the whole.
+fn clean_as_root_script(dirs: &[String], log_dir: Option<&str>) -> String {
+    let mut parts = Vec::new();
+    if !dirs.is_empty() {
+        parts.push(empty_directories_script(dirs));
+    }
+    if let Some(dir) = log_dir {
+        parts.push(crate::phases::log_links::dangling_links_script(dir));
+    }
+    let parts: String = parts.iter().map(|p| format!("{{ {p}; }} || rc=1; ")).collect();
+    format!("rc=0; {parts}[ \"$rc\" = 0 ]")
 }
 
 /// Empties every directory of `dirs` that exists, all at once (distinct trees; etcd's data is
@@ -295,12 +301,10 @@ mod tests {
         std::fs::write(dir("target"), "x").unwrap();
         std::os::unix::fs::symlink(dir("target"), dir("log/kept.log")).unwrap();
         std::os::unix::fs::symlink(dir("gone"), dir("log/dangling.log")).unwrap();
-        let script = [
-            empty_directories_script(&[dir("a"), dir("missing"), dir("b with space")]),
-            empty_directories_script(&[dir("b")]),
-            crate::phases::log_links::dangling_links_script(&dir("log")),
-        ]
-        .join(" && ");
+        let script = clean_as_root_script(
+            &[dir("a"), dir("missing"), dir("b with space"), dir("b")],
+            Some(&dir("log")),
+        );
         let out = std::process::Command::new("/bin/sh")
             .args(["-c", &script])
             .output()
@@ -312,19 +316,18 @@ mod tests {
         assert!(std::fs::symlink_metadata(dir("log/dangling.log")).is_err());
         assert!(std::path::Path::new(&dir("target")).exists());
 
-        // A tree that cannot be emptied fails the script (RKE1's cleaner said nothing).
-        let blocked = root.path().join("blocked");
-        std::fs::create_dir_all(blocked.join("inner")).unwrap();
-        let failing = empty_directories_script(&[dir("blocked")]).replace(
-            "find \"$d\" -mindepth 1 -delete",
-            "find \"$d\" -mindepth 1 -delete && false",
-        );
-        assert!(failing.contains("&& false"), "{failing}");
+        // A tree that cannot be emptied fails the whole command (RKE1's cleaner said nothing);
+        // the dangling log links are dropped all the same.
+        std::os::unix::fs::symlink(dir("gone"), dir("log/dangling.log")).unwrap();
+        let failing = clean_as_root_script(&[dir("a")], Some(&dir("log")))
+            .replace("find \"$d\" -mindepth 1 -delete", "false");
+        assert!(failing.contains("false;"), "{failing}");
         let status = std::process::Command::new("/bin/sh")
             .args(["-c", &failing])
             .status()
             .unwrap();
         assert!(!status.success());
+        assert!(std::fs::symlink_metadata(dir("log/dangling.log")).is_err());
     }
 
     fn config(nodes: &[(&str, &[&str])]) -> RkeConfig {
