@@ -65,6 +65,11 @@ sandbox_netns_up() {
     ip -n "$ns" link set eth0 up
     # The machine's bridge is the only way out; it also reaches the registry there.
     ip -n "$ns" route replace default via "$SANDBOX_BRIDGE_IP" dev eth0
+    # The cloud metadata address fails at once (no route), as on a machine whose network
+    # refuses it. Where it is silently dropped instead (this machine's network), kubelet
+    # v1.20's AWS credential provider waits about 6 s for it at every start, and every
+    # kubelet in the sandbox answered its health check that much later.
+    ip -n "$ns" route replace unreachable 169.254.169.254/32
 }
 
 sandbox_netns_down() {
