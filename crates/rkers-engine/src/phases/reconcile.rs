@@ -131,7 +131,10 @@ pub async fn clean_as_root(
     dirs: &[String],
     log_dir: Option<&str>,
 ) -> Result<(), HostError> {
-    let out = host.link().exec(&clean_as_root_script(dirs, log_dir)).await?;
+    let out = host
+        .link()
+        .exec(&clean_as_root_script(dirs, log_dir))
+        .await?;
     if out.success() {
         return Ok(());
     }
@@ -157,7 +160,10 @@ fn clean_as_root_script(dirs: &[String], log_dir: Option<&str>) -> String {
     if let Some(dir) = log_dir {
         parts.push(crate::phases::log_links::dangling_links_script(dir));
     }
-    let parts: String = parts.iter().map(|p| format!("{{ {p}; }} || rc=1; ")).collect();
+    let parts: String = parts
+        .iter()
+        .map(|p| format!("{{ {p}; }} || rc=1; "))
+        .collect();
     format!("rc=0; {parts}[ \"$rc\" = 0 ]")
 }
 

@@ -286,7 +286,11 @@ mod tests {
         let exec = crate::phases::executor::Executor::new(&reporter, "alpine", Vec::new());
         let on = exec.on("host1");
         let start = |name: &str| Action::StartContainer { name: name.into() };
-        let planned = vec![start("etcd"), start("kube-apiserver"), start("etcd-rolling-snapshots")];
+        let planned = vec![
+            start("etcd"),
+            start("kube-apiserver"),
+            start("etcd-rolling-snapshots"),
+        ];
         let applied = || -> Vec<String> {
             let events = events.lock().unwrap();
             events
