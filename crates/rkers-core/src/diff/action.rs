@@ -1,4 +1,8 @@
-//! The actions `up` takes on a host, and their rendering for `--dry-run`.
+//! The actions every command takes on a host (`up`, `remove`, the day-2 commands), and their
+//! rendering for `--dry-run`. In this order: the [`Action`] vocabulary, the sealed bytes and
+//! health probes actions carry, the checks a recreated container must pass before the one it
+//! replaces is dropped ([`undo_check`]), each action's dry-run line (`Display`), and the whole
+//! dry run ([`render_dry_run`]).
 
 use super::FieldChange;
 use serde::Serialize;

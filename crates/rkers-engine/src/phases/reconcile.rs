@@ -138,15 +138,13 @@ pub async fn clean_as_root(
     if out.success() {
         return Ok(());
     }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     Err(HostError::Exec {
         host: host.name().to_string(),
         command: "clean as root".into(),
         detail: format!(
             "exit status {}: {}",
             out.exit_status.map_or("unknown".into(), |c| c.to_string()),
-            lines[lines.len().saturating_sub(5)..].join("\n    ")
+            crate::checks::last_lines(&String::from_utf8_lossy(&out.stderr), 5).join("\n    ")
         ),
     })
 }
@@ -175,10 +173,7 @@ fn empty_directories_script(dirs: &[String]) -> String {
         "pids=; for d in {}; do {{ [ ! -d \"$d\" ] || find \"$d\" -mindepth 1 -delete; }} & \
          pids=\"$pids $!\"; done; failed=0; for p in $pids; do wait \"$p\" || failed=1; done; \
          [ \"$failed\" = 0 ]",
-        dirs.iter()
-            .map(|d| shell_words::quote(d).into_owned())
-            .collect::<Vec<_>>()
-            .join(" ")
+        shell_words::join(dirs)
     )
 }
 

@@ -478,9 +478,9 @@ fn parse_sweep(output: &str) -> Option<SweepReport> {
     })
 }
 
+/// The last `n` lines of `text` on one line, for an error message.
 fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(n)..].join(" | ")
+    crate::checks::last_lines(text, n).join(" | ")
 }
 
 fn host_error(host: &Host, phase: &str, message: String) -> PhaseError {

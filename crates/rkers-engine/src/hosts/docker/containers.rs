@@ -203,12 +203,14 @@ impl DockerClient {
     ) -> Result<String, HostError> {
         let r = self.run_one_shot(name, spec, timeout).await?;
         if r.exit_code != 0 {
-            let lines: Vec<&str> = r.logs.lines().filter(|l| !l.trim().is_empty()).collect();
-            let last = &lines[lines.len().saturating_sub(5)..];
             return Err(HostError::Container {
                 host: self.host().to_string(),
                 container: name.to_string(),
-                detail: format!("exited with {}: {}", r.exit_code, last.join("\n    ")),
+                detail: format!(
+                    "exited with {}: {}",
+                    r.exit_code,
+                    crate::checks::last_lines(&r.logs, 5).join("\n    ")
+                ),
             });
         }
         Ok(r.logs)

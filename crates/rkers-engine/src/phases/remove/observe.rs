@@ -89,8 +89,12 @@ async fn find(
             .await
             .map_err(RemoveError::from)
     };
-    let (containers, (directories, shell_is_root), has_cleaner_image) =
-        try_join3(present, existing_directories(host, &dirs), has_image).await?;
+    let (containers, (directories, shell_is_root), has_cleaner_image) = try_join3(
+        present,
+        existing_directories_and_root(host, &dirs),
+        has_image,
+    )
+    .await?;
     Ok(FoundHost {
         address,
         kind,
@@ -103,7 +107,7 @@ async fn find(
 
 /// The subset of `dirs` that exists on the host, asked over SSH so nothing is created, and
 /// whether the user the commands run as is root (then the host's shell cleans them).
-async fn existing_directories(
+async fn existing_directories_and_root(
     host: &Host,
     dirs: &[String],
 ) -> Result<(Vec<String>, bool), RemoveError> {
@@ -112,10 +116,7 @@ async fn existing_directories(
     }
     let script = format!(
         "echo \"{UID_LINE}$(id -u)\"; for d in {}; do [ -d \"$d\" ] && echo \"$d\"; done; true",
-        dirs.iter()
-            .map(|d| shell_words::quote(d).into_owned())
-            .collect::<Vec<_>>()
-            .join(" ")
+        shell_words::join(dirs)
     );
     let out = host
         .link()
