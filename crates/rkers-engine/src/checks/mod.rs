@@ -81,11 +81,6 @@ impl Finding {
     }
 }
 
-/// The last `n` lines of `text`, trimmed, for evidence.
-pub fn last_lines(text: &str, n: usize) -> Vec<String> {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(n)..]
-        .iter()
-        .map(|l| l.trim_end().to_string())
-        .collect()
-}
+// In `output`, below `hosts`, so the container errors of `hosts` can quote it too without an
+// import circle.
+pub use crate::output::last_lines;

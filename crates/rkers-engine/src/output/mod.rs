@@ -17,6 +17,16 @@ use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// The last `n` lines of `text`, trimmed, for evidence: the end of a log or of
+/// a command's stderr, quoted in an error or a finding.
+pub fn last_lines(text: &str, n: usize) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| l.trim_end().to_string())
+        .collect()
+}
+
 /// How events are rendered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {

@@ -144,7 +144,7 @@ pub async fn clean_as_root(
         detail: format!(
             "exit status {}: {}",
             out.exit_status.map_or("unknown".into(), |c| c.to_string()),
-            crate::checks::last_lines(&String::from_utf8_lossy(&out.stderr), 5).join("\n    ")
+            crate::output::last_lines(&String::from_utf8_lossy(&out.stderr), 5).join("\n    ")
         ),
     })
 }

@@ -480,7 +480,7 @@ fn parse_sweep(output: &str) -> Option<SweepReport> {
 
 /// The last `n` lines of `text` on one line, for an error message.
 fn last_lines(text: &str, n: usize) -> String {
-    crate::checks::last_lines(text, n).join(" | ")
+    crate::output::last_lines(text, n).join(" | ")
 }
 
 fn host_error(host: &Host, phase: &str, message: String) -> PhaseError {

@@ -209,7 +209,7 @@ impl DockerClient {
                 detail: format!(
                     "exited with {}: {}",
                     r.exit_code,
-                    crate::checks::last_lines(&r.logs, 5).join("\n    ")
+                    crate::output::last_lines(&r.logs, 5).join("\n    ")
                 ),
             });
         }
