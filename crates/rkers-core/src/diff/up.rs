@@ -32,11 +32,15 @@ pub enum UpStep {
     /// A new cluster's etcd and control plane containers, all started at once.
     StartEtcdAndControlPlane,
     EtcdPlane,
-    /// A new cluster's control plane, all hosts at once.
-    ControlPlane,
+    /// A new cluster's control plane, all hosts at once, and its RBAC (what [`UpStep::Authz`]
+    /// does) as soon as the first control plane host's API server answers: kubelets, started
+    /// early, register their nodes only once RBAC lets them and back off up to 7 s between
+    /// attempts, so RBAC must not wait for the other components' health checks.
+    ControlPlaneAndAuthz,
     /// An existing cluster's control plane, host by host.
     UpgradeControlPlane,
-    /// RBAC, the API the later steps use.
+    /// RBAC, the API the later steps use (an existing cluster's; a new one's comes with
+    /// [`UpStep::ControlPlaneAndAuthz`]).
     Authz,
     /// Secrets rewritten under a new encryption key.
     RewriteSecrets,
@@ -71,7 +75,7 @@ impl fmt::Display for UpStep {
             UpStep::EtcdMembersJoin => "etcd join",
             UpStep::StartEtcdAndControlPlane => "etcd and control plane started",
             UpStep::EtcdPlane => "etcd plane",
-            UpStep::ControlPlane | UpStep::UpgradeControlPlane => "control plane",
+            UpStep::ControlPlaneAndAuthz | UpStep::UpgradeControlPlane => "control plane",
             UpStep::Authz => "authz",
             UpStep::RewriteSecrets => "rewrite secrets",
             UpStep::SaveState => "save state",
@@ -126,8 +130,7 @@ pub fn up_steps(existing: bool) -> Changeset<UpStep> {
             EtcdMembersJoin,
             StartEtcdAndControlPlane,
             EtcdPlane,
-            ControlPlane,
-            Authz,
+            ControlPlaneAndAuthz,
             RewriteSecrets,
             SaveState,
             NodeRegistration,
@@ -175,7 +178,7 @@ mod tests {
         for new_only in [
             UpStep::EarlyKubelets,
             UpStep::StartEtcdAndControlPlane,
-            UpStep::ControlPlane,
+            UpStep::ControlPlaneAndAuthz,
             UpStep::NodeRegistration,
             UpStep::WorkerPlane,
         ] {
@@ -186,7 +189,17 @@ mod tests {
     #[test]
     fn a_new_cluster_records_its_state_once_the_api_answers_and_starts_kubelets_early() {
         let steps = order(false);
-        assert!(before(&steps, UpStep::Authz, UpStep::SaveState));
+        assert!(before(
+            &steps,
+            UpStep::ControlPlaneAndAuthz,
+            UpStep::SaveState
+        ));
+        assert!(before(
+            &steps,
+            UpStep::ControlPlaneAndAuthz,
+            UpStep::RewriteSecrets
+        ));
+        assert!(!steps.contains(&UpStep::Authz));
         assert!(before(&steps, UpStep::SaveState, UpStep::WorkerPlane));
         assert!(before(&steps, UpStep::Images, UpStep::EarlyKubelets));
         assert!(before(&steps, UpStep::EarlyKubelets, UpStep::EtcdPlane));

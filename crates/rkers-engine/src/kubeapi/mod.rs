@@ -86,6 +86,24 @@ impl KubeApi {
             .unwrap_or(0))
     }
 
+    /// Whether what [`KubeApi::apply_authz`] builds on is there: the `kube-system` namespace
+    /// (its ServiceAccount's) and the `system:node` ClusterRole (which kubelets register
+    /// their nodes through once bound). A new API server makes both within seconds of
+    /// serving, before its health check answers; an error is a no.
+    pub async fn lets_rbac_in(&self) -> bool {
+        use k8s_openapi::api::core::v1::Namespace;
+        use k8s_openapi::api::rbac::v1::ClusterRole;
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        let roles: Api<ClusterRole> = Api::all(self.client.clone());
+        matches!(
+            futures::join!(
+                namespaces.get_opt("kube-system"),
+                roles.get_opt("system:node")
+            ),
+            (Ok(Some(_)), Ok(Some(_)))
+        )
+    }
+
     /// Creates or updates the RBAC objects RKE1 creates right after the control plane (§20).
     pub async fn apply_authz(&self, rbac: bool) -> Result<(), KubeApiError> {
         for doc in authz_docs(rbac) {

@@ -68,6 +68,32 @@ fn phase_error(phase: &str) -> impl FnOnce(ExecError) -> PhaseError {
     }
 }
 
+/// Waits until a new cluster's API server lets RBAC in ([`KubeApi::lets_rbac_in`], asked
+/// through the admin kubeconfig every 0.2 s), or every control plane host's kube-apiserver
+/// answers its health check, whichever comes first; fails when a health check does. The health
+/// check answers only once every post-start hook of the API server is done, seconds after it
+/// serves, while the kubelets started early keep backing off (up to 7 s) between their
+/// attempts to register, which RBAC lets through.
+pub(super) async fn api_lets_rbac_in(cluster: &Cluster, run: &Run) -> Result<(), UpError> {
+    let serving = async {
+        let api = match read_kubeconfig(cluster) {
+            Ok(text) => KubeApi::from_kubeconfig(&text).await.ok(),
+            Err(_) => None,
+        };
+        let Some(api) = api else {
+            // The health checks decide; `authz` names the kubeconfig's problem.
+            return std::future::pending().await;
+        };
+        while !api.lets_rbac_in().await {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    tokio::select! {
+        answered = super::planes::api_servers_answer(run) => answered,
+        () = serving => Ok(()),
+    }
+}
+
 /// The API the later steps use, and RKE1's RBAC objects when planned (§20).
 pub(super) async fn authz(cluster: &Cluster, run: &Run) -> Result<KubeApi, UpError> {
     let phase = run.reporter.phase("authz");

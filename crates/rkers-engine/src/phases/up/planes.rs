@@ -39,6 +39,19 @@ pub(super) async fn plane(
     finish(phase, result)
 }
 
+/// Waits until every control plane host's kube-apiserver answers its health check, whichever
+/// of [`plane`] and this asks first (the wait happens once per run); the RBAC a new cluster's
+/// kubelets need to register comes right after, while the other components are still asked.
+pub(super) async fn api_servers_answer(run: &Run) -> Result<(), UpError> {
+    let waits = run
+        .plan
+        .hosts
+        .iter()
+        .filter(|h| h.roles.controlplane && h.containers.contains_key(plan::KUBE_APISERVER))
+        .map(|h| apply_container(run, run.host(&h.address), h, plan::KUBE_APISERVER));
+    futures::future::try_join_all(waits).await.map(|_| ())
+}
+
 /// A new cluster's Linux hosts start nginx-proxy, service-sidekick and kubelet while etcd and
 /// the control plane come up: these need only the host's own files (written by now) and images
 /// (worker-only hosts pull theirs here, the others have them already). nginx-proxy forwards to

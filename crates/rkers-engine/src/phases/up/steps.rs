@@ -126,11 +126,18 @@ impl<'c> Apply<'c> {
                 Box::pin(async move { planes::start_etcd_and_control_plane(&run, runner).await })
             }
             UpStep::EtcdPlane => Box::pin(async move { etcd::etcd_plane(&run, runner).await }),
-            UpStep::ControlPlane => Box::pin(async move {
-                planes::plane(&run, runner, "control plane", CONTROL_PLANE, |h| {
+            UpStep::ControlPlaneAndAuthz => Box::pin(async move {
+                let plane = planes::plane(&run, runner, "control plane", CONTROL_PLANE, |h| {
                     h.roles.controlplane
-                })
-                .await
+                });
+                let authz = async {
+                    cluster::api_lets_rbac_in(cluster, &run).await?;
+                    cluster::authz(cluster, &run).await
+                };
+                let (plane, authz) = futures::join!(plane, authz);
+                plane?;
+                self.api = Some(authz?);
+                Ok(())
             }),
             // Through the API server the cluster already has, within upgrade_strategy's budgets.
             UpStep::UpgradeControlPlane => Box::pin(async move {
