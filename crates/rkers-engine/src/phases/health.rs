@@ -338,15 +338,20 @@ fn crashed(
 }
 
 /// The pause before the next health request, after a pause of `previous`, `waited` into the
-/// wait: 100 ms at first, half as long again each time, at most 1 s up to 30 s into the wait
-/// (most components answer within seconds), then 5 s as RKE1 (a component that slow is usually
-/// failing, and 30 hosts asking often would load the machine).
+/// wait: 100 ms at first, half as long again each time, at most 0.5 s up to 30 s into the wait
+/// (most components answer within seconds, and the next step of a new cluster waits for each
+/// answer: kube-apiserver's, for one, lets RBAC in, which kubelets are backing off to register
+/// through), then 5 s as RKE1 (a component that slow is usually failing, and 30 hosts asking
+/// often would load the machine).
 fn next_pause(previous: Duration, waited: Duration) -> Duration {
     const FIRST: Duration = Duration::from_millis(100);
     if waited >= Duration::from_secs(30) {
         return Duration::from_secs(5);
     }
-    previous.mul_f32(1.5).max(FIRST).min(Duration::from_secs(1))
+    previous
+        .mul_f32(1.5)
+        .max(FIRST)
+        .min(Duration::from_millis(500))
 }
 
 /// etcd's `/health` answers `{"health":"true"}` (older releases `{"health": "true"}`).
@@ -415,7 +420,7 @@ mod tests {
         }
         assert_eq!(pauses[..4], [100, 150, 225, 337]);
         assert!(pauses.windows(2).all(|w| w[0] <= w[1]), "{pauses:?}");
-        assert_eq!(*pauses.last().unwrap(), 1000);
+        assert_eq!(*pauses.last().unwrap(), 500);
         assert_eq!(
             next_pause(Duration::from_millis(100), Duration::from_secs(31)),
             Duration::from_secs(5)
