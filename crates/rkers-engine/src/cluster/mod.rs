@@ -10,7 +10,7 @@ use crate::metadata::{Catalog, MetadataError};
 use crate::output::{Redactor, Reporter};
 use crate::pki::{self, PkiError, PkiHost, PkiSpec};
 use crate::state::{ClusterFiles, ClusterState, StateError, StateFile};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
@@ -257,31 +257,39 @@ impl Cluster {
         old: Option<&StateFile>,
         custom_certs: Option<&Path>,
     ) -> Result<(StateFile, pki::Changes), ClusterError> {
-        let spec = self.pki_spec()?;
+        let (bundle, changes) = self.certificates(old, custom_certs)?.make()?;
+        let encryption_config = self.desired_encryption_config(old)?;
+        Ok((self.state_with(old, bundle, encryption_config), changes))
+    }
+
+    /// What [`Cluster::init_state`] needs to make the certificates, owned, so the work (RSA
+    /// keys: the longest part of a new cluster's start) can run on a thread of its own while
+    /// `up` connects to the hosts.
+    pub fn certificates(
+        &self,
+        old: Option<&StateFile>,
+        custom_certs: Option<&Path>,
+    ) -> Result<CertificatesJob, ClusterError> {
+        Ok(CertificatesJob {
+            spec: self.pki_spec()?,
+            old_bundle: old
+                .map(|s| &s.desired_state.certificates_bundle)
+                .filter(|b| !b.is_empty())
+                .cloned(),
+            custom_certs: custom_certs.map(Path::to_path_buf),
+        })
+    }
+
+    /// The desired state: the new config with `bundle` (from [`Cluster::certificates`]) and
+    /// `encryption_config` (from [`Cluster::desired_encryption_config`]); every private key in
+    /// the bundle is registered for redaction first.
+    pub fn state_with(
+        &self,
+        old: Option<&StateFile>,
+        bundle: pki::Bundle,
+        encryption_config: String,
+    ) -> StateFile {
         let old_desired = old.map(|s| &s.desired_state);
-        let (bundle, changes) = if let Some(dir) = custom_certs {
-            let custom = pki::load_custom_certs(dir, &spec)?;
-            let changes = pki::Changes {
-                changed: custom.bundle.keys().cloned().collect(),
-                removed: Default::default(),
-            };
-            for w in &custom.warnings {
-                tracing::warn!("{w}");
-            }
-            (custom.bundle, changes)
-        } else {
-            match old_desired.filter(|d| !d.certificates_bundle.is_empty()) {
-                Some(d) => pki::reconcile_bundle(d.certificates_bundle.clone(), &spec)?,
-                None => {
-                    let bundle = pki::generate_bundle(&spec)?;
-                    let changes = pki::Changes {
-                        changed: bundle.keys().cloned().collect(),
-                        removed: Default::default(),
-                    };
-                    (bundle, changes)
-                }
-            }
-        };
         for cert in bundle.values() {
             self.redactor.register(&cert.key_pem);
         }
@@ -293,15 +301,55 @@ impl Cluster {
         let desired = ClusterState {
             rke_config: Some(rke_config),
             certificates_bundle: bundle,
-            encryption_config: self.desired_encryption_config(old)?,
+            encryption_config,
             ..Default::default()
         };
-        let state = StateFile {
+        StateFile {
             desired_state: desired,
             current_state: old.map(|s| s.current_state.clone()).unwrap_or_default(),
             extra: old.map(|s| s.extra.clone()).unwrap_or_default(),
-        };
-        Ok((state, changes))
+        }
+    }
+}
+
+/// The certificates of a run, to be made: see [`Cluster::certificates`].
+pub struct CertificatesJob {
+    spec: PkiSpec,
+    old_bundle: Option<pki::Bundle>,
+    custom_certs: Option<PathBuf>,
+}
+
+impl CertificatesJob {
+    /// Every certificate and key is new (a new cluster, no cert dir): the slow case, and one
+    /// that reads nothing that could be wrong.
+    pub fn generates_everything(&self) -> bool {
+        self.custom_certs.is_none() && self.old_bundle.is_none()
+    }
+
+    /// Generated, reconciled with the previous run's, or read from the cert dir; what changed.
+    pub fn make(self) -> Result<(pki::Bundle, pki::Changes), ClusterError> {
+        if let Some(dir) = &self.custom_certs {
+            let custom = pki::load_custom_certs(dir, &self.spec)?;
+            let changes = pki::Changes {
+                changed: custom.bundle.keys().cloned().collect(),
+                removed: Default::default(),
+            };
+            for w in &custom.warnings {
+                tracing::warn!("{w}");
+            }
+            return Ok((custom.bundle, changes));
+        }
+        Ok(match self.old_bundle {
+            Some(bundle) => pki::reconcile_bundle(bundle, &self.spec)?,
+            None => {
+                let bundle = pki::generate_bundle(&self.spec)?;
+                let changes = pki::Changes {
+                    changed: bundle.keys().cloned().collect(),
+                    removed: Default::default(),
+                };
+                (bundle, changes)
+            }
+        })
     }
 }
 

@@ -3,7 +3,6 @@
 //! Each host's Docker Engine API range against the cluster's runtime and, when hosts or roles were added, the ports between roles are checked
 //! here; hosts that left the cluster are connected to as well, to clean them later.
 
-use super::state::Loaded;
 use super::{UpError, UpOptions};
 use crate::cluster::Cluster;
 use crate::config::RkeConfig;
@@ -29,10 +28,10 @@ pub(super) struct Connected {
 pub(super) async fn connect(
     cluster: &Cluster,
     opts: &UpOptions,
-    loaded: &Loaded,
+    old_current: Option<&RkeConfig>,
+    encryption_config: &str,
     reporter: &Reporter,
 ) -> Result<Connected, UpError> {
-    let old_current = loaded.old_current.as_deref();
     let phase = reporter.phase("connect");
     let targets = cluster.ssh_targets(opts.agent_override);
     let pool = match HostPool::connect(&targets, &opts.ssh).await {
@@ -59,7 +58,7 @@ pub(super) async fn connect(
     } else if !hosts_added {
         tracing::debug!("no host or role added: port checks skipped, as RKE1 does (§10)");
     } else {
-        let images = images_to_prefetch(cluster, opts, loaded, &pool);
+        let images = images_to_prefetch(cluster, opts, encryption_config, &pool);
         prefetched = port_checks(cluster, &pool, &images, reporter).await?;
         ports_checked = true;
     }
@@ -79,12 +78,12 @@ pub(super) async fn connect(
 fn images_to_prefetch(
     cluster: &Cluster,
     opts: &UpOptions,
-    loaded: &Loaded,
+    encryption_config: &str,
     pool: &HostPool,
 ) -> BTreeMap<String, BTreeSet<String>> {
     let facts = crate::phases::host_facts(pool);
     let etcd = crate::plan::EtcdContext::fresh();
-    let Ok(plan) = super::plan::build_plan(cluster, opts, &loaded.state, &facts, &etcd) else {
+    let Ok(plan) = super::plan::build_plan(cluster, opts, encryption_config, &facts, &etcd) else {
         return BTreeMap::new();
     };
     let helper = &cluster.config.system_images.cert_downloader;

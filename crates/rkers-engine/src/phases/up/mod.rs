@@ -160,10 +160,38 @@ impl<'c> Command for Up<'c> {
     type Applier = steps::Apply<'c>;
     type Error = UpError;
 
-    /// 1. state, 2. connect.
+    /// Steps 1 and 2, state and connect. A new cluster's certificates (every RSA key: the
+    /// longest part of its state) are made on a thread of their own while the hosts connect;
+    /// any other run's (reconciled with the state's, or read from the cert dir) first, so a
+    /// problem with them stops the run before any host is touched.
     async fn connect(&mut self, links: &mut Links) -> Result<(), UpError> {
-        let loaded = state::load(self.cluster, self.opts, &self.reporter)?;
-        let connected = connect::connect(self.cluster, self.opts, &loaded, &self.reporter).await?;
+        let phase = self.reporter.phase("state");
+        let (started, job) = state::start(self.cluster, self.opts)?;
+        let ready = if job.generates_everything() {
+            Err(job)
+        } else {
+            Ok(job.make()?)
+        };
+        let certificates = async move {
+            let made = match ready {
+                Ok(made) => made,
+                Err(job) => tokio::task::spawn_blocking(move || job.make()).await??,
+            };
+            phase.done();
+            Ok::<_, UpError>(made)
+        };
+        let connecting = connect::connect(
+            self.cluster,
+            self.opts,
+            started.old_current(),
+            &started.encryption_config,
+            &self.reporter,
+        );
+        let (made, connected) = futures::join!(certificates, connecting);
+        // A problem with the certificates comes first, as it did when they were made before
+        // connecting: it is the run's own input.
+        let loaded = state::loaded(self.cluster, started, made?);
+        let connected = connected?;
         links.keep(connected.pool.hosts());
         if let Some(removed) = &connected.removed_pool {
             links.keep(removed.hosts());

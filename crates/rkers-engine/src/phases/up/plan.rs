@@ -47,7 +47,7 @@ pub(super) struct Planned {
 pub(super) fn build_plan(
     cluster: &Cluster,
     opts: &UpOptions,
-    state: &crate::state::StateFile,
+    encryption_config: &str,
     facts: &BTreeMap<String, plan::HostFacts>,
     etcd: &plan::EtcdContext,
 ) -> Result<ClusterPlan, UpError> {
@@ -68,8 +68,7 @@ pub(super) fn build_plan(
         windows_service_options: windows_options.as_ref(),
         host_facts: facts,
         etcd,
-        encryption_config: (!state.desired_state.encryption_config.is_empty())
-            .then_some(state.desired_state.encryption_config.as_str()),
+        encryption_config: (!encryption_config.is_empty()).then_some(encryption_config),
         default_rke_tools_tag: default_tools_tag.as_deref(),
         dind: opts.dind,
     })?)
@@ -90,6 +89,7 @@ pub(super) async fn plan(
         prefetched,
     } = connected;
     let (old, old_current, state) = (&loaded.old, &loaded.old_current, &loaded.state);
+    let encryption = state.desired_state.encryption_config.as_str();
     let facts = crate::phases::host_facts(&pool);
     let windows_problems = plan::validate_windows(&cluster.config, &facts);
     if !windows_problems.is_empty() {
@@ -98,7 +98,7 @@ pub(super) async fn plan(
         });
     }
     let etcd = plan::EtcdContext::fresh();
-    let cluster_plan = build_plan(cluster, opts, state, &facts, &etcd)?;
+    let cluster_plan = build_plan(cluster, opts, encryption, &facts, &etcd)?;
     let spec = cluster.pki_spec()?;
     let bundle = state.desired_state.certificates_bundle.clone();
     let desired_files: BTreeMap<String, Vec<DesiredFile>> = cluster_plan
@@ -194,7 +194,7 @@ pub(super) async fn plan(
                 let at = recon.etcd_added.iter().position(|x| *x == a).unwrap_or(0);
                 let pending = recon.etcd_added[at + 1..].iter().cloned().collect();
                 let joining_etcd = plan::EtcdContext::while_adding(&etcd_order, &pending);
-                let joining = build_plan(cluster, opts, state, &facts, &joining_etcd)?;
+                let joining = build_plan(cluster, opts, encryption, &facts, &joining_etcd)?;
                 if let Some(h) = joining.hosts.iter().find(|h| h.address == a)
                     && let Some(spec) = h.containers.get(plan::ETCD)
                 {

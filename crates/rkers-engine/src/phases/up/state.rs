@@ -2,11 +2,12 @@
 //! reconciled) built; it is written before any host changes (§9.1), once the run goes ahead.
 
 use super::{UpError, UpOptions};
-use crate::cluster::Cluster;
+use crate::cluster::{CertificatesJob, Cluster};
 use crate::config::RkeConfig;
 use crate::diff::minor::{MinorStep, minor_step};
 use crate::metadata::K8sVersion;
 use crate::output::Reporter;
+use crate::pki::{Bundle, Changes};
 use crate::state::StateFile;
 
 /// The states `up` starts from.
@@ -22,12 +23,27 @@ pub(super) struct Loaded {
     pub(super) minor: MinorStep,
 }
 
-pub(super) fn load(
+/// What `up` reads before it connects: the state found, and what the desired state needs
+/// besides the certificates, which the job [`start`] returns makes meanwhile.
+pub(super) struct Started {
+    old: Option<StateFile>,
+    old_current: Option<Box<RkeConfig>>,
+    minor: MinorStep,
+    /// The encryption provider file the run applies (empty: encryption off).
+    pub(super) encryption_config: String,
+}
+
+impl Started {
+    pub(super) fn old_current(&self) -> Option<&RkeConfig> {
+        self.old_current.as_deref()
+    }
+}
+
+/// Reads the state file and checks the version step; the certificates are left to make.
+pub(super) fn start(
     cluster: &Cluster,
     opts: &UpOptions,
-    reporter: &Reporter,
-) -> Result<Loaded, UpError> {
-    let phase = reporter.phase("state");
+) -> Result<(Started, CertificatesJob), UpError> {
     let old = cluster.load_state()?;
     let old_current = old
         .as_ref()
@@ -44,17 +60,33 @@ pub(super) fn load(
         Some(old) => check_minor_step(cluster, old)?,
         None => MinorStep::Same,
     };
-    // The new state is saved once the run is known to go ahead (after the adoption question
-    // and the check for a running cluster without state) and before any host changes.
-    let (state, changes) = cluster.init_state(old.as_ref(), opts.custom_certs.as_deref())?;
-    tracing::debug!(changed = ?changes.changed, removed = ?changes.removed, "certificates");
-    phase.done();
-    Ok(Loaded {
+    let certificates = cluster.certificates(old.as_ref(), opts.custom_certs.as_deref())?;
+    let encryption_config = cluster.desired_encryption_config(old.as_ref())?;
+    let started = Started {
         old,
         old_current,
-        state,
         minor,
-    })
+        encryption_config,
+    };
+    Ok((started, certificates))
+}
+
+/// The states `up` starts from, once the certificates of [`start`] are made. The new state is
+/// saved once the run is known to go ahead (after the adoption question and the check for a
+/// running cluster without state) and before any host changes.
+pub(super) fn loaded(
+    cluster: &Cluster,
+    started: Started,
+    (bundle, changes): (Bundle, Changes),
+) -> Loaded {
+    tracing::debug!(changed = ?changes.changed, removed = ?changes.removed, "certificates");
+    let state = cluster.state_with(started.old.as_ref(), bundle, started.encryption_config);
+    Loaded {
+        old: started.old,
+        old_current: started.old_current,
+        state,
+        minor: started.minor,
+    }
 }
 
 pub(super) fn save_desired_state(
