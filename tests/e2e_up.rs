@@ -64,6 +64,20 @@ async fn cluster_lifecycle_on_the_sandbox() {
         "log links were not made inside kubelet: {linkers}"
     );
 
+    // etcd's data directory was made private by the host's shell (the sandbox's SSH user is
+    // root and its Docker runs without SELinux), not by RKE1's etcd-fix-perm helper container.
+    let fix_perm = sb.on_host(
+        "host1",
+        "docker events --since 30m --until 0s --filter event=create \
+         --format '{{.Actor.Attributes.name}}' | grep -c '^etcd-fix-perm$'; \
+         stat -c %a /var/lib/etcd",
+    );
+    assert_eq!(
+        fix_perm.split_whitespace().collect::<Vec<_>>(),
+        ["0", "700"],
+        "etcd-fix-perm ran, or /var/lib/etcd is not private: {fix_perm}"
+    );
+
     // 2. etcd is healthy through etcdctl with the certificates rkers made and deployed.
     let health = sb.on_host("host1", "docker exec etcd etcdctl endpoint health 2>&1");
     assert!(health.contains("is healthy"), "{health}");

@@ -259,7 +259,7 @@ pub enum Action {
     },
     // up's actions (wip-plan)
     /// RKE1's `etcd-fix-perm` before a new etcd container: the data directory `path` exists and
-    /// only its owner reads it (a one-shot helper container).
+    /// only its owner reads it (a one-shot helper container, or the host's shell).
     FixEtcdPermissions {
         path: String,
         /// A joining member: an etcd container an interrupted run left is removed and the
@@ -267,6 +267,13 @@ pub enum Action {
         /// as that removed member, which the cluster refuses.
         #[serde(skip_serializing_if = "std::ops::Not::not", default)]
         empty_first: bool,
+        /// Done by the host's own shell: its SSH user is root and Docker runs without SELinux
+        /// (whose label only the helper's `:z` bind gives the directory). RKE1 uses a helper
+        /// container because its SSH user need only be in the docker group; the helper's
+        /// create, start, wait and removal come before etcd starts, a second or more of a new
+        /// cluster's critical path.
+        #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+        in_host_shell: bool,
     },
     /// RKE1's log links (§8.5) for the containers this run creates on a Linux host, in a
     /// one-shot helper container.
@@ -682,17 +689,23 @@ impl std::fmt::Display for Action {
             }
             Action::RunUp { reason } => write!(f, "run `rkers up` ({reason})"),
             // up's actions (wip-plan)
-            Action::FixEtcdPermissions { path, empty_first } => {
+            Action::FixEtcdPermissions {
+                path,
+                empty_first,
+                in_host_shell,
+            } => {
                 if *empty_first {
                     write!(
                         f,
                         "remove the etcd container an earlier run left, if any, empty {path}, "
                     )?;
                 }
-                write!(
-                    f,
-                    "create {path} and make it private to its owner (etcd-fix-perm)"
-                )
+                let how = if *in_host_shell {
+                    "as root, in the host's shell"
+                } else {
+                    "etcd-fix-perm"
+                };
+                write!(f, "create {path} and make it private to its owner ({how})")
             }
             Action::LinkLogs { containers, .. } => {
                 write!(f, "link the logs of {}", containers.join(", "))

@@ -131,16 +131,45 @@ pub async fn clean_as_root(
     dirs: &[String],
     log_dir: Option<&str>,
 ) -> Result<(), HostError> {
-    let out = host
-        .link()
-        .exec(&clean_as_root_script(dirs, log_dir))
-        .await?;
+    run_as_root(host, "clean as root", &clean_as_root_script(dirs, log_dir)).await
+}
+
+/// What `etcd-fix-perm` does (and, for a joining member, [`clean_directories`] before it), run
+/// by the host's own shell: `path` exists, emptied first when `empty_first`, and only its owner
+/// reads it.
+pub async fn make_private_directory_as_root(
+    host: &Host,
+    path: &str,
+    empty_first: bool,
+) -> Result<(), HostError> {
+    run_as_root(
+        host,
+        "etcd-fix-perm as root",
+        &private_directory_script(path, empty_first),
+    )
+    .await
+}
+
+fn private_directory_script(path: &str, empty_first: bool) -> String {
+    let dirs = [path.to_string()];
+    let make = format!("mkdir -p {0} && chmod 700 {0}", shell_words::join(&dirs));
+    if empty_first {
+        format!("{{ {}; }} && {make}", empty_directories_script(&dirs))
+    } else {
+        make
+    }
+}
+
+/// Runs `script` in the host's shell; a failure names `command`, its exit status and the end
+/// of its stderr.
+async fn run_as_root(host: &Host, command: &str, script: &str) -> Result<(), HostError> {
+    let out = host.link().exec(script).await?;
     if out.success() {
         return Ok(());
     }
     Err(HostError::Exec {
         host: host.name().to_string(),
-        command: "clean as root".into(),
+        command: command.into(),
         detail: format!(
             "exit status {}: {}",
             out.exit_status.map_or("unknown".into(), |c| c.to_string()),
@@ -329,6 +358,41 @@ mod tests {
             .unwrap();
         assert!(!status.success());
         assert!(std::fs::symlink_metadata(dir("log/dangling.log")).is_err());
+    }
+
+    #[test]
+    fn the_private_directory_script_makes_it_0700_and_empties_it_only_when_asked() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let etcd = root.path().join("var lib/etcd");
+        let path = etcd.display().to_string();
+        let sh = |script: String| {
+            std::process::Command::new("/bin/sh")
+                .args(["-c", &script])
+                .status()
+                .unwrap()
+                .success()
+        };
+        assert!(sh(private_directory_script(&path, false)));
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&etcd), 0o700);
+
+        std::fs::create_dir_all(etcd.join("member/snap")).unwrap();
+        std::fs::set_permissions(&etcd, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(sh(private_directory_script(&path, false)));
+        assert!(etcd.join("member/snap").exists(), "kept unless asked");
+        assert_eq!(mode(&etcd), 0o700);
+        assert!(sh(private_directory_script(&path, true)));
+        assert_eq!(std::fs::read_dir(&etcd).unwrap().count(), 0);
+        assert_eq!(mode(&etcd), 0o700);
+
+        // A directory that cannot be emptied fails before it is made private.
+        let failing = private_directory_script(&path, true)
+            .replace("find \"$d\" -mindepth 1 -delete", "false");
+        assert!(failing.contains("false;"), "{failing}");
+        std::fs::set_permissions(&etcd, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(!sh(failing));
+        assert_eq!(mode(&etcd), 0o755);
     }
 
     fn config(nodes: &[(&str, &[&str])]) -> RkeConfig {

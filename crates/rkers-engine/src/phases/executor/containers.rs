@@ -146,10 +146,18 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
         &self,
         path: &str,
         empty_first: bool,
+        in_host_shell: bool,
     ) -> Result<(), ExecFailure> {
         let host = self.host()?;
         if empty_first {
             host.docker().remove_container(plan::ETCD).await?;
+        }
+        if in_host_shell {
+            return reconcile::make_private_directory_as_root(host, path, empty_first)
+                .await
+                .map_err(ExecFailure::from);
+        }
+        if empty_first {
             reconcile::clean_directories(host, &self.exec.helper_image, &[path.to_string()])
                 .await
                 .map_err(ExecFailure::from)?;

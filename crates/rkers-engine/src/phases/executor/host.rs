@@ -210,9 +210,14 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                     .await
                     .map_err(ExecFailure::Etcd)
             }),
-            Action::FixEtcdPermissions { path, empty_first } => {
-                Box::pin(async move { self.fix_etcd_permissions(path, *empty_first).await })
-            }
+            Action::FixEtcdPermissions {
+                path,
+                empty_first,
+                in_host_shell,
+            } => Box::pin(async move {
+                self.fix_etcd_permissions(path, *empty_first, *in_host_shell)
+                    .await
+            }),
             Action::DeleteNode { node } => Box::pin(async move {
                 exec.api()
                     .await?

@@ -101,7 +101,13 @@ pub(super) async fn plan_joins(
 /// A joining member's etcd actions: its data directory emptied (an etcd container an
 /// interrupted run left removed first) and made private, then its etcd created as `spec`, the
 /// container that knows the members up to it, whatever the diff had for its etcd.
-pub(super) fn join_with(list: &mut Vec<Action>, prefix_path: &str, spec: &plan::ContainerSpec) {
+/// `in_host_shell`: see [`Action::FixEtcdPermissions`].
+pub(super) fn join_with(
+    list: &mut Vec<Action>,
+    prefix_path: &str,
+    spec: &plan::ContainerSpec,
+    in_host_shell: bool,
+) {
     let etcd_container = |a: &Action| match a {
         Action::CreateContainer { name, .. }
         | Action::RecreateContainer { name, .. }
@@ -113,6 +119,7 @@ pub(super) fn join_with(list: &mut Vec<Action>, prefix_path: &str, spec: &plan::
     list.push(Action::FixEtcdPermissions {
         path: plan::join_path(&[prefix_path, "/var/lib/etcd"]),
         empty_first: true,
+        in_host_shell,
     });
     list.push(Action::CreateContainer {
         name: plan::ETCD.into(),

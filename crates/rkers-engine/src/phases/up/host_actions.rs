@@ -201,6 +201,7 @@ pub(super) fn host_actions(
                 actions.push(Action::FixEtcdPermissions {
                     path: plan::join_path(&[&h.prefix_path, "/var/lib/etcd"]),
                     empty_first: false,
+                    in_host_shell: obs.root_shell,
                 });
             }
             actions.push(a);

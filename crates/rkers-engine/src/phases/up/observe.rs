@@ -97,6 +97,13 @@ pub(super) async fn observe(
                 Seen::Container(_, None) | Seen::Stale(_, false) => {}
             }
         }
+        if h.containers.contains_key(plan::ETCD)
+            && !obs.containers.contains_key(plan::ETCD)
+            && obs.platform.runs_linux_helpers()
+            && !host.facts().selinux
+        {
+            obs.root_shell = shell_is_root(host).await;
+        }
         let directories = cluster_plan
             .windows
             .get(&h.address)
@@ -139,6 +146,18 @@ pub(super) async fn observe(
         Ok::<_, UpError>((h.address.clone(), obs))
     });
     futures::future::join_all(tasks).await.into_iter().collect()
+}
+
+/// Whether the host's shell runs as root; a failed look says no (the helper container then
+/// does the work, as RKE1's).
+async fn shell_is_root(host: &hosts::Host) -> bool {
+    match host.link().exec("id -u").await {
+        Ok(out) => out.success() && out.stdout_str().trim() == "0",
+        Err(e) => {
+            tracing::debug!(host = host.name(), %e, "id -u failed: etcd-fix-perm as a container");
+            false
+        }
+    }
 }
 
 /// RKE1 would create a new CA over a running cluster when the state file is lost (§32 pain

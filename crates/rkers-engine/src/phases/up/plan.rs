@@ -198,7 +198,8 @@ pub(super) async fn plan(
                 if let Some(h) = joining.hosts.iter().find(|h| h.address == a)
                     && let Some(spec) = h.containers.get(plan::ETCD)
                 {
-                    super::etcd_members::join_with(list, &h.prefix_path, spec);
+                    let root_shell = observed.get(&a).is_some_and(|o| o.root_shell);
+                    super::etcd_members::join_with(list, &h.prefix_path, spec, root_shell);
                 }
             }
             for action in membership {

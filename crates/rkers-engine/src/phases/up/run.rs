@@ -63,6 +63,10 @@ pub(super) struct Observed {
     pub(super) windows: Option<crate::phases::windows::WindowsObserved>,
     /// `old-…` containers an interrupted replacement left.
     pub(super) stale_old: Vec<String>,
+    /// The host's SSH user is root and its Docker runs without SELinux: a new etcd's data
+    /// directory is made private by the host's shell, not a helper container. Asked only of
+    /// hosts that get a new etcd.
+    pub(super) root_shell: bool,
 }
 
 /// A host that left the cluster, as `up` found it.

@@ -79,6 +79,7 @@ fn actions_are_listed_in_the_order_the_run_applies_them() {
         Action::FixEtcdPermissions {
             path: "/var/lib/etcd".into(),
             empty_first: false,
+            in_host_shell: false,
         },
         create("etcd"),
         create("service-sidekick"),
@@ -151,6 +152,7 @@ fn a_learner_is_promoted_right_after_its_etcd_starts() {
         Action::FixEtcdPermissions {
             path: "/var/lib/etcd".into(),
             empty_first: false,
+            in_host_shell: false,
         },
         create("etcd"),
         create("etcd-rolling-snapshots"),
@@ -201,6 +203,7 @@ fn a_joining_member_creates_the_joins_etcd_on_an_emptied_directory() {
         Action::FixEtcdPermissions {
             path: "/var/lib/etcd".into(),
             empty_first: false,
+            in_host_shell: false,
         },
         Action::CreateContainer {
             name: "kubelet".into(),
@@ -209,7 +212,7 @@ fn a_joining_member_creates_the_joins_etcd_on_an_emptied_directory() {
             spec: Box::default(),
         },
     ];
-    super::etcd_members::join_with(&mut list, "/", &joining);
+    super::etcd_members::join_with(&mut list, "/", &joining, false);
     let etcd: Vec<&Action> = list
         .iter()
         .filter(|a| {
@@ -219,7 +222,7 @@ fn a_joining_member_creates_the_joins_etcd_on_an_emptied_directory() {
         .collect();
     assert_eq!(etcd.len(), 2, "{list:#?}");
     assert!(
-        matches!(etcd[0], Action::FixEtcdPermissions { empty_first: true, path } if path == "/var/lib/etcd"),
+        matches!(etcd[0], Action::FixEtcdPermissions { empty_first: true, path, .. } if path == "/var/lib/etcd"),
         "{:?}",
         etcd[0]
     );
