@@ -151,10 +151,10 @@ pub async fn make_private_directory_as_root(
 }
 
 fn private_directory_script(path: &str, empty_first: bool) -> String {
-    let dirs = [path.to_string()];
-    let make = format!("mkdir -p {0} && chmod 700 {0}", shell_words::join(&dirs));
+    let make = format!("mkdir -p {0} && chmod 700 {0}", shell_words::quote(path));
     if empty_first {
-        format!("{{ {}; }} && {make}", empty_directories_script(&dirs))
+        let emptied = empty_directories_script(&[path.to_string()]);
+        format!("{{ {emptied}; }} && {make}")
     } else {
         make
     }

@@ -68,22 +68,20 @@ fn phase_error(phase: &str) -> impl FnOnce(ExecError) -> PhaseError {
     }
 }
 
+/// The client of the admin kubeconfig this run wrote (no request is made yet).
+pub(super) async fn admin_api(cluster: &Cluster) -> Result<KubeApi, UpError> {
+    let kubeconfig = read_kubeconfig(cluster)?;
+    Ok(KubeApi::from_kubeconfig(&kubeconfig).await?)
+}
+
 /// Waits until a new cluster's API server lets RBAC in ([`KubeApi::lets_rbac_in`], asked
-/// through the admin kubeconfig every 0.2 s), or every control plane host's kube-apiserver
-/// answers its health check, whichever comes first; fails when a health check does. The health
-/// check answers only once every post-start hook of the API server is done, seconds after it
-/// serves, while the kubelets started early keep backing off (up to 7 s) between their
-/// attempts to register, which RBAC lets through.
-pub(super) async fn api_lets_rbac_in(cluster: &Cluster, run: &Run) -> Result<(), UpError> {
+/// through `api` every 0.2 s), or every control plane host's kube-apiserver answers its health
+/// check, whichever comes first; fails when a health check does. The health check answers only
+/// once every post-start hook of the API server is done, seconds after it serves, while the
+/// kubelets started early keep backing off (up to 7 s) between their attempts to register,
+/// which RBAC lets through.
+pub(super) async fn api_lets_rbac_in(api: &KubeApi, run: &Run) -> Result<(), UpError> {
     let serving = async {
-        let api = match read_kubeconfig(cluster) {
-            Ok(text) => KubeApi::from_kubeconfig(&text).await.ok(),
-            Err(_) => None,
-        };
-        let Some(api) = api else {
-            // The health checks decide; `authz` names the kubeconfig's problem.
-            return std::future::pending().await;
-        };
         while !api.lets_rbac_in().await {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -94,11 +92,9 @@ pub(super) async fn api_lets_rbac_in(cluster: &Cluster, run: &Run) -> Result<(),
     }
 }
 
-/// The API the later steps use, and RKE1's RBAC objects when planned (§20).
-pub(super) async fn authz(cluster: &Cluster, run: &Run) -> Result<KubeApi, UpError> {
+/// RKE1's RBAC objects when planned (§20), through `api`, which the later steps use too.
+pub(super) async fn authz(api: KubeApi, run: &Run) -> Result<KubeApi, UpError> {
     let phase = run.reporter.phase("authz");
-    let kubeconfig = read_kubeconfig(cluster)?;
-    let api = KubeApi::from_kubeconfig(&kubeconfig).await?;
     // The executor's cluster actions go through this client from now on.
     run.exec.set_api(api.clone());
     let r = apply_picked(run, |a| matches!(a, Action::ApplyRbac { .. })).await;

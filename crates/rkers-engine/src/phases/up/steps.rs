@@ -131,8 +131,9 @@ impl<'c> Apply<'c> {
                     h.roles.controlplane
                 });
                 let authz = async {
-                    cluster::api_lets_rbac_in(cluster, &run).await?;
-                    cluster::authz(cluster, &run).await
+                    let api = cluster::admin_api(cluster).await?;
+                    cluster::api_lets_rbac_in(&api, &run).await?;
+                    cluster::authz(api, &run).await
                 };
                 let (plane, authz) = futures::join!(plane, authz);
                 plane?;
@@ -147,7 +148,8 @@ impl<'c> Apply<'c> {
                     .await
             }),
             UpStep::Authz => Box::pin(async move {
-                self.api = Some(cluster::authz(cluster, &run).await?);
+                let api = cluster::admin_api(cluster).await?;
+                self.api = Some(cluster::authz(api, &run).await?);
                 Ok(())
             }),
             UpStep::RewriteSecrets => Box::pin(async move { cluster::rewrite_secrets(&run).await }),
