@@ -42,6 +42,11 @@ pub(super) async fn start_container(run: &Run, h: &HostPlan, name: &str) -> Resu
         .map(|_| ())
 }
 
+/// Whether the run does anything to `name` on `h` (else it only asks for its health).
+pub(super) fn changes_container(run: &Run, h: &HostPlan, name: &str) -> bool {
+    !container_actions(run, h, name).is_empty()
+}
+
 /// The actions that bring one container to its planned state, with what must precede them
 /// (etcd's data directory), in the planned order.
 fn container_actions<'r>(run: &'r Run, h: &HostPlan, name: &str) -> Vec<&'r Action> {

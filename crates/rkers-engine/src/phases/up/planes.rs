@@ -2,7 +2,8 @@
 //! early worker plane that starts a new cluster's kubelets while etcd comes up.
 
 use super::containers::{
-    apply_container, remove_unplanned, start_container, start_containers_side_by_side,
+    apply_container, changes_container, remove_unplanned, start_container,
+    start_containers_side_by_side,
 };
 use super::files::pull_host_images;
 use super::run::{CONTROL_PLANE, EARLY_WORKER_PLANE, ETCD_PLANE, Run, WORKER_PLANE};
@@ -241,10 +242,23 @@ pub(super) async fn apply_plane_on(
     if names == WORKER_PLANE {
         sweep_windows_orphans(run, address).await?;
     }
-    for name in names {
-        if h.containers.contains_key(*name) {
-            apply_container(run, host, h, name).await?;
-        }
+    let planned: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|name| h.containers.contains_key(*name))
+        .collect();
+    // Left as they are, the plane's containers are only asked for their health: side by side,
+    // a no-op `up` waits one answer per host instead of one per component. Once one of them
+    // changes, each waits for the one before it, in RKE1's order.
+    if planned.iter().all(|name| !changes_container(run, h, name)) {
+        let checks = planned
+            .iter()
+            .map(|name| apply_container(run, host, h, name));
+        futures::future::try_join_all(checks).await?;
+        return Ok(());
+    }
+    for name in planned {
+        apply_container(run, host, h, name).await?;
     }
     Ok(())
 }
