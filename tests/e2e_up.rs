@@ -123,6 +123,24 @@ async fn cluster_lifecycle_on_the_sandbox() {
         !etcdctl_execs.contains("member list"),
         "the no-op up ran etcdctl in the etcd container: {etcdctl_execs}"
     );
+    // The files were read in the host's root shell, not through Docker's archive API (dockerd
+    // re-executes itself for each read) nor the file helper; nor was the helper ever created
+    // to write them. One read through the archive API, made here, shows such reads are seen.
+    let archive_reads = sb.on_host(
+        "host1",
+        &format!(
+            "docker cp kubelet:/etc/kubernetes/ssl/kube-ca.pem - > /dev/null; sleep 1; \
+             docker events --since {since} --until 0s --filter event=archive-path \
+             --filter event=extract-to-dir --format '{{{{.Action}}}} {{{{.Actor.Attributes.name}}}}'; \
+             docker events --since 30m --until 0s --filter event=create \
+             --format '{{{{.Actor.Attributes.name}}}}' | grep -c '^rkers-file' || true"
+        ),
+    );
+    assert_eq!(
+        archive_reads.lines().collect::<Vec<_>>(),
+        ["archive-path kubelet", "0"],
+        "the no-op read the files through Docker, or a file helper was created: {archive_reads}"
+    );
 
     // A file RKE1's deployer manages but the config no longer asks for is deleted (§13).
     sb.on_host(

@@ -1,10 +1,11 @@
 //! The files a host keeps under `<prefix>/etc/kubernetes` (certificates, keys, kubeconfigs,
-//! admission/audit/cloud configs). One helper container per host bind-mounts the directory;
-//! the current files are read and the changed ones written through Docker's archive API, so
-//! content is copied byte for byte (RKE1's `echo -e` deployer was not, §33.4), unchanged files
-//! are not touched, and `--dry-run` knows exactly which files would change.
+//! admission/audit/cloud configs), read and written as tar archives, so content is copied byte
+//! for byte (RKE1's `echo -e` deployer was not, §33.4), unchanged files are not touched, and
+//! `--dry-run` knows exactly which files would change. Where the host's SSH user is root, one
+//! `tar` in its shell reads or writes them; else one helper container per host bind-mounts
+//! the directory and Docker's archive API carries them.
 
-use crate::hosts::{ContainerSpec, DockerClient, HostError, ObservedContainer};
+use crate::hosts::{ContainerSpec, DockerClient, HostError, HostLink, ObservedContainer};
 use futures::StreamExt;
 use std::collections::BTreeMap;
 
@@ -183,16 +184,7 @@ pub async fn set_modes(
     if changes.is_empty() {
         return Ok(());
     }
-    let script: Vec<String> = changes
-        .iter()
-        .map(|c| {
-            let path = shell_words::quote(&c.relative_path).into_owned();
-            format!(
-                "chown {}:{} -- {path} && chmod {:o} -- {path}",
-                c.uid, c.gid, c.mode
-            )
-        })
-        .collect();
+    let script: Vec<String> = changes.iter().map(mode_change_script).collect();
     run_in_dir(
         docker,
         host_dir,
@@ -258,11 +250,154 @@ where
     Ok(value)
 }
 
-type FilesWithMeta = (BTreeMap<String, Vec<u8>>, BTreeMap<String, FileMeta>);
+pub(crate) type FilesWithMeta = (BTreeMap<String, Vec<u8>>, BTreeMap<String, FileMeta>);
+
+/// What reading the directory in the host's own shell came to.
+#[derive(Debug)]
+pub enum ShellRead {
+    /// Every regular file, as the Docker path would have read them.
+    Read(FilesWithMeta),
+    /// The shell's user is not root, so it may not read the keys: Docker reads them.
+    NotRoot,
+    /// The shell could not read them (no `tar`, a file changing while read, no shell): Docker
+    /// reads them.
+    Unavailable,
+}
+
+/// Exit status of the read script when the shell's user is not root.
+const NOT_ROOT: u32 = 3;
+
+/// Whether a host's files may be read and written in its own shell: over SSH (another link's
+/// commands are Docker execs themselves, or a dialer's own), and under the default prefix.
+/// A prefix is chosen for systems whose shell may run in a container of its own (RancherOS's
+/// console) and see another filesystem than its Docker does.
+pub fn host_shell_reaches(link: &dyn HostLink, files_root: &str) -> bool {
+    link.ssh().is_some() && files_root == "/etc/kubernetes"
+}
+
+/// Uploads, deletions and mode changes under `host_dir` in one script in the host's shell when
+/// its user is root, as the helper makes them: the archive extracted as it says (owner, mode),
+/// then the deletions, then the modes. Each of them is otherwise a helper container of its own,
+/// and Docker's archive upload re-executes dockerd. `false`: nothing was done (the user is not
+/// root, or the shell failed: the helper writes them, all of them again).
+pub async fn write_in_root_shell(
+    link: &dyn HostLink,
+    host_dir: &str,
+    upload: &[DesiredFile],
+    stale: &[String],
+    modes: &[ModeChange],
+) -> bool {
+    let tar = if upload.is_empty() {
+        Vec::new()
+    } else {
+        match build_tar(upload) {
+            Ok(tar) => tar,
+            Err(_) => return false,
+        }
+    };
+    let script = root_shell_write_script(host_dir, !upload.is_empty(), stale, modes);
+    match link
+        .exec_with_input(&script, "write the cluster files in the host's shell", &tar)
+        .await
+    {
+        Ok(out) if out.success() => true,
+        Ok(out) if out.exit_status == Some(NOT_ROOT) => false,
+        Ok(out) => {
+            tracing::debug!(
+                host = link.host(),
+                status = ?out.exit_status,
+                stderr = %String::from_utf8_lossy(&out.stderr).trim(),
+                "writing in the host's shell failed; the helper writes"
+            );
+            false
+        }
+        Err(e) => {
+            tracing::debug!(host = link.host(), %e, "no shell to write in; the helper writes");
+            false
+        }
+    }
+}
+
+/// The script of [`write_in_root_shell`]: the archive on stdin when `extract`. `-m`: the
+/// host's clock stamps the files, so a clock behind this machine's draws no warning.
+fn root_shell_write_script(
+    host_dir: &str,
+    extract: bool,
+    stale: &[String],
+    modes: &[ModeChange],
+) -> String {
+    let dir = shell_words::quote(host_dir);
+    let mut steps = vec![format!("mkdir -p {dir}"), format!("cd {dir}")];
+    if extract {
+        steps.push("tar -xmf -".into());
+    }
+    if !stale.is_empty() {
+        let quoted: Vec<String> = stale
+            .iter()
+            .map(|p| shell_words::quote(p).into_owned())
+            .collect();
+        steps.push(format!("rm -f -- {}", quoted.join(" ")));
+    }
+    steps.extend(modes.iter().map(mode_change_script));
+    format!(
+        "[ \"$(id -u)\" = 0 ] || exit {NOT_ROOT}; {}",
+        steps.join(" && ")
+    )
+}
+
+fn mode_change_script(c: &ModeChange) -> String {
+    let path = shell_words::quote(&c.relative_path).into_owned();
+    format!(
+        "chown {}:{} -- {path} && chmod {:o} -- {path}",
+        c.uid, c.gid, c.mode
+    )
+}
+
+/// Archives `host_dir` on stdout when the shell's user is root; exits [`NOT_ROOT`] otherwise.
+fn root_shell_read_script(host_dir: &str) -> String {
+    let dir = shell_words::quote(host_dir);
+    format!(
+        "[ \"$(id -u)\" = 0 ] || exit {NOT_ROOT}; [ -d {dir} ] || exit 0; cd {dir} && exec tar -cf - ."
+    )
+}
+
+/// Every regular file under `host_dir` with its mode and owner, through one `tar` in the host's
+/// shell when its user is root. Docker's archive API re-executes dockerd for each read (most of
+/// a no-op `up`'s work on a host), and a new host has no container to read through, so it took
+/// a helper container's create and removal besides. A directory not made yet reads as empty,
+/// as it does through the helper.
+pub async fn read_in_root_shell(link: &dyn HostLink, host_dir: &str) -> ShellRead {
+    match link.exec(&root_shell_read_script(host_dir)).await {
+        Ok(out) if out.success() => match parse_tar(&out.stdout) {
+            Ok(found) => ShellRead::Read(found),
+            Err(e) => {
+                tracing::debug!(host = link.host(), %e, "the shell's archive does not parse; Docker reads");
+                ShellRead::Unavailable
+            }
+        },
+        Ok(out) if out.exit_status == Some(NOT_ROOT) => ShellRead::NotRoot,
+        Ok(out) => {
+            tracing::debug!(
+                host = link.host(),
+                status = ?out.exit_status,
+                stderr = %String::from_utf8_lossy(&out.stderr).trim(),
+                "tar in the host's shell failed; Docker reads"
+            );
+            ShellRead::Unavailable
+        }
+        Err(e) => {
+            tracing::debug!(host = link.host(), %e, "no shell to read in; Docker reads");
+            ShellRead::Unavailable
+        }
+    }
+}
 
 fn parse_tar(bytes: &[u8]) -> std::io::Result<FilesWithMeta> {
     let mut files = BTreeMap::new();
     let mut meta = BTreeMap::new();
+    if bytes.is_empty() {
+        return Ok((files, meta));
+    }
     let mut archive = tar::Archive::new(bytes);
     for entry in archive.entries()? {
         let mut entry = entry?;
@@ -332,6 +467,150 @@ fn build_tar(files: &[DesiredFile]) -> std::io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run_read_script(dir: &std::path::Path) -> std::process::Output {
+        std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(root_shell_read_script(dir.to_str().unwrap()))
+            .output()
+            .unwrap()
+    }
+
+    /// The write script with the host's own `sh` and `tar`, read back with the read script:
+    /// uploads replace what is there with their owner and mode, then the deletions and mode
+    /// changes, in a directory made on the way.
+    #[test]
+    fn the_root_shell_writes_what_the_helper_would() {
+        use std::io::Write;
+        // SAFETY: getuid has no preconditions and cannot fail.
+        if unsafe { libc::getuid() } != 0 {
+            // Not root: the script changes nothing and says so.
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("k");
+            let script = root_shell_write_script(dir.to_str().unwrap(), false, &[], &[]);
+            let out = std::process::Command::new("/bin/sh")
+                .arg("-c")
+                .arg(script)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(NOT_ROOT as i32));
+            assert!(!dir.exists());
+            return;
+        }
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("etc/kubernetes");
+        std::fs::create_dir_all(dir.join("ssl")).unwrap();
+        std::fs::write(dir.join("ssl/kube-ca.pem"), b"old").unwrap();
+        std::fs::write(dir.join("stale.yaml"), b"x").unwrap();
+        std::fs::write(dir.join("keep.yaml"), b"keep").unwrap();
+        let upload = [
+            DesiredFile {
+                relative_path: "ssl/kube-ca.pem".into(),
+                contents: b"new".to_vec(),
+                mode: 0o644,
+            },
+            DesiredFile {
+                relative_path: "ssl/deep/kube-node-key.pem".into(),
+                contents: b"key\x00".to_vec(),
+                mode: 0o600,
+            },
+        ];
+        let modes = [ModeChange {
+            relative_path: "keep.yaml".into(),
+            mode: 0o640,
+            uid: 0,
+            gid: 0,
+        }];
+        let script = root_shell_write_script(
+            dir.to_str().unwrap(),
+            true,
+            &["stale.yaml".to_string()],
+            &modes,
+        );
+        let mut child = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(script)
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(&build_tar(&upload).unwrap())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let (files, meta) = parse_tar(&run_read_script(&dir).stdout).unwrap();
+        assert_eq!(
+            files.keys().collect::<Vec<_>>(),
+            ["keep.yaml", "ssl/deep/kube-node-key.pem", "ssl/kube-ca.pem"]
+        );
+        assert_eq!(files["ssl/kube-ca.pem"], b"new");
+        assert_eq!(files["ssl/deep/kube-node-key.pem"], b"key\x00");
+        assert_eq!(files["keep.yaml"], b"keep");
+        assert_eq!(meta["ssl/kube-ca.pem"].mode, 0o644);
+        assert_eq!(meta["ssl/deep/kube-node-key.pem"].mode, 0o600);
+        assert_eq!(meta["keep.yaml"].mode, 0o640);
+        // Into a directory not made yet, with nothing to extract.
+        let fresh = root.path().join("fresh dir");
+        let script = root_shell_write_script(fresh.to_str().unwrap(), false, &[], &[]);
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(script)
+            .output()
+            .unwrap();
+        assert!(out.status.success() && fresh.is_dir(), "{out:?}");
+    }
+
+    /// The script with the host's own `sh` and `tar`, its archive read as Docker's is.
+    #[test]
+    fn the_root_shell_reads_every_regular_file_with_its_mode_and_owner() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("etc kubernetes");
+        std::fs::create_dir_all(dir.join("ssl")).unwrap();
+        std::fs::write(dir.join("ssl/kube-ca.pem"), b"ca\n").unwrap();
+        std::fs::write(dir.join("ssl/kube-ca-key.pem"), b"key\x00\xff").unwrap();
+        std::fs::write(dir.join("audit.yaml"), b"").unwrap();
+        std::fs::set_permissions(
+            dir.join("ssl/kube-ca-key.pem"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            dir.join("ssl/kube-ca.pem"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("ssl/kube-ca.pem", dir.join("link.pem")).unwrap();
+        let out = run_read_script(&dir);
+        // SAFETY: getuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::getuid() };
+        if uid != 0 {
+            assert_eq!(out.status.code(), Some(NOT_ROOT as i32), "{out:?}");
+            return;
+        }
+        assert!(out.status.success(), "{out:?}");
+        let (files, meta) = parse_tar(&out.stdout).unwrap();
+        assert_eq!(
+            files.keys().collect::<Vec<_>>(),
+            ["audit.yaml", "ssl/kube-ca-key.pem", "ssl/kube-ca.pem"]
+        );
+        assert_eq!(files["ssl/kube-ca-key.pem"], b"key\x00\xff");
+        assert_eq!(files["audit.yaml"], b"");
+        assert_eq!(meta["ssl/kube-ca-key.pem"].mode, 0o600);
+        assert_eq!(meta["ssl/kube-ca.pem"].mode, 0o644);
+        assert_eq!(
+            (meta["ssl/kube-ca.pem"].uid, meta["ssl/kube-ca.pem"].gid),
+            (0, 0)
+        );
+        // A directory not made yet holds no files, as through the helper.
+        let out = run_read_script(&root.path().join("missing"));
+        assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+        assert!(parse_tar(&out.stdout).unwrap().0.is_empty());
+    }
 
     fn container(name: &str, status: &str, mounts: &[(&str, &str)]) -> ObservedContainer {
         ObservedContainer {

@@ -1,13 +1,14 @@
 //! Reading a host's cluster files, the one place the two platforms differ in how: a Linux
-//! host's every file under `<prefix>/etc/kubernetes` with its mode and owner, through a
-//! container that already binds the directory or else the file helper container; a Windows
+//! host's every file under `<prefix>/etc/kubernetes` with its mode and owner, through its SSH
+//! user's shell when that is root, else a container that already binds the directory or else
+//! the file helper container; a Windows
 //! worker's files asked for by name and its planned directories, through its host agent (the
 //! file helper is a Linux image, and a Windows engine runs none). `up` and `cert rotate` read
 //! through here; writing has its one place in the executor's file batch.
 
 use crate::hosts::{Host, HostError, ObservedContainer, target::RegistryCredential};
 use crate::phases::PhaseError;
-use crate::phases::files::{self, FileMeta};
+use crate::phases::files::{self, FileMeta, ShellRead};
 use crate::phases::windows::WindowsObserved;
 use crate::plan::{HostPlan, Platform};
 use std::collections::BTreeMap;
@@ -21,6 +22,8 @@ pub struct FilesFound {
     pub meta: BTreeMap<String, FileMeta>,
     /// A Windows worker's directories and wins, as its host agent found them.
     pub windows: Option<WindowsObserved>,
+    /// Whether the host's shell runs as root, when reading the files found out.
+    pub root_shell: Option<bool>,
 }
 
 /// What to read, and with what.
@@ -36,6 +39,8 @@ pub struct ToRead<'a> {
     /// The file helper's image, pulled when the host lacks it: writing the files later needs
     /// it too.
     pub helper_image: &'a str,
+    /// The caller has just seen the helper's image on the host: no request to look again.
+    pub helper_present: bool,
     pub registries: &'a [RegistryCredential],
 }
 
@@ -74,13 +79,42 @@ pub async fn read_host_files(
             files: found.files.clone(),
             meta: BTreeMap::new(),
             windows: Some(found),
+            root_shell: None,
         });
     }
     let docker = host.docker();
-    docker
-        .ensure_image(read.helper_image, read.registries, &mut |_| {})
-        .await?;
     let dir = platform.files_root(h);
+    // Writing the files later needs the helper's image; it is made sure of meanwhile.
+    let helper = async {
+        if read.helper_present {
+            return Ok(());
+        }
+        docker
+            .ensure_image(read.helper_image, read.registries, &mut |_| {})
+            .await
+            .map(drop)
+    };
+    let shell = async {
+        if files::host_shell_reaches(host.link().as_ref(), &dir) {
+            files::read_in_root_shell(host.link().as_ref(), &dir).await
+        } else {
+            ShellRead::Unavailable
+        }
+    };
+    let (helper, shell) = futures::join!(helper, shell);
+    helper?;
+    let root_shell = match shell {
+        ShellRead::Read((files, meta)) => {
+            return Ok(FilesFound {
+                files,
+                meta,
+                windows: None,
+                root_shell: Some(true),
+            });
+        }
+        ShellRead::NotRoot => Some(false),
+        ShellRead::Unavailable => None,
+    };
     let through = match files::reader_of(read.running.iter().copied(), &dir) {
         Some((container, path)) => files::read_through(docker, &container, &path)
             .await
@@ -96,5 +130,6 @@ pub async fn read_host_files(
         files,
         meta,
         windows: None,
+        root_shell,
     })
 }

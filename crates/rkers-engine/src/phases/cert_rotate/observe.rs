@@ -58,6 +58,7 @@ pub(super) async fn hosts(command: &mut CertRotate<'_>) -> Result<Found, RotateE
                 directories: &[],
                 running: &[],
                 helper_image,
+                helper_present: false,
                 registries: &registries,
             },
         )

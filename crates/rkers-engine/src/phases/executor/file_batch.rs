@@ -1,5 +1,5 @@
-//! A host's file actions, gathered and written together (one helper container, or one call of
-//! the Windows host agent), each still reported as applied.
+//! A host's file actions, gathered and written together (one script in a root shell, else one
+//! helper container, or one call of the Windows host agent), each still reported as applied.
 
 use super::*;
 
@@ -75,6 +75,14 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
             crate::phases::windows::write_host_files(host, base, directories, upload, stale)
                 .await
                 .map_err(|e| ExecFailure::Helper(e.to_string()))?;
+            return Ok(());
+        }
+        // Without SELinux only: files the helper writes take their label from its bind, which
+        // a root shell's would not.
+        if files::host_shell_reaches(host.link().as_ref(), &self.files_root)
+            && !host.facts().selinux
+            && files::write_in_root_shell(host.link().as_ref(), base, upload, stale, modes).await
+        {
             return Ok(());
         }
         let docker = host.docker();

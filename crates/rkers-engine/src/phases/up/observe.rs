@@ -97,13 +97,13 @@ pub(super) async fn observe(
                 Seen::Container(_, None) | Seen::Stale(_, false) => {}
             }
         }
-        if h.containers.contains_key(plan::ETCD)
+        // etcd's data directory is made in the host's shell where that shell sees the
+        // filesystem its Docker does (the default prefix) and labels nothing (no SELinux).
+        let needs_root_answer = h.containers.contains_key(plan::ETCD)
             && !obs.containers.contains_key(plan::ETCD)
             && obs.platform.runs_linux_helpers()
-            && !host.facts().selinux
-        {
-            obs.root_shell = shell_is_root(host).await;
-        }
+            && obs.platform.files_root(h) == "/etc/kubernetes"
+            && !host.facts().selinux;
         let directories = cluster_plan
             .windows
             .get(&h.address)
@@ -138,11 +138,19 @@ pub(super) async fn observe(
                 directories,
                 running: &running,
                 helper_image,
+                // One request less on each host's way to its files: the looks above asked.
+                helper_present: obs.images.get(helper_image).is_some_and(Option::is_some),
                 registries,
             },
         )
         .await?;
         (obs.files, obs.file_meta, obs.windows) = (found.files, found.meta, found.windows);
+        if needs_root_answer {
+            obs.root_shell = match found.root_shell {
+                Some(root) => root,
+                None => shell_is_root(host).await,
+            };
+        }
         Ok::<_, UpError>((h.address.clone(), obs))
     });
     futures::future::join_all(tasks).await.into_iter().collect()
