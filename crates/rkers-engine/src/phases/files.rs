@@ -296,24 +296,44 @@ pub async fn write_in_root_shell(
         }
     };
     let script = root_shell_write_script(host_dir, !upload.is_empty(), stale, modes);
-    match link
+    let result = link
         .exec_with_input(&script, "write the cluster files in the host's shell", &tar)
-        .await
-    {
-        Ok(out) if out.success() => true,
-        Ok(out) if out.exit_status == Some(NOT_ROOT) => false,
+        .await;
+    matches!(
+        root_shell_outcome(link, result, "the helper writes"),
+        RootShell::Ran(_)
+    )
+}
+
+/// How a script in the host's shell ended.
+enum RootShell {
+    /// It ran as root and succeeded: its stdout.
+    Ran(Vec<u8>),
+    NotRoot,
+    /// It failed, or never ran: why is logged, with what the caller does instead.
+    Failed,
+}
+
+fn root_shell_outcome(
+    link: &dyn HostLink,
+    result: Result<crate::hosts::ExecOutput, HostError>,
+    instead: &str,
+) -> RootShell {
+    match result {
+        Ok(out) if out.success() => RootShell::Ran(out.stdout),
+        Ok(out) if out.exit_status == Some(NOT_ROOT) => RootShell::NotRoot,
         Ok(out) => {
             tracing::debug!(
                 host = link.host(),
                 status = ?out.exit_status,
                 stderr = %String::from_utf8_lossy(&out.stderr).trim(),
-                "writing in the host's shell failed; the helper writes"
+                "a script in the host's shell failed; {instead}"
             );
-            false
+            RootShell::Failed
         }
         Err(e) => {
-            tracing::debug!(host = link.host(), %e, "no shell to write in; the helper writes");
-            false
+            tracing::debug!(host = link.host(), %e, "no shell to run in; {instead}");
+            RootShell::Failed
         }
     }
 }
@@ -367,28 +387,17 @@ fn root_shell_read_script(host_dir: &str) -> String {
 /// a helper container's create and removal besides. A directory not made yet reads as empty,
 /// as it does through the helper.
 pub async fn read_in_root_shell(link: &dyn HostLink, host_dir: &str) -> ShellRead {
-    match link.exec(&root_shell_read_script(host_dir)).await {
-        Ok(out) if out.success() => match parse_tar(&out.stdout) {
+    let result = link.exec(&root_shell_read_script(host_dir)).await;
+    match root_shell_outcome(link, result, "Docker reads") {
+        RootShell::Ran(stdout) => match parse_tar(&stdout) {
             Ok(found) => ShellRead::Read(found),
             Err(e) => {
                 tracing::debug!(host = link.host(), %e, "the shell's archive does not parse; Docker reads");
                 ShellRead::Unavailable
             }
         },
-        Ok(out) if out.exit_status == Some(NOT_ROOT) => ShellRead::NotRoot,
-        Ok(out) => {
-            tracing::debug!(
-                host = link.host(),
-                status = ?out.exit_status,
-                stderr = %String::from_utf8_lossy(&out.stderr).trim(),
-                "tar in the host's shell failed; Docker reads"
-            );
-            ShellRead::Unavailable
-        }
-        Err(e) => {
-            tracing::debug!(host = link.host(), %e, "no shell to read in; Docker reads");
-            ShellRead::Unavailable
-        }
+        RootShell::NotRoot => ShellRead::NotRoot,
+        RootShell::Failed => ShellRead::Unavailable,
     }
 }
 
@@ -468,12 +477,26 @@ fn build_tar(files: &[DesiredFile]) -> std::io::Result<Vec<u8>> {
 mod tests {
     use super::*;
 
-    fn run_read_script(dir: &std::path::Path) -> std::process::Output {
+    fn sh(script: String) -> std::process::Output {
         std::process::Command::new("/bin/sh")
             .arg("-c")
-            .arg(root_shell_read_script(dir.to_str().unwrap()))
+            .arg(script)
             .output()
             .unwrap()
+    }
+
+    /// The write script with nothing to write: it only makes the directory.
+    fn write_nothing(dir: &std::path::Path) -> std::process::Output {
+        sh(root_shell_write_script(
+            dir.to_str().unwrap(),
+            false,
+            &[],
+            &[],
+        ))
+    }
+
+    fn run_read_script(dir: &std::path::Path) -> std::process::Output {
+        sh(root_shell_read_script(dir.to_str().unwrap()))
     }
 
     /// The write script with the host's own `sh` and `tar`, read back with the read script:
@@ -487,12 +510,7 @@ mod tests {
             // Not root: the script changes nothing and says so.
             let root = tempfile::tempdir().unwrap();
             let dir = root.path().join("k");
-            let script = root_shell_write_script(dir.to_str().unwrap(), false, &[], &[]);
-            let out = std::process::Command::new("/bin/sh")
-                .arg("-c")
-                .arg(script)
-                .output()
-                .unwrap();
+            let out = write_nothing(&dir);
             assert_eq!(out.status.code(), Some(NOT_ROOT as i32));
             assert!(!dir.exists());
             return;
@@ -555,12 +573,7 @@ mod tests {
         assert_eq!(meta["keep.yaml"].mode, 0o640);
         // Into a directory not made yet, with nothing to extract.
         let fresh = root.path().join("fresh dir");
-        let script = root_shell_write_script(fresh.to_str().unwrap(), false, &[], &[]);
-        let out = std::process::Command::new("/bin/sh")
-            .arg("-c")
-            .arg(script)
-            .output()
-            .unwrap();
+        let out = write_nothing(&fresh);
         assert!(out.status.success() && fresh.is_dir(), "{out:?}");
     }
 
