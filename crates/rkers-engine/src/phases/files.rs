@@ -268,11 +268,17 @@ pub enum ShellRead {
 const NOT_ROOT: u32 = 3;
 
 /// Whether a host's files may be read and written in its own shell: over SSH (another link's
-/// commands are Docker execs themselves, or a dialer's own), and under the default prefix.
-/// A prefix is chosen for systems whose shell may run in a container of its own (RancherOS's
-/// console) and see another filesystem than its Docker does.
+/// commands are Docker execs themselves, or a dialer's own), and where its shell sees the
+/// paths its Docker does.
 pub fn host_shell_reaches(link: &dyn HostLink, files_root: &str) -> bool {
-    link.ssh().is_some() && files_root == "/etc/kubernetes"
+    link.ssh().is_some() && shell_sees_docker_paths(files_root)
+}
+
+/// Whether the host's shell sees the paths its Docker binds: under the default prefix only. A
+/// prefix is chosen for systems whose shell may run in a container of its own (RancherOS's
+/// console) and see another filesystem than its Docker does.
+pub fn shell_sees_docker_paths(files_root: &str) -> bool {
+    files_root == "/etc/kubernetes"
 }
 
 /// Uploads, deletions and mode changes under `host_dir` in one script in the host's shell when
@@ -404,9 +410,6 @@ pub async fn read_in_root_shell(link: &dyn HostLink, host_dir: &str) -> ShellRea
 fn parse_tar(bytes: &[u8]) -> std::io::Result<FilesWithMeta> {
     let mut files = BTreeMap::new();
     let mut meta = BTreeMap::new();
-    if bytes.is_empty() {
-        return Ok((files, meta));
-    }
     let mut archive = tar::Archive::new(bytes);
     for entry in archive.entries()? {
         let mut entry = entry?;

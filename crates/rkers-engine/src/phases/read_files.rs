@@ -1,9 +1,9 @@
 //! Reading a host's cluster files, the one place the two platforms differ in how: a Linux
 //! host's every file under `<prefix>/etc/kubernetes` with its mode and owner, through its SSH
 //! user's shell when that is root, else a container that already binds the directory or else
-//! the file helper container; a Windows
-//! worker's files asked for by name and its planned directories, through its host agent (the
-//! file helper is a Linux image, and a Windows engine runs none). `up` and `cert rotate` read
+//! the file helper container; a Windows worker's files asked for by name and its planned
+//! directories, through its host agent (the file helper is a Linux image, and a Windows engine
+//! runs none). `up` and `cert rotate` read
 //! through here; writing has its one place in the executor's file batch.
 
 use crate::hosts::{Host, HostError, ObservedContainer, target::RegistryCredential};
@@ -84,7 +84,8 @@ pub async fn read_host_files(
     }
     let docker = host.docker();
     let dir = platform.files_root(h);
-    // Writing the files later needs the helper's image; it is made sure of meanwhile.
+    // Writing the files needs the helper's image where the shell cannot write them (or fails
+    // to): it is made sure of meanwhile.
     let helper = async {
         if read.helper_present {
             return Ok(());

@@ -5,7 +5,7 @@
 use super::UpError;
 use super::run::{KNOWN_CONTAINERS, Observed};
 use crate::hosts::{self, HostPool};
-use crate::phases::files::DesiredFile;
+use crate::phases::files::{DesiredFile, shell_sees_docker_paths};
 use crate::phases::read_files::{ToRead, read_host_files};
 use crate::pki::Bundle;
 use crate::plan::{self, ClusterPlan};
@@ -98,11 +98,11 @@ pub(super) async fn observe(
             }
         }
         // etcd's data directory is made in the host's shell where that shell sees the
-        // filesystem its Docker does (the default prefix) and labels nothing (no SELinux).
+        // filesystem its Docker does and labels nothing (no SELinux).
         let needs_root_answer = h.containers.contains_key(plan::ETCD)
             && !obs.containers.contains_key(plan::ETCD)
             && obs.platform.runs_linux_helpers()
-            && obs.platform.files_root(h) == "/etc/kubernetes"
+            && shell_sees_docker_paths(&obs.platform.files_root(h))
             && !host.facts().selinux;
         let directories = cluster_plan
             .windows
