@@ -463,8 +463,14 @@ for t in "${selected[@]}"; do
             passed=$((passed + 1))
             ;;
         77)
-            result=skip
-            skipped=$((skipped + 1))
+            if [ "${RKERS_NO_SKIP:-0}" = 1 ]; then
+                # Under scripts/test a test that cannot run is a failure (RKERS_NO_SKIP=1).
+                result=FAILED
+                failed=$((failed + 1))
+            else
+                result=skip
+                skipped=$((skipped + 1))
+            fi
             ;;
         *)
             result=FAILED

@@ -3,7 +3,8 @@
 //!
 //! Tests call these helpers and return early with a printed reason when a prerequisite is
 //! missing (not root, binary not installed, sandbox down), so a plain `cargo test` passes on
-//! any machine and the README's root command runs everything.
+//! any machine and the README's root command runs everything. Under `scripts/test` (and so CI)
+//! `RKERS_NO_SKIP=1` is set and a skip fails the test instead: a broken sandbox is never green.
 
 #![allow(dead_code)]
 
@@ -18,8 +19,21 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Prints why a test is skipped; use as `let Some(x) = ... else { return skip(..) };`.
+/// With `RKERS_NO_SKIP=1` (scripts/test, CI) it fails the test, naming it and the reason.
 pub fn skip(reason: &str) {
+    if skips_fail() {
+        let thread = std::thread::current();
+        panic!(
+            "{} cannot run here, and RKERS_NO_SKIP=1 makes a skip a failure: {reason}",
+            thread.name().unwrap_or("this test")
+        );
+    }
     eprintln!("SKIPPED: {reason}");
+}
+
+/// Whether a skip fails the test (`RKERS_NO_SKIP=1`, set by scripts/test).
+pub fn skips_fail() -> bool {
+    std::env::var("RKERS_NO_SKIP").is_ok_and(|v| v == "1")
 }
 
 pub fn is_root() -> bool {

@@ -39,3 +39,13 @@ pub mod phases;
 
 // The pure core, at the paths it had before it became its own crate.
 pub use rkers_core::{config, metadata, pki, plan, state};
+
+/// Says why a unit test cannot run here and lets it return; with `RKERS_NO_SKIP=1`
+/// (scripts/test, CI) it fails the test instead, so a machine missing a tool is never green.
+#[cfg(test)]
+pub(crate) fn test_skip(reason: &str) {
+    if std::env::var("RKERS_NO_SKIP").is_ok_and(|v| v == "1") {
+        panic!("this test cannot run here, and RKERS_NO_SKIP=1 makes a skip a failure: {reason}");
+    }
+    eprintln!("skipped: {reason}");
+}

@@ -136,7 +136,7 @@ mod tests {
             .output()
             .is_err()
         {
-            eprintln!("skipped: no ssh-keygen");
+            crate::test_skip("no ssh-keygen");
             return;
         }
         let dir = tempfile::tempdir().unwrap();

@@ -341,7 +341,7 @@ mod tests {
     #[test]
     fn loads_ed25519_rsa_ecdsa_from_file_and_inline() {
         if which("ssh-keygen").is_none() {
-            eprintln!("skipped: ssh-keygen not installed");
+            crate::test_skip("ssh-keygen not installed");
             return;
         }
         let dir = tempfile::tempdir().unwrap();
@@ -375,7 +375,7 @@ mod tests {
     #[test]
     fn encrypted_key_without_tty_or_agent_suggests_the_agent() {
         if which("ssh-keygen").is_none() || agent_socket().is_some() {
-            eprintln!("skipped: needs ssh-keygen and no SSH_AUTH_SOCK");
+            crate::test_skip("needs ssh-keygen and no SSH_AUTH_SOCK");
             return;
         }
         let dir = tempfile::tempdir().unwrap();
@@ -405,7 +405,7 @@ mod tests {
     #[test]
     fn missing_key_file_and_garbage_key_name_the_host_and_source() {
         if agent_socket().is_some() {
-            eprintln!("skipped: SSH_AUTH_SOCK is set");
+            crate::test_skip("SSH_AUTH_SOCK is set");
             return;
         }
         let auth = SshAuth {
@@ -442,7 +442,7 @@ mod tests {
     #[test]
     fn certificate_is_attached_to_the_key() {
         if which("ssh-keygen").is_none() {
-            eprintln!("skipped: ssh-keygen not installed");
+            crate::test_skip("ssh-keygen not installed");
             return;
         }
         let dir = tempfile::tempdir().unwrap();

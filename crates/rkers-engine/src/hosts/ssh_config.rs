@@ -148,7 +148,7 @@ mod tests {
             .output()
             .is_err()
         {
-            eprintln!("skipped: no ssh client");
+            crate::test_skip("no ssh client");
             return;
         }
         let dir = tempfile::tempdir().unwrap();
