@@ -1,7 +1,10 @@
 # Kubernetes image in the role of rancher/hyperkube: the v1.20.2 binaries in /usr/local/bin (RKE
 # starts `/opt/rke-tools/entrypoint.sh kube-apiserver ...`, found through PATH) and what kubelet's
 # dockershim and kube-proxy call on a host.
-RECIPE_IMAGE=$IMAGE_HYPERKUBE
+# scripts/sandbox images sets HYPERKUBE_IMAGE and HYPERKUBE_BIN for a version built from its Go
+# module (scripts/build-modules kubernetes); alone, it is the v1.20.2 build of Debian's sources.
+RECIPE_IMAGE=${HYPERKUBE_IMAGE:-$IMAGE_HYPERKUBE}
+K8S_BIN=${HYPERKUBE_BIN:-$K8S_BIN}
 RECIPE_PACKAGES=(
     bash coreutils findutils grep sed gawk
     iptables ipset conntrack kmod iproute2 ethtool

@@ -4,7 +4,9 @@
 #   /usr/bin/cert-deployer    certificates from KUBE_* / KUBECFG_* variables
 #   /usr/bin/nginx-proxy      nginx stream proxy to the CP_HOSTS apiservers
 #   nc (socat based), bash as /bin/sh, etcdctl and kubectl in /usr/local/bin, setfacl
-RECIPE_IMAGE=$IMAGE_TOOLS
+# With TOOLS_IMAGE and CRI_DOCKERD_BIN (scripts/build-modules cri-dockerd), the rke-tools of
+# Kubernetes 1.24 and later: cri-dockerd in /opt/rke-tools/bin, where RKE1's image has it.
+RECIPE_IMAGE=${TOOLS_IMAGE:-$IMAGE_TOOLS}
 RECIPE_PACKAGES=(
     bash coreutils findutils grep sed gawk procps tar gzip acl
     nginx libnginx-mod-stream socat etcd-client ca-certificates
@@ -18,6 +20,7 @@ recipe_inputs() {
     grep -E ' kubectl$' "$K8S_BIN/../SHA256SUMS"
     "$GO" version
     images_docker_cli_deb | xargs -r basename
+    [ -z "${CRI_DOCKERD_BIN:-}" ] || cat "$CRI_DOCKERD_BIN/../SHA256SUMS"
 }
 # Debian's docker.io package, downloaded once; only its CLI goes into the image.
 images_docker_cli_deb() {
@@ -37,6 +40,9 @@ recipe_populate() {
     tmp=$(mktemp -d)
     dpkg-deb -x "$deb" "$tmp"
     install -m 0755 "$tmp/usr/bin/docker" "$root/opt/rke-tools/bin/docker"
+    if [ -n "${CRI_DOCKERD_BIN:-}" ]; then
+        install -m 0755 "$CRI_DOCKERD_BIN/cri-dockerd" "$root/opt/rke-tools/bin/cri-dockerd"
+    fi
     rm -rf "$tmp"
     # Its unit tests (the S3 signing among them) run first: a failing one stops the image.
     (cd "$RECIPE_DIR/rke-etcd-backup" && export CGO_ENABLED=0 GOFLAGS= GOPROXY=off GOTOOLCHAIN=local \

@@ -150,10 +150,52 @@ if [ -n "${RKE_KUBELET_DOCKER_CONFIG:-}" ]; then
     fi
 fi
 
-if [ "${RKE_KUBELET_CRIDOCKERD:-}" = "true" ]; then
-    # Kubernetes 1.20's kubelet has dockershim built in; cri-dockerd is for 1.24 and later.
-    say "error: RKE_KUBELET_CRIDOCKERD=true but this image has no cri-dockerd"
-    exit 1
+if [ "${RKE_KUBELET_CRIDOCKERD:-}" != "true" ]; then
+    exec "${args[@]}" "--cgroup-driver=$cgroup_driver"
 fi
 
-exec "${args[@]}" "--cgroup-driver=$cgroup_driver"
+# Kubernetes 1.24 and later: kubelet reaches Docker through cri-dockerd, which runs beside it in
+# this container, as upstream's entrypoint starts it; the container ends when either one ends.
+# Upstream's place is the tools volume; rkers' own Kubernetes images (v1.33 on) carry one too.
+cri_dockerd="$tools_dir/bin/cri-dockerd"
+[ -x "$cri_dockerd" ] || cri_dockerd=$(command -v cri-dockerd || true)
+[ -n "$cri_dockerd" ] && [ -x "$cri_dockerd" ] || {
+    say "error: RKE_KUBELET_CRIDOCKERD=true but neither $tools_dir/bin/cri-dockerd nor a cri-dockerd on PATH exists"
+    exit 1
+}
+# Registry credentials for the images cri-dockerd pulls, where Docker's client looks for them.
+if [ -n "${RKE_KUBELET_DOCKER_CONFIG:-}" ] && [ -n "${RKE_KUBELET_DOCKER_FILE:-}" ] && [ -f "$RKE_KUBELET_DOCKER_FILE" ]; then
+    mkdir -p /.docker && touch /.docker/config.json
+    mount --bind "$RKE_KUBELET_DOCKER_FILE" /.docker/config.json || say "could not bind the registry credentials for cri-dockerd (continuing)"
+fi
+cri_args=(--network-plugin=cni --cni-conf-dir=/etc/cni/net.d --cni-bin-dir=/opt/cni/bin
+    --container-runtime-endpoint=unix:///var/run/cri-dockerd.sock
+    "--streaming-bind-addr=${CRIDOCKERD_STREAM_SERVER_ADDRESS:-127.0.0.1}:${CRIDOCKERD_STREAM_SERVER_PORT:-10010}")
+for a in "${args[@]:1}"; do
+    case "$a" in --pod-infra-container-image=*) cri_args+=("$a") ;; esac
+done
+# Kubernetes 1.35 dropped kubelet's flag; rkers then passes the sandbox image in the environment.
+if [ -n "${RKE_KUBELET_PAUSE_IMAGE:-}" ] && ! printf '%s\n' "${cri_args[@]}" | grep -q '^--pod-infra-container-image='; then
+    cri_args+=("--pod-infra-container-image=$RKE_KUBELET_PAUSE_IMAGE")
+fi
+[ "${RKE_KUBELET_CRIDOCKERD_DUALSTACK:-}" = "true" ] && cri_args+=(--ipv6-dual-stack=true)
+rm -f /var/run/cri-dockerd.sock
+"$cri_dockerd" "${cri_args[@]}" &
+cri_pid=$!
+# Upstream sleeps 10 s; waiting for the socket is as safe and starts kubelet as soon as it can.
+for _ in $(seq 1 300); do
+    [ -S /var/run/cri-dockerd.sock ] && break
+    kill -0 "$cri_pid" 2>/dev/null || { wait "$cri_pid"; say "error: cri-dockerd exited before it listened"; exit 1; }
+    sleep 0.1
+done
+[ -S /var/run/cri-dockerd.sock ] || say "cri-dockerd has not made /var/run/cri-dockerd.sock in 30 s; starting kubelet anyway"
+"${args[@]}" "--cgroup-driver=$cgroup_driver" &
+kubelet_pid=$!
+trap 'kill -TERM "$kubelet_pid" "$cri_pid" 2>/dev/null' TERM INT
+set +e
+wait -n "$kubelet_pid" "$cri_pid"
+status=$?
+say "$( kill -0 "$kubelet_pid" 2>/dev/null && echo cri-dockerd || echo kubelet ) exited ($status); stopping the other"
+kill -TERM "$kubelet_pid" "$cri_pid" 2>/dev/null
+wait
+exit "$status"
