@@ -150,9 +150,7 @@ pub struct UpArgs {
     /// Only generate the state file (certificates and desired config), then stop.
     #[arg(long)]
     pub init: bool,
-    /// Directory of custom certificates [default: <config dir>/<config name>_certs].
-    // clap's help text, not a link.
-    #[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
+    /// Directory of custom certificates (default: `<config dir>/<config name>_certs`).
     #[arg(long)]
     pub cert_dir: Option<PathBuf>,
     /// Use the certificates in the cert dir instead of generating them.
@@ -169,7 +167,7 @@ pub struct UpArgs {
     /// cluster uses (objects, addon manifests, last-applied configurations, requests).
     #[arg(long)]
     pub ignore_removed_apis: bool,
-    /// Take no etcd snapshot (rkers-pre-<UTC time>) before a change to etcd or the control
+    /// Take no etcd snapshot (`rkers-pre-<UTC time>`) before a change to etcd or the control
     /// plane; a change that fails half-way can then only be undone from an older snapshot.
     #[arg(long)]
     pub no_snapshot: bool,
@@ -347,9 +345,7 @@ pub enum EtcdCommand {
         config: ConfigArg,
         #[command(flatten)]
         connect: ConnectArgs,
-        /// Snapshot name [default: rke_etcd_snapshot_<time>].
-        // clap's help text, not a link.
-        #[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
+        /// Snapshot name (default: `rke_etcd_snapshot_<time>`).
         #[arg(long)]
         name: Option<String>,
         #[command(flatten)]
@@ -479,7 +475,7 @@ pub struct ImageBuildArgs {
     pub config: ConfigArg,
     #[command(flatten)]
     pub connect: ConnectArgs,
-    /// kubernetes-server-linux-<arch>.tar.gz, or a directory of its server binaries. A
+    /// `kubernetes-server-linux-<arch>.tar.gz`, or a directory of its server binaries. A
     /// `.sha512`/`.sha256` file beside it is checked.
     #[arg(long, value_name = "PATH")]
     pub kubernetes: PathBuf,
@@ -490,8 +486,8 @@ pub struct ImageBuildArgs {
     /// image with iptables, conntrack, mount, ethtool installed).
     #[arg(long, value_name = "IMAGE")]
     pub base: String,
-    /// The image to build [default for v1.33 and later: <default private registry>/rkers/hyperkube:vX.Y.Z-rkers1;
-    /// required below v1.33].
+    /// The image to build (default for v1.33 and later:
+    /// `<default private registry>/rkers/hyperkube:vX.Y.Z-rkers1`; required below v1.33).
     #[arg(long, value_name = "REPO:TAG")]
     pub tag: Option<String>,
     /// The Kubernetes tarball's checksum (sha256:HEX or sha512:HEX), instead of a file beside it.

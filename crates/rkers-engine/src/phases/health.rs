@@ -243,7 +243,7 @@ impl rustls::client::danger::ServerCertVerifier for AcceptAnyServer {
 /// Retries a check until it answers 200 (and `accept` agrees with the body), as RKE1 does
 /// (10 × 5 s for components, 18 × 5 s for etcd). `attempts` sets the time allowed, as long as
 /// that many attempts took before (1 s apart for the first 5, then 5 s), but the check is asked
-/// far more often ([`next_pause`]): a component that turns healthy is seen within a tenth of a
+/// far more often (`next_pause`): a component that turns healthy is seen within a tenth of a
 /// second of it at first, not up to 5 s later.
 pub async fn wait_healthy(
     ssh: &dyn HostLink,

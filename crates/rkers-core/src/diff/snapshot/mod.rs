@@ -1,5 +1,5 @@
 //! `rkers etcd snapshot-save` and `snapshot-restore` decided (§26): which etcd members take
-//! part, the archive names, the S3 target, the one-shot helper containers ([`specs`]) and the
+//! part, the archive names, the S3 target, the one-shot helper containers (`specs`) and the
 //! typed stages of each command, from what was observed on the hosts. No I/O: the engine
 //! (`rkers::phases::etcd_snapshot`) observes the hosts, runs these stages and checks the
 //! restored snapshot's checksums with [`checksums_disagree`].

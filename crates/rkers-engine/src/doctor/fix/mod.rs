@@ -29,6 +29,11 @@
 //! 3. [`apply`]: each configuration created again, one that exists kept as it is;
 //! 4. [`record`]: the backup renamed `*.restored`.
 
+#![allow(
+    rustdoc::private_intra_doc_links,
+    reason = "the list of steps above links to the private step modules it names"
+)]
+
 mod apply;
 mod decide;
 mod error;

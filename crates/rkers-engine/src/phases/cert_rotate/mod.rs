@@ -16,6 +16,11 @@
 //!    old bundle as current, so the next `cert rotate` (or `up`) still restarts every container
 //!    whose files changed. A failed state Secret only warns, as in RKE1.
 
+#![allow(
+    rustdoc::private_intra_doc_links,
+    reason = "the list of steps above links to the private step modules it names"
+)]
+
 mod apply;
 mod connect;
 mod decide;

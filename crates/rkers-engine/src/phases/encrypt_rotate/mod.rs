@@ -11,6 +11,11 @@
 //!    everywhere (so an interrupted rotation resumes with the same keys), the warnings and
 //!    errors of failed stages, and the last save.
 
+#![allow(
+    rustdoc::private_intra_doc_links,
+    reason = "the list of steps above links to the private step modules it names"
+)]
+
 mod apply;
 mod decide;
 mod error;

@@ -26,6 +26,11 @@
 //! - only directories that exist are mounted into the cleaner, so cleaning never creates empty
 //!   directories on a host (Docker creates a missing bind source).
 
+#![allow(
+    rustdoc::private_intra_doc_links,
+    reason = "the list of steps above links to the private step modules it names"
+)]
+
 mod apply;
 mod connect;
 mod decide;
