@@ -520,6 +520,46 @@ fn every_command_ends_a_failure_with_the_same_result_event_naming_the_host() {
     );
 }
 
+/// A dry run's exit code is the run's, for every command with `--dry-run`: on a cluster whose
+/// one host cannot be reached (nothing listens on 127.0.0.1:1), each dry run fails with exit 1
+/// naming the host, as the run does; none exits 0 with a warning.
+#[test]
+fn every_dry_run_fails_as_its_run_does_when_no_host_can_be_reached() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "{UNREACHABLE}services:\n  kube-api:\n    secrets_encryption_config:\n      enabled: true\n"
+    );
+    let path = write_cluster(dir.path(), "cluster.yml", &config);
+    applied_state(&path);
+    // (the command, whether its failure names the host: `rollback` is refused before, as
+    // there is no previous run to go back to; `doctor --fix webhooks` reads the kubeconfig,
+    // which no `up` wrote)
+    let commands: [(&[&str], bool); 10] = [
+        (&["up"], true),
+        (&["remove", "--force"], true),
+        (&["cert", "rotate"], true),
+        (&["encrypt", "rotate-key"], true),
+        (&["etcd", "snapshot-save", "--name", "s1"], true),
+        (&["etcd", "snapshot-restore", "--name", "s1"], true),
+        (&["util", "get-state-file"], true),
+        (&["doctor", "--fix", "calico-runtime"], true),
+        (&["doctor", "--fix", "webhooks"], false),
+        (&["rollback"], false),
+    ];
+    for (args, names_the_host) in commands {
+        let (run, run_last, run_err) = run_json(args, &path, dir.path());
+        let dry: Vec<&str> = args.iter().copied().chain(["--dry-run"]).collect();
+        let (dry_run, last, stderr) = run_json(&dry, &path, dir.path());
+        assert_eq!(run, Some(1), "{args:?}: {run_last}{run_err}");
+        assert_eq!(dry_run, run, "{dry:?} exits as {args:?}: {last}{stderr}");
+        assert_eq!(last["status"], "failed", "{dry:?}: {last}");
+        if names_the_host {
+            let error = last["error"].as_str().unwrap();
+            assert!(error.contains("127.0.0.1"), "{dry:?}: {last}");
+        }
+    }
+}
+
 /// Runs `args` on `config` with `--output json` (host keys recorded under `dir`): the exit
 /// code, the last event and stderr.
 fn run_json(args: &[&str], config: &Path, dir: &Path) -> (Option<i32>, serde_json::Value, String) {

@@ -12,7 +12,9 @@
 //!   the command says about its plan ([`Command::planned`]) and the checks and questions that
 //!   may still refuse it ([`Command::confirm`]), in the dry run as in the run;
 //! - the dry run: what the command shows of its changeset ([`Command::show`]; by default
-//!   [`crate::output::Reporter::planned`] of it), and nothing applied;
+//!   [`crate::output::Reporter::planned`] of it), and nothing applied; it ends as the run
+//!   would, with the failure the plan already holds ([`Command::verdict`]: a host that cannot
+//!   be reached fails `remove` and the dry run alike), so a dry run's exit code is the run's;
 //! - the stages applied in order, each at its pace; the first failing stage ends the run: with
 //!   [`StageFailed`] when hosts failed, unless the command says otherwise ([`OnFailure`]), or
 //!   with the command's own error when its step failed ([`StepFailure::Command`]); no later
@@ -124,7 +126,16 @@ pub trait Command {
         OnFailure::Stop
     }
 
-    /// After every stage ran: what the command records and says at the end.
+    /// The failure the command ends with whatever applies (the hosts it could not reach and
+    /// must, no member left to save a snapshot), from what it recorded: at the end of the dry
+    /// run, and in the run after every stage, before [`Command::finish`]. One function for
+    /// both, so a dry run never exits 0 where the run fails.
+    fn verdict(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
+    /// After every stage ran and [`Command::verdict`] passed: what the command records and
+    /// says at the end.
     fn finish(&mut self) -> Result<(), Self::Error> {
         Ok(())
     }
@@ -280,7 +291,7 @@ impl Driver {
         command.confirm(&observed).await?;
         if self.dry_run {
             command.show(&observed, &changes, &self.reporter);
-            return Ok(());
+            return command.verdict();
         }
         let mut applier = command.applier(observed).await?;
         let runner = Runner::new(self.reporter.clone(), self.concurrency);
@@ -306,6 +317,7 @@ impl Driver {
                 }
             }
         }
+        command.verdict()?;
         command.finish()
     }
 }

@@ -152,6 +152,8 @@ struct FakeCommand {
     own_failure: Option<Step>,
     /// The checks after the plan refuse the command.
     confirm_refuses: bool,
+    /// The command's record already fails it (a host it could not reach).
+    verdict_fails: bool,
 }
 
 impl FakeCommand {
@@ -167,6 +169,7 @@ impl FakeCommand {
             plan_failure: None,
             own_failure: None,
             confirm_refuses: false,
+            verdict_fails: false,
         }
     }
 }
@@ -262,6 +265,14 @@ impl Command for FakeCommand {
     fn stage_failed(&mut self, stage: &Step, _: &[(String, String)]) -> OnFailure<FakeError> {
         note(&self.log, format!("failed {stage}"));
         (self.on_failure)()
+    }
+
+    fn verdict(&mut self) -> Result<(), FakeError> {
+        if self.verdict_fails {
+            note(&self.log, "verdict failed".into());
+            return Err(FakeError::Own("h3 cannot be reached".into()));
+        }
+        Ok(())
     }
 
     fn finish(&mut self) -> Result<(), FakeError> {
@@ -382,6 +393,24 @@ async fn a_dry_run_applies_nothing_and_closes_the_links() {
     driver(true).run(&mut command).await.unwrap();
     assert_eq!(lines(&log), ["observe", "decide"]);
     assert_eq!(command.link.closed.load(Ordering::SeqCst), 1);
+}
+
+/// A dry run's exit code is the run's: the failure the command's record already holds ends
+/// the dry run as it ends the run (after every stage, and before `finish` says it went well).
+#[tokio::test]
+async fn a_dry_run_fails_as_the_run_does_on_what_the_plan_already_holds() {
+    for dry_run in [true, false] {
+        let log = Log::default();
+        let mut command = FakeCommand::new(&log);
+        command.verdict_fails = true;
+        let e = driver(dry_run).run(&mut command).await.unwrap_err();
+        assert_eq!(e.to_string(), "h3 cannot be reached", "dry run: {dry_run}");
+        let seen = lines(&log);
+        assert_eq!(seen.last().unwrap(), "verdict failed", "{seen:?}");
+        assert!(!seen.contains(&"finish".to_string()), "{seen:?}");
+        assert_eq!(seen.contains(&"applier".to_string()), !dry_run, "{seen:?}");
+        assert_eq!(command.link.closed.load(Ordering::SeqCst), 1);
+    }
 }
 
 #[tokio::test]

@@ -161,8 +161,8 @@ impl<'c> Command for CalicoFix<'c> {
         OnFailure::Continue
     }
 
-    fn finish(&mut self) -> Result<(), FixError> {
-        record::calico_finish(self)
+    fn verdict(&mut self) -> Result<(), FixError> {
+        record::calico_verdict(self)
     }
 }
 
@@ -209,8 +209,8 @@ impl Command for WebhookFix<'_> {
         OnFailure::StopWith(record::cluster_failed(failures))
     }
 
-    fn finish(&mut self) -> Result<(), FixError> {
-        record::webhooks_finish(self)
+    fn verdict(&mut self) -> Result<(), FixError> {
+        record::webhooks_verdict(self)
     }
 }
 

@@ -6,8 +6,8 @@ use super::{CalicoFix, FixError, Restore, WebhookFix};
 use rkers_core::changeset::Changeset;
 use rkers_core::diff::doctor_fix::{CalicoStage, WebhookStage};
 
-/// After the plan: the nodes whose check passed need nothing; a dry run, which never reaches
-/// [`calico_finish`], names the hosts it could not read. What the repair does beyond its
+/// After the plan: the nodes whose check passed need nothing; a dry run names the hosts it
+/// could not read (and fails on them, as the run does: [`calico_verdict`]). What the repair does beyond its
 /// actions (a pod deleted through the API) is said here, in the dry run as in the run.
 pub(super) fn calico_planned(command: &mut CalicoFix<'_>, changes: &Changeset<CalicoStage>) {
     for (node, summary) in &command.healthy {
@@ -28,7 +28,8 @@ pub(super) fn calico_planned(command: &mut CalicoFix<'_>, changes: &Changeset<Ca
     }
 }
 
-pub(super) fn calico_finish(command: &mut CalicoFix<'_>) -> Result<(), FixError> {
+/// The hosts not fixed (not read, or the repair failed) fail the command, and its dry run.
+pub(super) fn calico_verdict(command: &mut CalicoFix<'_>) -> Result<(), FixError> {
     if command.failures.is_empty() {
         return Ok(());
     }
@@ -58,7 +59,9 @@ pub(super) fn webhooks_planned(command: &mut WebhookFix<'_>, changes: &Changeset
     }
 }
 
-pub(super) fn webhooks_finish(command: &mut WebhookFix<'_>) -> Result<(), FixError> {
+/// Only protected configurations block: nothing the fix may remove, in the dry run as in the
+/// run.
+pub(super) fn webhooks_verdict(command: &mut WebhookFix<'_>) -> Result<(), FixError> {
     if command.nothing && !command.kept.is_empty() {
         return Err(FixError::OnlyProtected);
     }

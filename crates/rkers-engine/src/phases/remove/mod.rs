@@ -128,6 +128,10 @@ impl Command for Remove<'_> {
         record::stage_failed(self, stage, failures)
     }
 
+    fn verdict(&mut self) -> Result<(), RemoveError> {
+        record::verdict(self)
+    }
+
     fn finish(&mut self) -> Result<(), RemoveError> {
         record::finish(self)
     }

@@ -52,15 +52,23 @@ pub(super) fn stage_failed(
     }
 }
 
-/// Every stage ran: the hosts connect could not reach still fail the command.
+/// The hosts connect could not reach fail the command, after every stage ran, and its dry run.
+#[expect(
+    clippy::result_large_err,
+    reason = "the command's own error, returned once at its end"
+)]
+pub(super) fn verdict(command: &mut Remove<'_>) -> Result<(), RemoveError> {
+    if !command.failures.is_empty() {
+        return Err(RemoveError::Hosts(std::mem::take(&mut command.failures)));
+    }
+    Ok(())
+}
+
 #[expect(
     clippy::result_large_err,
     reason = "the command's own error, returned once at its end"
 )]
 pub(super) fn finish(command: &mut Remove<'_>) -> Result<(), RemoveError> {
-    if !command.failures.is_empty() {
-        return Err(RemoveError::Hosts(std::mem::take(&mut command.failures)));
-    }
     command.reporter.info("Cluster removed successfully");
     Ok(())
 }

@@ -122,6 +122,10 @@ impl Command for Save<'_> {
         record::stage_failed(self, failures)
     }
 
+    fn verdict(&mut self) -> Result<(), SnapshotError> {
+        record::verdict(self)
+    }
+
     fn finish(&mut self) -> Result<(), SnapshotError> {
         record::finish(self)
     }

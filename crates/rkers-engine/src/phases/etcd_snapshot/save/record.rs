@@ -1,6 +1,6 @@
 //! Step 5: what the save says around its stage. The members left out are named before
-//! anything runs (the dry run says they would miss the snapshot); the command fails only when
-//! no member saved it, and otherwise says on how many it did.
+//! anything runs (the dry run says they would miss the snapshot); the command, and its dry run,
+//! fail only when no member saved it (would save it), and otherwise say on how many it did.
 
 use super::Save;
 use crate::phases::driver::OnFailure;
@@ -32,12 +32,21 @@ pub(super) fn stage_failed(
     OnFailure::Continue
 }
 
+/// The save fails when no member has it (or would, in the dry run): none reachable with etcd
+/// running, or every one that tried failed.
+pub(super) fn verdict(command: &mut Save<'_>) -> Result<(), SnapshotError> {
+    if command.planned == 0 {
+        return Err(not_saved(
+            &command.opts.name,
+            std::mem::take(&mut command.failures),
+        ));
+    }
+    Ok(())
+}
+
 pub(super) fn finish(command: &mut Save<'_>) -> Result<(), SnapshotError> {
     let name = &command.opts.name;
     let saved = command.planned;
-    if saved == 0 {
-        return Err(not_saved(name, std::mem::take(&mut command.failures)));
-    }
     let verb = if command.s3.is_some() {
         "saving/uploading"
     } else {
