@@ -198,6 +198,37 @@ fn secrets_never_reach_the_output() {
     assert!(!all.contains("PRIVATE KEY-----\nMII"), "{all}");
 }
 
+/// Issue 50: an invalid value that holds a credential is refused (exit 2) without it, on
+/// stderr as in the JSON result: a registry URL with user info (with or without a scheme), an
+/// `extra_env` entry without `=` whose name says it is a secret.
+#[test]
+fn invalid_values_holding_credentials_are_refused_without_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "{UNREACHABLE}private_registries:\n  - url: https://bob:pw-in-url-1@reg.local\n  - url: bob:pw-in-url-2@reg.local\nservices:\n  kubelet:\n    extra_env:\n      - DB_PASSWORD s3cret-env-value\n"
+    );
+    let path = write_cluster(dir.path(), "cluster.yml", &config);
+    for json in [false, true] {
+        let mut cmd = rkers();
+        if json {
+            cmd.args(["--output", "json"]);
+        }
+        let out = cmd
+            .args(["up", "--dry-run", "--config"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let printed = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        for secret in ["pw-in-url-1", "pw-in-url-2", "s3cret-env-value"] {
+            assert!(!printed.contains(secret), "{secret} in: {printed}");
+        }
+        assert!(printed.contains("bob:[REDACTED]@reg.local"), "{printed}");
+        assert!(printed.contains("DB_PASSWORD [REDACTED]"), "{printed}");
+    }
+}
+
 #[test]
 fn json_output_is_one_object_per_line() {
     let dir = tempfile::tempdir().unwrap();

@@ -42,7 +42,8 @@ pub fn rfc3339(ms: i64) -> String {
 }
 
 /// The database URL for messages, without what may be secret: the user info
-/// (`user:password@`) and the value of every `password`-like query parameter.
+/// (`user:password@`; without a scheme, its password masked as every error quoting an input
+/// does) and the value of every `password`-like query parameter.
 pub fn shown_url(url: &str) -> String {
     let (base, query) = match url.split_once('?') {
         Some((base, query)) => (base, Some(query)),
@@ -57,7 +58,8 @@ pub fn shown_url(url: &str) -> String {
             };
             format!("{scheme}://{rest}")
         }
-        None => base.to_string(),
+        // No scheme (`bob:pw@db.local/x`, which sqlx refuses): its password is masked too.
+        None => crate::output::mask_credentials(base),
     };
     if let Some(query) = query {
         let params: Vec<String> = query

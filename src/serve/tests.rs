@@ -411,6 +411,18 @@ async fn the_sqlite_database_is_private_and_a_refused_server_is_named_at_once() 
     );
 }
 
+/// Issue 50: a `--database` without a scheme was quoted whole in the error, password and all.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_database_url_without_a_scheme_is_refused_without_its_password() {
+    let err = Db::connect("bob:pw-secret@db.example/rkers")
+        .await
+        .err()
+        .expect("a URL without a scheme is refused")
+        .to_string();
+    assert!(err.contains("bob:[REDACTED]@db.example/rkers"), "{err}");
+    assert!(!err.contains("pw-secret"), "{err}");
+}
+
 #[test]
 fn database_urls_are_shown_without_secrets() {
     for (url, shown) in [
@@ -433,6 +445,11 @@ fn database_urls_are_shown_without_secrets() {
         (
             "sqlite://a@b/serve.db?mode=rwc",
             "sqlite://b/serve.db?mode=rwc",
+        ),
+        // Issue 50: without a scheme (sqlx refuses it), the password was shown whole.
+        (
+            "bob:pw-secret@db.example/rkers",
+            "bob:[REDACTED]@db.example/rkers",
         ),
     ] {
         assert_eq!(db::shown_url(url), shown, "{url}");

@@ -1,5 +1,7 @@
-//! Masks secrets in any text before it is shown: PEM private keys wherever they appear, and every
-//! secret value the run registered (registry passwords, S3 keys, inline SSH keys, tokens).
+//! Masks secrets in any text before it is shown: PEM private keys wherever they appear, the
+//! password of a URL's user info, and every secret value the run registered (registry
+//! passwords, S3 keys, inline SSH keys, tokens). An error that quotes an input, whose secrets
+//! nobody registered, masks it with [`mask_credentials`].
 
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -36,7 +38,7 @@ impl Redactor {
     }
 
     pub fn redact(&self, text: &str) -> String {
-        let mut out = mask_private_key_blocks(text);
+        let mut out = mask_userinfo(&mask_private_key_blocks(text));
         let secrets = self.secrets.read().unwrap_or_else(|p| p.into_inner());
         for secret in secrets.iter() {
             if !out.contains(secret.as_str()) {
@@ -53,8 +55,9 @@ impl Redactor {
 }
 
 /// Parts of a variable or flag name that say its value is a credential (compared without case,
-/// `-` read as `_`): a registry's docker config (base64 of `user:password`), S3 keys, tokens.
-const SECRET_NAME_PARTS: [&str; 7] = [
+/// `-` read as `_`): a registry's docker config (base64 of `user:password`), S3 keys, tokens,
+/// a kubeconfig's `client-key-data`.
+const SECRET_NAME_PARTS: [&str; 9] = [
     "PASSWORD",
     "PASSWD",
     "SECRET",
@@ -62,7 +65,154 @@ const SECRET_NAME_PARTS: [&str; 7] = [
     "CREDENTIAL",
     "ACCESS_KEY",
     "DOCKER_CONFIG",
+    "KEY_DATA",
+    "PRIVATE_KEY",
 ];
+
+/// The text of an error that quotes what an operator wrote (a cluster.yml value, a kubeconfig's
+/// lines, a database URL), with what could be a credential masked, as nobody registered it:
+/// PEM private keys; a URL's user info (`https://bob:[REDACTED]@reg.local`,
+/// `bob:[REDACTED]@reg.local`, `https://[REDACTED]@host` for a token alone); the value after a
+/// credential's name, whether `NAME=value` (a variable, a flag, a URL's query parameter), a
+/// variable written `NAME value` (`DB_PASSWORD [REDACTED]`), or a YAML line `token: value`.
+pub fn mask_credentials(text: &str) -> String {
+    let text = mask_userinfo(&mask_private_key_blocks(text));
+    text.split_inclusive('\n').map(mask_named_values).collect()
+}
+
+/// Characters that end a word quoted in a message.
+fn ends_word(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '"' | '\'' | '`' | '(' | ')' | '<' | '>' | ',' | ';' | '[' | ']'
+        )
+}
+
+/// The password (or the token standing alone after a scheme) of every URL's user info: in a
+/// word, the text before the last `@` of its authority (what precedes the first `/` after the
+/// scheme). `root@host` and `image@sha256:...` are kept: no password, no scheme.
+fn mask_userinfo(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word_start = 0;
+    for (i, c) in text.char_indices().chain([(text.len(), ' ')]) {
+        if !ends_word(c) && i < text.len() {
+            continue;
+        }
+        out.push_str(&mask_word_userinfo(&text[word_start..i]));
+        if i < text.len() {
+            out.push(c);
+        }
+        word_start = i + c.len_utf8();
+    }
+    out
+}
+
+fn mask_word_userinfo(word: &str) -> String {
+    if !word.contains('@') {
+        return word.to_string();
+    }
+    // `--database=bob:pw@host`: the URL is what follows the last `=` before its first `@`.
+    let first_at = word.find('@').unwrap_or(word.len());
+    let value_start = word[..first_at].rfind('=').map_or(0, |i| i + 1);
+    let (head, url) = word.split_at(value_start);
+    let (scheme, rest) = match url.find("://") {
+        Some(i) => url.split_at(i + 3),
+        None => ("", url),
+    };
+    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+    let Some(at) = authority.rfind('@') else {
+        return word.to_string();
+    };
+    let userinfo = &authority[..at];
+    let masked = match userinfo.split_once(':') {
+        Some((user, _)) => format!("{user}:{MASK}"),
+        None if !scheme.is_empty() && !userinfo.is_empty() => MASK.to_string(),
+        None => return word.to_string(),
+    };
+    format!("{head}{scheme}{masked}{}", &rest[at..])
+}
+
+/// Whether a name written before a value (`NAME=`, `NAME value`, `key:`) says the value is a
+/// credential: [`is_secret_name`] for an assignment, and for the other forms a name ending with
+/// one of the credential parts (`DB_PASSWORD`, `token`, `client-key-data`, not
+/// `secrets_encryption_config`).
+fn names_a_credential(name: &str, assignment: bool) -> bool {
+    if assignment {
+        return is_secret_name(name);
+    }
+    let name = name
+        .trim_start_matches('-')
+        .to_ascii_uppercase()
+        .replace('-', "_");
+    SECRET_NAME_PARTS.iter().any(|part| name.ends_with(part))
+}
+
+/// One line with the value after each credential's name masked (see [`mask_credentials`]).
+fn mask_named_values(line: &str) -> String {
+    let is_name_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    loop {
+        // The next name: a run of name characters.
+        let Some(start) = rest.find(is_name_char) else {
+            out.push_str(rest);
+            return out;
+        };
+        let len = rest[start..]
+            .find(|c: char| !is_name_char(c))
+            .unwrap_or(rest.len() - start);
+        let name = &rest[start..start + len];
+        let after = &rest[start + len..];
+        out.push_str(&rest[..start + len]);
+        // `NAME=value`: to the end of the value (a space, a quote, `&` or `;`).
+        if let Some(value) = after.strip_prefix('=')
+            && names_a_credential(name, true)
+            && value.starts_with(|c: char| !ends_word(c) && c != '&')
+        {
+            let end = value
+                .find(|c: char| ends_word(c) || c == '&')
+                .unwrap_or(value.len());
+            out.push('=');
+            out.push_str(MASK);
+            rest = &value[end..];
+            continue;
+        }
+        // `key: value` (YAML, with no word before it on its line: after a snippet's gutter or
+        // a list's `-`), or `NAME value` (a variable's name in capitals): the rest of the line, or of
+        // the quoted text.
+        let yaml_value = after
+            .strip_prefix(": ")
+            .filter(|_| out[..out.len() - len].chars().all(|c| !c.is_alphabetic()));
+        let env_value = after.strip_prefix(' ').filter(|_| {
+            name.chars().any(|c| c.is_ascii_uppercase())
+                && !name.chars().any(|c| c.is_ascii_lowercase())
+        });
+        if let Some(value) = yaml_value.or(env_value)
+            && names_a_credential(name, false)
+            && value.starts_with(|c: char| !c.is_whitespace())
+        {
+            let quoted = out[..out.len() - len].ends_with(['"', '\'', '`']);
+            let end = if quoted {
+                value.find(['"', '\'', '`', '\n']).unwrap_or(value.len())
+            } else {
+                value.find(['\r', '\n']).unwrap_or(value.len())
+            };
+            out.push_str(&after[..after.len() - value.len()]);
+            out.push_str(MASK);
+            rest = &value[end..];
+            continue;
+        }
+        rest = after;
+        if rest.is_empty() {
+            return out;
+        }
+        // Past the character that ended the name.
+        let c = rest.chars().next().unwrap_or(' ');
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+}
 
 /// Whether an environment variable or command-line flag of this name carries a credential.
 pub fn is_secret_name(name: &str) -> bool {
@@ -182,6 +332,65 @@ mod tests {
         assert_eq!(
             out,
             "password [REDACTED], login=[REDACTED]; pw12 apw1 [REDACTED]-ray ox \"[REDACTED]\""
+        );
+    }
+
+    /// Issue 50: an error quoting an input masks what could be a credential in it, whatever
+    /// the input: a URL's user info with or without a scheme, a variable without `=`, a
+    /// kubeconfig's lines in a parser's snippet, a query parameter.
+    #[test]
+    fn errors_quoting_inputs_mask_what_could_be_a_credential() {
+        for (text, shown) in [
+            (
+                "registry url \"https://bob:pw@reg.local\" has a scheme",
+                "registry url \"https://bob:[REDACTED]@reg.local\" has a scheme",
+            ),
+            (
+                "registry url \"bob:p@ss@reg.local/x\" bad",
+                "registry url \"bob:[REDACTED]@reg.local/x\" bad",
+            ),
+            (
+                "cannot clone https://ghp_abc123@github.com/o/r",
+                "cannot clone https://[REDACTED]@github.com/o/r",
+            ),
+            (
+                "--database=postgres://u:hunter2@db/x?user=u&password=pw&sslmode=require",
+                "--database=postgres://u:[REDACTED]@db/x?user=u&password=[REDACTED]&sslmode=require",
+            ),
+            (
+                "database postgres://u:pw@db/x?sslmode=require: cannot connect",
+                "database postgres://u:[REDACTED]@db/x?sslmode=require: cannot connect",
+            ),
+            (
+                "\"DB_PASSWORD s3cret\" is not NAME=value",
+                "\"DB_PASSWORD [REDACTED]\" is not NAME=value",
+            ),
+            ("\"DB_PASSWORD=s3cret\" x", "\"DB_PASSWORD=[REDACTED]\" x"),
+            (
+                " 5 |     token: abcdef.0123456789\n 6 |     client-key-data: LS0tLS1CRUdJTi\n 7 |   - name: x\n",
+                " 5 |     token: [REDACTED]\n 6 |     client-key-data: [REDACTED]\n 7 |   - name: x\n",
+            ),
+        ] {
+            assert_eq!(mask_credentials(text), shown, "{text}");
+        }
+        // What is no credential is kept.
+        for text in [
+            "ssh root@10.0.0.1:22 refused",
+            "image rancher/rke-tools@sha256:abcd and reg.local:5000/x@sha256:ef",
+            "secrets_encryption_config: enabled needs a key",
+            "the registry password is empty",
+            "--token-auth-file is set",
+        ] {
+            assert_eq!(mask_credentials(text), text);
+        }
+    }
+
+    #[test]
+    fn redact_masks_a_urls_password_nobody_registered() {
+        let r = Redactor::default();
+        assert_eq!(
+            r.redact("pull from https://bob:pw@reg.local/x failed"),
+            "pull from https://bob:[REDACTED]@reg.local/x failed"
         );
     }
 

@@ -74,7 +74,9 @@ impl Locations {
             line: position.line,
             column: position.column,
             path: path.to_string(),
-            message: message.into(),
+            // A message may quote the value written there: what could be a credential is
+            // masked, as nobody registered it as a secret.
+            message: crate::redact::mask_credentials(&message.into()),
         }
     }
 
@@ -259,7 +261,7 @@ fn syntax_diagnostic(error: &serde_saphyr::Error, file: &str) -> Diagnostic {
         line,
         column,
         path: String::new(),
-        message: plain_message(error),
+        message: crate::redact::mask_credentials(&plain_message(error)),
     }
 }
 

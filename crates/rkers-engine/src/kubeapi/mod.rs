@@ -42,12 +42,15 @@ pub struct KubeApi {
 impl KubeApi {
     /// Builds a client from kubeconfig text (the admin kubeconfig rkers writes, §6.1).
     pub async fn from_kubeconfig(text: &str) -> Result<Self, KubeApiError> {
-        let kubeconfig =
-            Kubeconfig::from_yaml(text).map_err(|e| KubeApiError::Kubeconfig(e.to_string()))?;
+        // The parser's error quotes the kubeconfig's lines (its token, its client key).
+        let invalid = |e: &dyn std::fmt::Display| {
+            KubeApiError::Kubeconfig(crate::output::mask_credentials(&e.to_string()))
+        };
+        let kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| invalid(&e))?;
         let mut config =
             kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                 .await
-                .map_err(|e| KubeApiError::Kubeconfig(e.to_string()))?;
+                .map_err(|e| invalid(&e))?;
         config.connect_timeout = Some(Duration::from_secs(10));
         config.read_timeout = Some(Duration::from_secs(60));
         let server = config.cluster_url.to_string();
@@ -432,6 +435,21 @@ crate::error::about_no_host!(KubeApiError);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 50: a kubeconfig with a YAML syntax error is refused without its token or client
+    /// key, whatever the parser quotes of its lines.
+    #[tokio::test]
+    async fn a_broken_kubeconfig_is_refused_without_its_credentials() {
+        let text = "apiVersion: v1\nkind: Config\nusers:\n- name: admin\n  user:\n    token: kubeconfigtoken0123456789\n    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo=\n    password: [unclosed\n";
+        let Err(e) = KubeApi::from_kubeconfig(text).await else {
+            panic!("a kubeconfig with a syntax error was accepted");
+        };
+        let shown = e.to_string();
+        assert!(shown.starts_with("invalid kubeconfig: "), "{shown}");
+        for secret in ["kubeconfigtoken", "LS0tLS1CRUdJTi", "unclosed"] {
+            assert!(!shown.contains(secret), "{secret} in: {shown}");
+        }
+    }
 
     #[test]
     fn embedded_rbac_objects_parse_with_names_and_kinds() {

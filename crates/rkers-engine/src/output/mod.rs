@@ -7,7 +7,9 @@
 
 pub mod timing;
 
-pub use rkers_core::redact::{Redactor, is_secret_name, mask_secret_assignment, redact};
+pub use rkers_core::redact::{
+    Redactor, is_secret_name, mask_credentials, mask_secret_assignment, redact,
+};
 pub use timing::PhaseTiming;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
