@@ -229,6 +229,25 @@ fn invalid_values_holding_credentials_are_refused_without_them() {
     }
 }
 
+/// Issue 50: a snapshot name with a newline, a tab, a space or `;` (or a path) is refused
+/// before any host is reached, as a usage of the command line (exit 2).
+#[test]
+fn snapshot_names_that_are_no_file_names_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cluster(dir.path(), "cluster.yml", UNREACHABLE);
+    for command in ["snapshot-save", "snapshot-restore"] {
+        for name in ["a\nb", "a\tb", "a b", "a;b", "../../etc/x"] {
+            rkers()
+                .args(["etcd", command, "--name", name, "--config"])
+                .arg(&path)
+                .assert()
+                .code(2)
+                .stderr(predicate::str::contains("invalid snapshot name"))
+                .stderr(predicate::str::contains("127.0.0.1").not());
+        }
+    }
+}
+
 #[test]
 fn json_output_is_one_object_per_line() {
     let dir = tempfile::tempdir().unwrap();

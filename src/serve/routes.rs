@@ -258,6 +258,12 @@ async fn start(
             ));
         }
     };
+    // A snapshot name that is no plain file name is the request's fault, refused before any
+    // operation starts.
+    if let Kind::SnapshotSave(p) | Kind::SnapshotRestore(p) = &kind {
+        crate::phases::etcd_snapshot::check_snapshot_name(&p.name)
+            .map_err(|e| Failure::new(StatusCode::BAD_REQUEST, e))?;
+    }
     match ops::start(&app, &name, kind).await {
         Ok(id) => Ok((
             StatusCode::ACCEPTED,

@@ -99,6 +99,36 @@ async fn requests_without_a_valid_token_are_refused() {
     }
 }
 
+/// Issue 50: a snapshot name that is no plain file name (a path, whitespace, a shell's special
+/// character) is a bad request, answered before any operation starts.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_snapshot_name_that_is_no_file_name_is_a_bad_request() {
+    for (url, _keep) in databases().await {
+        let app = app(&url, "a").await;
+        let (status, body) = call(&app, "PUT", "/v1/clusters/c", Some(TOKEN), CLUSTER_YML).await;
+        assert!(status.is_success(), "{body}");
+        for operation in ["snapshot-save", "snapshot-restore"] {
+            for name in ["../../etc/x", "a b", "a\tb", "a\nb", "a;b"] {
+                let request = serde_json::json!({ "name": name }).to_string();
+                let path = format!("/v1/clusters/c/{operation}");
+                let (status, body) = call(&app, "POST", &path, Some(TOKEN), &request).await;
+                assert_eq!(
+                    status,
+                    StatusCode::BAD_REQUEST,
+                    "{operation} {name:?}: {body}"
+                );
+                assert!(
+                    body["error"]
+                        .as_str()
+                        .unwrap()
+                        .contains("invalid snapshot name"),
+                    "{body}"
+                );
+            }
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_invalid_cluster_yml_is_refused_with_line_and_column() {
     for (url, _keep) in databases().await {

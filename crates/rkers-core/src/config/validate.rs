@@ -240,28 +240,128 @@ pub fn is_dns1123_subdomain(name: &str) -> bool {
     })
 }
 
+/// How an address is compared with the others: an IP address in its one written form
+/// (`127.000.000.002` is `127.0.0.2`, `0:0::1` is `::1`), a DNS name without case or a final
+/// dot.
+fn address_key(address: &str) -> String {
+    let bare = address
+        .strip_prefix('[')
+        .and_then(|a| a.strip_suffix(']'))
+        .unwrap_or(address);
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        return ip.to_string();
+    }
+    if let Some(ip) = dotted_quad_with_zeros(bare) {
+        return ip.to_string();
+    }
+    bare.trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// `127.000.000.002`: four decimal numbers, some with leading zeros, which Rust refuses and
+/// the system's resolver reads as octal (`010` is 8). Returns the address read as decimal.
+fn dotted_quad_with_zeros(address: &str) -> Option<std::net::Ipv4Addr> {
+    let parts: Vec<&str> = address.split('.').collect();
+    if parts.len() != 4
+        || !parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()))
+        || !parts.iter().any(|p| p.len() > 1 && p.starts_with('0'))
+    {
+        return None;
+    }
+    let octets: Vec<u8> = parts.iter().filter_map(|p| p.parse().ok()).collect();
+    (octets.len() == 4).then(|| std::net::Ipv4Addr::new(octets[0], octets[1], octets[2], octets[3]))
+}
+
+/// What is wrong with a node's `address` or `internal_address` as a written address, if
+/// anything: the unspecified address (`0.0.0.0`, `::`) is no host's, and a dotted quad with
+/// leading zeros is read as octal by the resolver SSH uses.
+fn check_node_address(address: &str) -> Result<(), String> {
+    let bare = address
+        .strip_prefix('[')
+        .and_then(|a| a.strip_suffix(']'))
+        .unwrap_or(address);
+    if bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_unspecified()) {
+        return Err(format!(
+            "\"{address}\" is the unspecified address, which names no host: give the node's own address"
+        ));
+    }
+    if let Some(ip) = dotted_quad_with_zeros(bare) {
+        return Err(format!(
+            "\"{address}\" has leading zeros, which the system's resolver reads as octal: write {ip} (or the octal value you mean, without the zeros)"
+        ));
+    }
+    Ok(())
+}
+
 fn check_nodes(cfg: &RkeConfig, report: &mut Report) {
-    let mut addresses: HashMap<&str, usize> = HashMap::new();
+    let mut addresses: HashMap<String, usize> = HashMap::new();
+    let mut internal_addresses: HashMap<String, usize> = HashMap::new();
     let mut hostnames: HashMap<String, usize> = HashMap::new();
     for (i, node) in cfg.nodes.iter().enumerate() {
         let base = format!("nodes[{i}]");
+        for (key, value) in [
+            ("address", &node.address),
+            ("internal_address", &node.internal_address),
+        ] {
+            // The default internal address is the address, checked once.
+            if key == "internal_address" && node.internal_address == node.address {
+                continue;
+            }
+            if let Err(why) = check_node_address(value) {
+                report.at_any(&[&format!("{base}.{key}"), &base], format!("{key} {why}"));
+            }
+        }
+        let duplicate_address = addresses.get(&address_key(&node.address)).copied();
         if node.address.is_empty() {
             report.at(&base, "node has no `address`");
-        } else if let Some(first) = addresses.get(node.address.as_str()) {
+        } else if let Some(first) = duplicate_address {
             let line = report
                 .locations
                 .nearest(&format!("nodes[{first}].address"))
                 .map(|p| p.line)
                 .unwrap_or(0);
+            let written = &cfg.nodes[first].address;
+            let same = if *written == node.address {
+                String::new()
+            } else {
+                format!(", the same address as \"{written}\"")
+            };
             report.at(
                 &format!("{base}.address"),
                 format!(
-                    "duplicate address \"{}\" (also at line {line})",
+                    "duplicate address \"{}\" (also at line {line}{same})",
                     node.address
                 ),
             );
         } else {
-            addresses.insert(&node.address, i);
+            addresses.insert(address_key(&node.address), i);
+        }
+        // Two nodes with one internal address would be one etcd member and one node IP; a
+        // duplicate address already says so.
+        if !node.internal_address.is_empty() {
+            let key = address_key(&node.internal_address);
+            match internal_addresses.get(&key) {
+                Some(&first) if duplicate_address.is_none() => {
+                    let line = report
+                        .locations
+                        .nearest(&format!("nodes[{first}]"))
+                        .map(|p| p.line)
+                        .unwrap_or(0);
+                    report.at_any(
+                        &[&format!("{base}.internal_address"), &base],
+                        format!(
+                            "duplicate internal_address \"{}\" (node at line {line} has it too): \
+                             each node needs its own, for its node IP and its etcd member",
+                            node.internal_address
+                        ),
+                    );
+                }
+                Some(_) => {}
+                None => {
+                    internal_addresses.insert(key, i);
+                }
+            }
         }
         if node.user.is_empty() {
             report.at(&base, "node has no `user`");
@@ -275,10 +375,16 @@ fn check_nodes(cfg: &RkeConfig, report: &mut Report) {
         };
         if !hostname.is_empty() {
             if !is_dns1123_subdomain(&hostname) {
+                // The node name defaults to the address; an IPv6 one can never be a name.
+                let remedy = if hostname.contains(':') {
+                    ": an IPv6 address is no node name, set `hostname_override` to the node's name"
+                } else {
+                    ""
+                };
                 report.at_any(
                     &hostname_at,
                     format!(
-                        "node name \"{hostname}\" is not a valid DNS-1123 subdomain (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)"
+                        "node name \"{hostname}\" is not a valid DNS-1123 subdomain (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters){remedy}"
                     ),
                 );
             }
@@ -312,7 +418,9 @@ fn check_nodes(cfg: &RkeConfig, report: &mut Report) {
         }
         // The default is the address, which may be a DNS name; one the user gives is what
         // kubelet's --node-ip and etcd's URLs get, and both need an IP address.
-        if node.internal_address != node.address && node.internal_address.parse::<IpAddr>().is_err()
+        if node.internal_address != node.address
+            && node.internal_address.parse::<IpAddr>().is_err()
+            && dotted_quad_with_zeros(&node.internal_address).is_none()
         {
             report.at_any(
                 &[&format!("{base}.internal_address"), &base],
@@ -340,6 +448,19 @@ fn check_nodes(cfg: &RkeConfig, report: &mut Report) {
         }
         for (j, taint) in node.taints.iter().enumerate() {
             let path = format!("{base}.taints[{j}]");
+            // Kubernetes keeps one taint per key and effect: the API refuses the node's update.
+            if let Some(first) = node.taints[..j]
+                .iter()
+                .position(|t| t.key == taint.key && t.effect == taint.effect)
+            {
+                report.at(
+                    &path,
+                    format!(
+                        "taint {}:{} is also taints[{first}]: a node has one taint per key and effect",
+                        taint.key, taint.effect
+                    ),
+                );
+            }
             if taint.key.is_empty() {
                 report.at(&path, "taint has no `key`");
             } else if let Err(why) = check_qualified_name(&taint.key) {
@@ -1027,6 +1148,38 @@ fn check_services(cfg: &RkeConfig, report: &mut Report) {
         ("kubeproxy", s.kubeproxy.base()),
     ];
     for (service, base) in services {
+        for (key, args) in [
+            ("extra_args", base.extra_args),
+            ("win_extra_args", base.win_extra_args),
+        ] {
+            for (name, value) in args {
+                if let Err(why) = check_extra_arg(name, value) {
+                    report.at_any(
+                        &[
+                            &format!("services.{service}.{key}.{name}"),
+                            &format!("services.{service}.{key}"),
+                        ],
+                        format!("{key} entry {name:?} {why}"),
+                    );
+                }
+            }
+        }
+        for (key, args) in [
+            ("extra_args_array", base.extra_args_array),
+            ("win_extra_args_array", base.win_extra_args_array),
+        ] {
+            for (name, values) in args {
+                if let Some(why) = values.iter().find_map(|v| check_extra_arg(name, v).err()) {
+                    report.at_any(
+                        &[
+                            &format!("services.{service}.{key}.{name}"),
+                            &format!("services.{service}.{key}"),
+                        ],
+                        format!("{key} entry {name:?} {why}"),
+                    );
+                }
+            }
+        }
         for (i, bind) in base.extra_binds.iter().enumerate() {
             if let Err(why) = check_bind(bind) {
                 report.at(
@@ -1057,17 +1210,73 @@ fn check_services(cfg: &RkeConfig, report: &mut Report) {
     }
 }
 
-fn check_bind(bind: &str) -> Result<(), &'static str> {
-    let mut parts = bind.splitn(3, ':');
+/// The options Docker takes after a bind's container path, by kind: one of each kind at most.
+const BIND_OPTIONS: [&[&str]; 4] = [
+    &["ro", "rw"],
+    &["z", "Z"],
+    &[
+        "shared", "rshared", "slave", "rslave", "private", "rprivate",
+    ],
+    &["nocopy", "consistent", "cached", "delegated"],
+];
+
+fn check_bind(bind: &str) -> Result<(), String> {
+    let mut parts = bind.split(':');
     let host = parts.next().unwrap_or_default();
     let Some(container) = parts.next().filter(|c| !c.is_empty()) else {
-        return Err("has no container path: write /host/path:/container/path");
+        return Err("has no container path: write /host/path:/container/path".into());
     };
     if !host.starts_with('/') {
-        return Err("needs an absolute host path (starting with /)");
+        return Err("needs an absolute host path (starting with /)".into());
     }
     if !container.starts_with('/') {
-        return Err("needs an absolute container path (starting with /)");
+        return Err("needs an absolute container path (starting with /)".into());
+    }
+    let Some(options) = parts.next() else {
+        return Ok(());
+    };
+    if parts.next().is_some() {
+        return Err(
+            "has more than three parts: write /host/path:/container/path[:options], the \
+             options separated by commas"
+                .into(),
+        );
+    }
+    let mut seen = [None::<&str>; BIND_OPTIONS.len()];
+    for option in options.split(',') {
+        let Some(kind) = BIND_OPTIONS.iter().position(|k| k.contains(&option)) else {
+            return Err(format!(
+                "has the option \"{option}\", which Docker refuses (it takes {})",
+                BIND_OPTIONS.map(|k| k.join(", ")).join("; ")
+            ));
+        };
+        if let Some(other) = seen[kind] {
+            return Err(format!(
+                "has both \"{other}\" and \"{option}\": Docker takes one of {}",
+                BIND_OPTIONS[kind].join(", ")
+            ));
+        }
+        seen[kind] = Some(option);
+    }
+    Ok(())
+}
+
+/// An `extra_args` entry, which becomes `--key=value` on the service's command line: a key
+/// that is empty or holds whitespace, `=` or a control character, or a value with a line break
+/// or another control character, is no flag the service reads as written.
+fn check_extra_arg(key: &str, value: &str) -> Result<(), &'static str> {
+    let key = key.trim_start_matches('-');
+    if key.is_empty() {
+        return Err("has an empty key: write the flag's name without its leading --");
+    }
+    if key.contains(|c: char| c.is_whitespace() || c.is_control() || c == '=') {
+        return Err("has a key with a space, '=' or a control character: a flag's name has none");
+    }
+    if value.contains(|c: char| c.is_control()) {
+        return Err(
+            "has a value with a line break or another control character: the flag would be cut \
+             or read as more than one",
+        );
     }
     Ok(())
 }

@@ -111,14 +111,23 @@ pub fn default_snapshot_name(now: time::OffsetDateTime) -> String {
     format!("rke_etcd_snapshot_{stamp}")
 }
 
-/// A snapshot name that would leave the snapshot directory.
+/// A snapshot name that would leave the snapshot directory, or that a host's shell, the
+/// helper container's arguments or a file listing would read as more than one name.
 #[derive(Debug, thiserror::Error)]
-#[error("invalid snapshot name {0:?}: a file name without '/' is needed")]
+#[error(
+    "invalid snapshot name {0:?}: a file name is needed, without '/', spaces, control \
+     characters or any of {SPECIAL}"
+)]
 pub struct InvalidSnapshotName(pub String);
 
-/// A snapshot name as given on the command line: a `.zip` extension is dropped (RKE1 only
-/// warned, then looked for `<name>.zip.zip`); names that would leave the snapshot directory
-/// are refused. Returns the name and an optional warning.
+/// The characters a snapshot name may not hold besides '/', whitespace and control
+/// characters: a shell's special characters.
+const SPECIAL: &str = ";&|$`'\"\\<>(){}[]*?!#~";
+
+/// A snapshot name as given on the command line or to the server: a `.zip` extension is
+/// dropped (RKE1 only warned, then looked for `<name>.zip.zip`); names that would leave the
+/// snapshot directory, or hold whitespace, control characters or a shell's special
+/// characters, are refused. Returns the name and an optional warning.
 pub fn check_snapshot_name(name: &str) -> Result<(String, Option<String>), InvalidSnapshotName> {
     let (base, warning) = match name.strip_suffix(".zip") {
         Some(b) => (
@@ -129,7 +138,8 @@ pub fn check_snapshot_name(name: &str) -> Result<(String, Option<String>), Inval
         ),
         None => (name.to_string(), None),
     };
-    if base.is_empty() || base.contains('/') || base == "." || base == ".." {
+    let bad_char = |c: char| c == '/' || c.is_whitespace() || c.is_control() || SPECIAL.contains(c);
+    if base.is_empty() || base.contains(bad_char) || base == "." || base == ".." {
         return Err(InvalidSnapshotName(name.to_string()));
     }
     Ok((base, warning))

@@ -39,9 +39,32 @@ fn names_drop_zip_and_refuse_paths() {
     let (n, w) = check_snapshot_name("snap.zip").unwrap();
     assert_eq!(n, "snap");
     assert!(w.unwrap().contains("without the .zip"));
-    for bad in ["", "../x", "a/b", ".."] {
+    for bad in [
+        "",
+        "../x",
+        "a/b",
+        "..",
+        "a\nb",
+        "a\tb",
+        "a b",
+        "a;b",
+        "a$(x)",
+        "a`x`",
+        "../../etc/x",
+    ] {
         assert!(check_snapshot_name(bad).is_err(), "{bad}");
     }
+    // RKE1's own names pass: its default holds ':' and '-'.
+    for good in [
+        "rke_etcd_snapshot_2021-01-08T21:16:56Z",
+        "rkers-pre-20261127T163600Z",
+        "a.b_c+d=e@f",
+    ] {
+        assert!(check_snapshot_name(good).is_ok(), "{good}");
+    }
+    // The error shows a control character escaped, never as a second line.
+    let e = check_snapshot_name("a\nb").unwrap_err().to_string();
+    assert!(!e.contains('\n') && e.contains("\"a\\nb\""), "{e}");
 }
 
 #[test]
