@@ -846,6 +846,107 @@ fn rollback_without_a_previous_run_is_refused_with_the_way_back() {
         ));
 }
 
+/// Issue 50: `rkers config` with nobody to ask wrote a cluster.yml whose node has no address
+/// and exited 0; it refuses, as over an existing file, whether stdin is /dev/null or closed.
+#[test]
+fn config_without_a_terminal_refuses_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    for (stdin, redirect) in [("/dev/null", "</dev/null"), ("closed", "<&-")] {
+        for extra in ["", "--print"] {
+            let out = std::process::Command::new("sh")
+                .current_dir(dir.path())
+                .arg("-c")
+                .arg(format!("\"$0\" config {extra} {redirect}"))
+                .arg(assert_cmd::cargo::cargo_bin("rkers"))
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "stdin {stdin} {extra}: {stderr}"
+            );
+            assert!(stderr.contains("not a terminal"), "{stderr}");
+            assert!(stderr.contains("--empty"), "{stderr}");
+            assert!(out.stdout.is_empty(), "stdin {stdin} {extra}");
+            assert!(names_in_dir(dir.path()).is_empty(), "stdin {stdin} {extra}");
+        }
+    }
+}
+
+fn names_in_dir(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Issue 50: a listing into a closed stdout (`>&-`) printed nothing and exited 0 (Rust's
+/// runtime puts /dev/null in its place): it fails, saying stdout cannot be written.
+#[test]
+fn a_product_into_a_closed_stdout_fails() {
+    for args in [
+        "config --list-version --all",
+        "config --system-images",
+        "version --client",
+        "man",
+        "completions bash",
+    ] {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("\"$0\" {args} >&-"))
+            .arg(assert_cmd::cargo::cargo_bin("rkers"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args}: {stderr}");
+        assert!(
+            stderr.contains("cannot write to stdout"),
+            "{args}: {stderr}"
+        );
+    }
+}
+
+/// Issue 50: with `--output json`, the commands whose product is text printed it with a JSON
+/// line after it; they refuse the option (exit 2), and stdout holds JSON alone.
+#[test]
+fn json_output_is_refused_by_the_commands_that_print_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cluster(dir.path(), "cluster.yml", UNREACHABLE);
+    let commands: [&[&str]; 8] = [
+        &["version", "--client"],
+        &["version", "--config", path.to_str().unwrap()],
+        &["config", "--list-version"],
+        &["config", "--system-images"],
+        &["config", "--print", "--empty"],
+        &["man"],
+        &["completions", "bash"],
+        &["completions", "zsh"],
+    ];
+    for args in commands {
+        let out = rkers()
+            .args(["--output", "json"])
+            .args(args)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stdout}");
+        for line in stdout.lines() {
+            let event: serde_json::Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {line}"));
+            assert_eq!(event["event"], "result", "{args:?}: {line}");
+            assert!(
+                event["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("without --output json"),
+                "{line}"
+            );
+        }
+        assert_eq!(stdout.lines().count(), 1, "{args:?}: {stdout}");
+    }
+}
+
 #[test]
 fn an_unwritable_stderr_keeps_the_commands_own_exit_code() {
     // A full disk (here /dev/full) or a closed pipe under stderr: the command ends with its

@@ -221,8 +221,32 @@ pub(crate) fn lock_cluster(
     Ok(Some(lock))
 }
 
+/// The commands whose product is text with no JSON form (a listing, a script, a manual page,
+/// a generated file): named as the refusal of `--output json` says them.
+fn text_only(command: &args::Command) -> Option<&'static str> {
+    use args::Command;
+    match command {
+        Command::Config(a) if a.list_version => Some("config --list-version"),
+        Command::Config(a) if a.system_images => Some("config --system-images"),
+        Command::Config(a) if a.print => Some("config --print"),
+        Command::Version(a) if a.client => Some("version --client"),
+        Command::Version(_) => Some("version"),
+        Command::Completions { .. } => Some("completions"),
+        Command::Man => Some("man"),
+        _ => None,
+    }
+}
+
 async fn run(cli: Cli, reporter: &crate::output::Reporter) -> Result<(), CliError> {
     use args::{CertCommand, Command, EncryptCommand, ImageCommand, UtilCommand};
+    // JSON output is JSON: a text product with a JSON line after it is neither.
+    if reporter.is_json()
+        && let Some(command) = text_only(&cli.command)
+    {
+        return Err(CliError::Usage(format!(
+            "`rkers {command}` prints text, which has no JSON form: run it without --output json"
+        )));
+    }
     match &cli.command {
         Command::Config(a) => return commands::config_cmd::run(a),
         Command::Version(a) if a.client => return commands::version::print_client(),

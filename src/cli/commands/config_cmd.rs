@@ -21,6 +21,15 @@ pub fn run(args: &ConfigCmdArgs) -> Result<(), CliError> {
         }
         return Ok(());
     }
+    // Without a terminal there is nobody to ask: the defaults alone are a cluster.yml whose
+    // one node has no address, no success to report. Refused before anything else is asked.
+    if !args.empty && !std::io::stdin().is_terminal() {
+        return Err(CliError::Usage(
+            "`rkers config` asks about the cluster, but standard input is not a terminal: run \
+             it on a terminal, or pass --empty to write a cluster.yml to fill in"
+                .into(),
+        ));
+    }
     // Decided before any question is asked, so nobody answers them for nothing.
     let replacing = !args.print && args.name.exists();
     if replacing && !args.force && !confirm_replace(&args.name)? {
@@ -31,15 +40,12 @@ pub fn run(args: &ConfigCmdArgs) -> Result<(), CliError> {
     }
     let answers = if args.empty {
         ClusterAnswers::empty()
-    } else if std::io::stdin().is_terminal() {
+    } else {
         let stdin = std::io::stdin();
         let mut input = stdin.lock();
         let mut output = std::io::stdout();
         metadata::prompt_answers(&mut input, &mut output, &catalog)
             .map_err(|e| CliError::Failed(format!("reading answers: {e}")))?
-    } else {
-        // Without a terminal there is nobody to ask: write the defaults.
-        ClusterAnswers::defaults(&catalog)
     };
     let text = metadata::generate_cluster_yml(&answers);
     if args.print {

@@ -149,11 +149,17 @@ async fn build_on(
             .map_err(fail)?;
         reporter.info(format!("pushed {tag}"));
     }
-    super::super::print_out(format_args!(
+    let lines = format!(
         "# cluster.yml: run the image built from Kubernetes v{}\n{}",
         prepared.request.version,
         crate::image_build::system_images_lines(tag)
-    ))
+    );
+    // JSON output is JSON: the lines are an event's message there.
+    if reporter.is_json() {
+        reporter.info(lines);
+        return Ok(());
+    }
+    super::super::print_out(lines)
 }
 
 /// Inputs that are not what the image needs are a usage error (exit 2); a node or Docker that

@@ -157,9 +157,24 @@ pub fn stdout_text(text: impl std::fmt::Display) {
     let _ = write_stdout(text);
 }
 
+/// Whether descriptor 1 was closed when the process started (see [`stdout_was_closed`]).
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records that stdout was closed when the process started: Rust's runtime then opens
+/// `/dev/null` in its place before `main`, so a product written there would be lost with exit
+/// 0. The binary learns it before the runtime does (`src/main.rs`); [`write_stdout`] then fails.
+pub fn stdout_was_closed() {
+    STDOUT_CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Text on stdout, flushed; the caller decides what a failed write means (a one-shot command's
 /// product fails the command, a progress line is dropped).
 pub fn write_stdout(text: impl std::fmt::Display) -> std::io::Result<()> {
+    if STDOUT_CLOSED.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(std::io::Error::other(
+            "standard output was closed when rkers started",
+        ));
+    }
     let mut out = std::io::stdout().lock();
     write!(out, "{text}")?;
     out.flush()
