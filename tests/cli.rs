@@ -373,6 +373,11 @@ fn rotate_key_refuses_when_encryption_is_off_or_custom() {
         .code(1)
         .stderr(predicate::str::contains(
             "can't rotate encryption keys: Encryption Configuration is disabled",
+        ))
+        // Issue 50: it told the user to disable a key they never set.
+        .stderr(predicate::str::contains("rotate_encryption_key").not())
+        .stderr(predicate::str::contains(
+            "secrets_encryption_config.enabled: true",
         ));
     let custom = format!(
         "{CLUSTER}services:\n  kube-api:\n    secrets_encryption_config:\n      enabled: true\n      custom_config:\n        apiVersion: apiserver.config.k8s.io/v1\n        kind: EncryptionConfiguration\n        resources:\n          - resources: [secrets]\n            providers:\n              - aescbc:\n                  keys:\n                    - name: k1\n                      secret: c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0MTI=\n              - identity: {{}}\n"
@@ -828,7 +833,7 @@ fn rollback_without_a_previous_run_is_refused_with_the_way_back() {
         .arg(&path)
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("no state file"));
+        .stderr(predicate::str::contains("never brought up"));
     // `up --init` writes a state, but no run finished: nothing to go back to.
     rkers()
         .args(["up", "--init", "--config"])

@@ -307,7 +307,7 @@ fn refusals(cluster: &E2e) {
     };
     let (code, err) = rollback(&config);
     assert_eq!(code, Some(1), "{err}");
-    assert!(err.contains("no state file"), "{err}");
+    assert!(err.contains("never brought up"), "{err}");
 
     let mut state = cluster.state();
     state.as_object_mut().unwrap().remove("rkersPrevious");

@@ -146,8 +146,8 @@ impl StateFile {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RollbackRefused {
     #[error(
-        "no state file: there is no cluster to roll back (rollback reads the state file next to \
-         the config)"
+        "no state: the cluster was never brought up (`rkers up`), so there is nothing to roll \
+         back"
     )]
     NoState,
     #[error(
@@ -178,6 +178,17 @@ pub enum RollbackRefused {
          snapshot-restore --name <snapshot>` using the old cluster.yml"
     )]
     CrossesMinorWithoutSnapshot { from: String, to: String },
+    #[error(
+        "rolling back from {from} to {to} moves forward more than one Kubernetes minor, which \
+         `rkers up` never does: run `rkers up` with a cluster.yml one minor ahead at a time"
+    )]
+    SkipsMinors { from: String, to: String },
+    #[error(
+        "the state's {run} records kubernetesVersion {value:?}, which is not a version: whether \
+         the rollback crosses a Kubernetes minor cannot be told. Fix it in the state file, or \
+         run `rkers up` with the old cluster.yml"
+    )]
+    NotAVersion { run: &'static str, value: String },
     #[error(
         "--restore-snapshot: the run that replaced the previous state took no etcd snapshot \
          (nothing guarded changed, or it ran with --no-snapshot); roll back without \
@@ -223,9 +234,27 @@ pub fn rollback_target(
         .and_then(Value::as_str)
         .unwrap_or_default();
     let to = previous.kubernetes_version();
-    if let (Ok(from_v), Ok(to_v)) = (K8sVersion::parse(now), K8sVersion::parse(to))
-        && (from_v.major(), from_v.minor()) != (to_v.major(), to_v.minor())
-    {
+    let parse = |run: &'static str, value: &str| {
+        K8sVersion::parse(value).map_err(|_| RollbackRefused::NotAVersion {
+            run,
+            value: value.to_string(),
+        })
+    };
+    let (from_v, to_v) = (parse("current run", now)?, parse("previous run", to)?);
+    let (from_minor, to_minor) = (
+        (from_v.major(), from_v.minor()),
+        (to_v.major(), to_v.minor()),
+    );
+    // Back to a newer minor (what a rollback with --restore-snapshot across a minor leaves
+    // as the previous run) is an upgrade, which `up` makes one minor at a time.
+    if to_minor > from_minor {
+        if to_minor.0 != from_minor.0 || to_minor.1 > from_minor.1 + 1 {
+            return Err(RollbackRefused::SkipsMinors {
+                from: now.to_string(),
+                to: to.to_string(),
+            });
+        }
+    } else if to_minor < from_minor {
         let (from, to) = (now.to_string(), to.to_string());
         return Err(match &previous.snapshot {
             Some(snapshot) => RollbackRefused::CrossesMinor {
@@ -418,6 +447,51 @@ mod tests {
             target.restore_snapshot.as_deref(),
             Some("rkers-pre-20261127T153605Z")
         );
+    }
+
+    /// Issue 50: after a rollback with --restore-snapshot across a minor, the previous run is
+    /// one minor newer: going there is an upgrade, not a crossing back; two minors is not.
+    #[test]
+    fn a_previous_run_one_minor_newer_is_no_crossing_back() {
+        let state = finished(
+            starting(side("v1.20.2", "110"), side("v1.19.7", "110")),
+            None,
+        );
+        let target = rollback_target(Some(&state), false).unwrap();
+        assert_eq!(target.previous.kubernetes_version(), "v1.20.2");
+        let state = finished(
+            starting(side("v1.21.2", "110"), side("v1.19.7", "110")),
+            None,
+        );
+        let refused = rollback_target(Some(&state), false).unwrap_err();
+        assert!(
+            matches!(refused, RollbackRefused::SkipsMinors { .. }),
+            "{refused}"
+        );
+        assert!(!refused.to_string().contains("crosses back"), "{refused}");
+    }
+
+    /// Issue 50: a kubernetesVersion that is no version skipped the minor check silently.
+    #[test]
+    fn a_version_that_is_no_version_is_refused_by_name() {
+        for (previous, current, run, value) in [
+            ("v1.20.2", "latest", "current run", "latest"),
+            ("1.20", "v1.20.4", "previous run", "1.20"),
+        ] {
+            let state = finished(starting(side(previous, "110"), side(current, "110")), None);
+            let refused = rollback_target(Some(&state), false).unwrap_err();
+            assert_eq!(
+                refused,
+                RollbackRefused::NotAVersion {
+                    run,
+                    value: value.into()
+                }
+            );
+            assert!(
+                refused.to_string().contains(&format!("{value:?}")),
+                "{refused}"
+            );
+        }
     }
 
     #[test]

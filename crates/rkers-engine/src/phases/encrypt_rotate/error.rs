@@ -12,8 +12,9 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum RotateKeyError {
     #[error(
-        "can't rotate encryption keys: Encryption Configuration is disabled. \
-         Please disable rotate_encryption_key and run rkers up again"
+        "can't rotate encryption keys: Encryption Configuration is disabled: there is no key \
+         to rotate. Enable it first (services.kube-api.secrets_encryption_config.enabled: true \
+         in cluster.yml) and run `rkers up`"
     )]
     Disabled,
     #[error(
