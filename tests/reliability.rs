@@ -1202,3 +1202,56 @@ fn a_second_run_is_refused_and_signals_end_a_run_with_its_result() {
     assert_eq!(events.last().unwrap()["status"], "interrupted");
     assert!(!lock.exists());
 }
+
+/// Issue 50: a file rkers reads on an operator's say-so is a regular file of bounded size:
+/// `--config /dev/zero` and `ssh_key_path: /dev/zero` read until memory ran out, a `--config`
+/// FIFO blocked for ever. Each is refused at once, naming the file.
+#[test]
+fn files_named_by_the_operator_are_read_with_a_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("cluster-fifo.yml");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let big = dir.path().join("big.yml");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(17 * 1024 * 1024)
+        .unwrap();
+    for (config, shown, why) in [
+        (
+            PathBuf::from("/dev/zero"),
+            "/dev/zero",
+            "a character device",
+        ),
+        (fifo.clone(), "cluster-fifo.yml", "a FIFO"),
+        (big.clone(), "big.yml", "larger than a cluster.yml ever is"),
+    ] {
+        rkers()
+            .args(["up", "--dry-run", "--config"])
+            .arg(&config)
+            .timeout(std::time::Duration::from_secs(30))
+            .assert()
+            .code(predicate::in_iter([1, 2]))
+            .stderr(predicate::str::contains(shown))
+            .stderr(predicate::str::contains(why));
+    }
+    // An SSH key that is a device: refused when the host is connected, naming the key.
+    let config = write(
+        dir.path(),
+        "cluster.yml",
+        UNREACHABLE.replace("ssh_key_path: /dev/null", "ssh_key_path: /dev/zero"),
+    );
+    rkers()
+        .args(["up", "--dry-run", "--config"])
+        .arg(&config)
+        .timeout(std::time::Duration::from_secs(30))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("/dev/zero"))
+        .stderr(predicate::str::contains("a character device"));
+}

@@ -237,7 +237,10 @@ impl Run {
         let saved = self.save_state(op);
         let value = done?;
         let state_version = saved?;
-        let kubeconfig = match std::fs::read_to_string(&self.cluster.files.kubeconfig_path) {
+        let kubeconfig = match rkers_core::bounded::read_to_string(
+            &self.cluster.files.kubeconfig_path,
+            rkers_core::bounded::KUBECONFIG,
+        ) {
             Ok(text) => Some(text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => {
@@ -257,7 +260,7 @@ impl Run {
 
     fn save_state(&self, op: &Operation) -> Result<StateVersion, ApiError> {
         let path = &self.cluster.files.state_path;
-        let bytes = match std::fs::read(path) {
+        let bytes = match rkers_core::bounded::read(path, rkers_core::bounded::STATE) {
             Ok(b) => Some(b),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => {

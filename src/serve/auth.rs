@@ -42,10 +42,12 @@ impl Tokens {
     /// and `#` comments are skipped.
     pub fn from_file(path: &Path) -> Result<Self, TokensError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| TokensError::Read {
-            path: shown.clone(),
-            source,
-        })?;
+        let text = rkers_core::bounded::read_to_string(path, rkers_core::bounded::SECRET).map_err(
+            |source| TokensError::Read {
+                path: shown.clone(),
+                source,
+            },
+        )?;
         let mut hashes = Vec::new();
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();

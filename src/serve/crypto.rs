@@ -56,10 +56,13 @@ impl SecretBox {
     /// Reads the key: 32 raw bytes, or 64 hex digits (with an optional trailing newline).
     pub fn from_file(path: &Path) -> Result<Self, SecretError> {
         let shown = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|source| SecretError::Read {
-            path: shown.clone(),
-            source,
-        })?;
+        let bytes =
+            rkers_core::bounded::read(path, rkers_core::bounded::SECRET).map_err(|source| {
+                SecretError::Read {
+                    path: shown.clone(),
+                    source,
+                }
+            })?;
         let key: Vec<u8> = match std::str::from_utf8(&bytes).map(str::trim) {
             Ok(text) if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) => {
                 hex::decode(text).unwrap_or_default()

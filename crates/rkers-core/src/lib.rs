@@ -13,8 +13,10 @@
 //!   taints, an addon's manifest), which the root package's engine applies.
 //! - [`changeset`]: the ordered, typed stages of actions a day-2 command decided.
 //! - [`redact`]: masking secrets in text before it is shown.
+//! - [`bounded`]: reading a file an operator named, a regular file of bounded size.
 
 pub mod addon;
+pub mod bounded;
 pub mod changeset;
 pub mod config;
 pub mod container;

@@ -135,7 +135,8 @@ fn s3_from_args(args: &S3Args) -> Result<Option<S3BackupConfig>, SnapshotError> 
         return Ok(None);
     }
     let custom_ca = match &args.s3_endpoint_ca {
-        Some(path) => std::fs::read_to_string(path).map_err(|e| {
+        Some(path) => rkers_core::bounded::read_to_string(path, rkers_core::bounded::CERTIFICATE)
+            .map_err(|e| {
             SnapshotError::Invalid(format!("--s3-endpoint-ca {}: {e}", path.display()))
         })?,
         None => String::new(),

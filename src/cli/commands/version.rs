@@ -23,12 +23,14 @@ pub fn print_client() -> Result<(), CliError> {
 
 pub async fn run(cluster: &Cluster) -> Result<(), CliError> {
     let path = &cluster.files.kubeconfig_path;
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        CliError::Failed(format!(
-            "{}: {e} (run `rkers up`, or `rkers util get-kubeconfig`)",
-            path.display()
-        ))
-    })?;
+    let text = rkers_core::bounded::read_to_string(path, rkers_core::bounded::KUBECONFIG).map_err(
+        |e| {
+            CliError::Failed(format!(
+                "{}: {e} (run `rkers up`, or `rkers util get-kubeconfig`)",
+                path.display()
+            ))
+        },
+    )?;
     let api = KubeApi::from_kubeconfig(&text)
         .await
         .map_err(CliError::failed)?;

@@ -131,7 +131,7 @@ pub fn load_file(path: &Path) -> Result<Loaded, ConfigError> {
         file: file.clone(),
         source,
     };
-    let bytes = std::fs::read(path).map_err(io)?;
+    let bytes = crate::bounded::read(path, crate::bounded::CONFIG).map_err(io)?;
     // A binary file is not a cluster.yml; say so instead of reporting YAML syntax at a NUL.
     let not_text = |why: String| {
         io(std::io::Error::new(

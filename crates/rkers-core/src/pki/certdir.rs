@@ -187,7 +187,7 @@ pub fn load_custom_certs(cert_dir: &Path, spec: &PkiSpec) -> Result<CustomCerts,
 }
 
 fn read_optional(path: &Path) -> Result<String, PkiError> {
-    match fs::read_to_string(path) {
+    match crate::bounded::read_to_string(path, crate::bounded::CERTIFICATE) {
         Ok(text) => Ok(text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
         Err(source) => Err(PkiError::Io {

@@ -154,7 +154,7 @@ impl StateFile {
 
     /// Reads a state file. `Ok(None)` when it does not exist (a new cluster).
     pub fn load(path: &Path) -> Result<Option<StateFile>, StateError> {
-        match std::fs::read_to_string(path) {
+        match crate::bounded::read_to_string(path, crate::bounded::STATE) {
             Ok(text) => Self::from_json(&text, path).map(Some),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(StateError::Read {
@@ -194,7 +194,7 @@ impl StateFile {
         );
         let text = marked.to_json()?;
         let mut kept = None;
-        match std::fs::read(path) {
+        match crate::bounded::read(path, crate::bounded::STATE) {
             Ok(previous) if previous == text.as_bytes() => {}
             Ok(previous) => {
                 kept = backups::keep(path, &previous, once_per_process).map_err(|source| {

@@ -123,7 +123,7 @@ impl FileStateStore {
     }
 
     fn current_version(&self) -> Result<StateVersion, StoreError> {
-        match std::fs::read(&self.path) {
+        match crate::bounded::read(&self.path, crate::bounded::STATE) {
             Ok(bytes) => Ok(StateVersion::of_bytes(&bytes)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(StateVersion::absent()),
             Err(source) => Err(StateError::Read {
@@ -141,7 +141,7 @@ impl StateStore for FileStateStore {
     }
 
     fn load(&self) -> Result<Loaded, StoreError> {
-        match std::fs::read(&self.path) {
+        match crate::bounded::read(&self.path, crate::bounded::STATE) {
             Ok(bytes) => {
                 let text =
                     String::from_utf8(bytes.clone()).map_err(|_| StateError::NotUnderstood {

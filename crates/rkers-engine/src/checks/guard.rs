@@ -177,7 +177,10 @@ pub async fn check_webhooks_before_changes(
     dry_run: bool,
     reporter: &Reporter,
 ) -> Result<(), GuardError> {
-    let Ok(text) = std::fs::read_to_string(&cluster.files.kubeconfig_path) else {
+    let Ok(text) = rkers_core::bounded::read_to_string(
+        &cluster.files.kubeconfig_path,
+        rkers_core::bounded::KUBECONFIG,
+    ) else {
         return Ok(());
     };
     let Ok(api) = KubeApi::from_kubeconfig(&text).await else {

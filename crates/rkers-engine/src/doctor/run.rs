@@ -83,15 +83,17 @@ pub async fn connect(targets: &[SshTarget], ssh: &SshOptions) -> (Vec<HostAttemp
 /// The admin kubeconfig's API server, or a finding saying why it cannot be reached.
 pub async fn api(cluster: &Cluster) -> Result<KubeApi, Finding> {
     let path = &cluster.files.kubeconfig_path;
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Finding::new(
-            "kubernetes-api",
-            Status::Fail,
-            None,
-            format!("cannot read {}: {e}", path.display()),
-        )
-        .fix(["rkers util get-kubeconfig --config <cluster.yml>"])
-    })?;
+    let text = rkers_core::bounded::read_to_string(path, rkers_core::bounded::KUBECONFIG).map_err(
+        |e| {
+            Finding::new(
+                "kubernetes-api",
+                Status::Fail,
+                None,
+                format!("cannot read {}: {e}", path.display()),
+            )
+            .fix(["rkers util get-kubeconfig --config <cluster.yml>"])
+        },
+    )?;
     let api = KubeApi::from_kubeconfig(&text).await.map_err(|e| {
         Finding::new("kubernetes-api", Status::Fail, None, e.to_string())
             .fix(["rkers util get-kubeconfig --config <cluster.yml>"])

@@ -192,11 +192,12 @@ fn load_key_cached(
     }
     let text = match source {
         KeySource::Inline(s) => s.expose().to_owned(),
-        KeySource::File(p) => std::fs::read_to_string(p).map_err(|e| HostError::KeyUnusable {
-            host: host.to_owned(),
-            source_name: source_name.to_owned(),
-            detail: format!("cannot read the file: {e}"),
-        })?,
+        KeySource::File(p) => rkers_core::bounded::read_to_string(p, rkers_core::bounded::SSH_KEY)
+            .map_err(|e| HostError::KeyUnusable {
+                host: host.to_owned(),
+                source_name: source_name.to_owned(),
+                detail: format!("cannot read the file: {e}"),
+            })?,
     };
     let key = decode_key(host, source_name, &text, opts, agent_available)?;
     let key = Arc::new(key);
@@ -288,19 +289,21 @@ fn short_scalar_hint(text: &str, e: &russh::keys::Error) -> &'static str {
 }
 
 fn load_certificate(host: &str, auth: &SshAuth) -> Result<Option<Certificate>, HostError> {
-    let (name, text) = if let Some(c) = auth.ssh_cert.as_ref().filter(|c| !c.trim().is_empty()) {
-        ("ssh_cert".to_owned(), c.clone())
-    } else if let Some(p) = &auth.ssh_cert_path {
-        let p = expand_tilde(p);
-        let text = std::fs::read_to_string(&p).map_err(|e| HostError::KeyUnusable {
-            host: host.to_owned(),
-            source_name: p.display().to_string(),
-            detail: format!("cannot read the certificate: {e}"),
-        })?;
-        (p.display().to_string(), text)
-    } else {
-        return Ok(None);
-    };
+    let (name, text) =
+        if let Some(c) = auth.ssh_cert.as_ref().filter(|c| !c.trim().is_empty()) {
+            ("ssh_cert".to_owned(), c.clone())
+        } else if let Some(p) = &auth.ssh_cert_path {
+            let p = expand_tilde(p);
+            let text = rkers_core::bounded::read_to_string(&p, rkers_core::bounded::SSH_KEY)
+                .map_err(|e| HostError::KeyUnusable {
+                    host: host.to_owned(),
+                    source_name: p.display().to_string(),
+                    detail: format!("cannot read the certificate: {e}"),
+                })?;
+            (p.display().to_string(), text)
+        } else {
+            return Ok(None);
+        };
     Certificate::from_openssh(text.trim())
         .map(Some)
         .map_err(|e| HostError::KeyUnusable {

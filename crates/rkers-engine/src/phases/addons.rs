@@ -45,7 +45,8 @@ async fn read_includes(cluster: &Cluster) -> Result<Vec<String>, AddonError> {
                 .map_err(fail)?
         } else {
             let path = base.join(source);
-            std::fs::read_to_string(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?
+            rkers_core::bounded::read_to_string(&path, rkers_core::bounded::ADDON)
+                .map_err(|e| fail(format!("{}: {e}", path.display())))?
         };
         apply::parse_manifest(source, &text).map_err(|e| fail(e.to_string()))?;
         out.push(text);

@@ -161,7 +161,7 @@ pub(super) fn backup(path: &Path) -> Result<Vec<serde_json::Value>, FixError> {
         path: path.display().to_string(),
         cause,
     };
-    match std::fs::read_to_string(path) {
+    match rkers_core::bounded::read_to_string(path, rkers_core::bounded::TEXT) {
         Ok(text) => {
             let v: serde_json::Value =
                 serde_json::from_str(&text).map_err(|e| failed(e.to_string()))?;

@@ -12,8 +12,8 @@ pub(super) async fn executor(
 ) -> Result<Executor<'static>, RotateKeyError> {
     let cluster = command.cluster;
     let path = &cluster.files.kubeconfig_path;
-    let kubeconfig =
-        std::fs::read_to_string(path).map_err(|source| RotateKeyError::Kubeconfig {
+    let kubeconfig = rkers_core::bounded::read_to_string(path, rkers_core::bounded::KUBECONFIG)
+        .map_err(|source| RotateKeyError::Kubeconfig {
             path: path.clone(),
             source,
         })?;

@@ -306,10 +306,12 @@ impl<'a> Executor<'a> {
                 let path = self.kubeconfig.as_ref().ok_or_else(|| {
                     ExecFailure::Missing("the Kubernetes API is not reachable in this step".into())
                 })?;
-                let text = std::fs::read_to_string(path).map_err(|source| ExecFailure::Local {
-                    path: path.display().to_string(),
-                    source,
-                })?;
+                let text =
+                    rkers_core::bounded::read_to_string(path, rkers_core::bounded::KUBECONFIG)
+                        .map_err(|source| ExecFailure::Local {
+                            path: path.display().to_string(),
+                            source,
+                        })?;
                 KubeApi::from_kubeconfig(&text)
                     .await
                     .map_err(|e| ExecFailure::Api(e.to_string()))

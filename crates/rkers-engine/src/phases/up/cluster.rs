@@ -49,9 +49,11 @@ pub(super) async fn existing_api(cluster: &Cluster) -> Result<Option<KubeApi>, U
 
 fn read_kubeconfig(cluster: &Cluster) -> Result<String, UpError> {
     let path = &cluster.files.kubeconfig_path;
-    std::fs::read_to_string(path).map_err(|source| UpError::ReadKubeconfig {
-        path: path.clone(),
-        source,
+    rkers_core::bounded::read_to_string(path, rkers_core::bounded::KUBECONFIG).map_err(|source| {
+        UpError::ReadKubeconfig {
+            path: path.clone(),
+            source,
+        }
     })
 }
 

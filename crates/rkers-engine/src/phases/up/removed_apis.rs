@@ -98,7 +98,8 @@ async fn read_cluster(
     current_minor: u64,
 ) -> Result<Vec<ApiUse>, String> {
     let path = &cluster.files.kubeconfig_path;
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = rkers_core::bounded::read_to_string(path, rkers_core::bounded::KUBECONFIG)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let api = KubeApi::from_kubeconfig(&text)
         .await
         .map_err(|e| e.to_string())?;

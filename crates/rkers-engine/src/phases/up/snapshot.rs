@@ -142,7 +142,8 @@ pub(super) async fn plan_snapshot(
         etcd_snapshot::register_s3_secrets(s3, &cluster.redactor);
     }
     // The state as the cluster ran it: this run has not written its own yet.
-    let state = std::fs::read(&cluster.files.state_path).ok();
+    let state =
+        rkers_core::bounded::read(&cluster.files.state_path, rkers_core::bounded::STATE).ok();
     for member in &running {
         let Some(host) = pool.get(&member.address) else {
             continue;

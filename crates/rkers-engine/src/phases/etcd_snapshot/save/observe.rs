@@ -21,7 +21,8 @@ pub(super) async fn members(
     links: &mut Links,
 ) -> Result<Found, SnapshotError> {
     let cluster = command.cluster;
-    let state = std::fs::read(&cluster.files.state_path).ok();
+    let state =
+        rkers_core::bounded::read(&cluster.files.state_path, rkers_core::bounded::STATE).ok();
     if state.is_none() {
         command.reporter.warn(format!(
             "{} not found: the snapshot is saved without the cluster state file",
