@@ -44,7 +44,7 @@ impl KubeApi {
     pub async fn from_kubeconfig(text: &str) -> Result<Self, KubeApiError> {
         // The parser's error quotes the kubeconfig's lines (its token, its client key).
         let invalid = |e: &dyn std::fmt::Display| {
-            KubeApiError::Kubeconfig(crate::output::mask_credentials(&e.to_string()))
+            KubeApiError::Kubeconfig(rkers_core::redact::mask_credentials(&e.to_string()))
         };
         let kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| invalid(&e))?;
         let mut config =
