@@ -56,7 +56,17 @@ pub const SECRET: Bound = Bound {
     what: "a key or token file",
     max: MIB,
 };
-/// Any other small text file an operator names (a backup of webhooks, a checksum): 64 MiB.
+/// A known_hosts file (one line per host key): 64 MiB.
+pub const KNOWN_HOSTS: Bound = Bound {
+    what: "a known_hosts file",
+    max: 64 * MIB,
+};
+/// A checksum file beside a download (`.sha256`, `.sha512`): 1 MiB.
+pub const CHECKSUM: Bound = Bound {
+    what: "a checksum file",
+    max: MIB,
+};
+/// Any other small text file an operator names (a backup of webhooks): 64 MiB.
 pub const TEXT: Bound = Bound {
     what: "a text file",
     max: 64 * MIB,

@@ -162,7 +162,8 @@ fn expected_for(path: &Path, flag: (&str, Option<&str>)) -> Result<Option<Expect
         beside.push(format!(".{}", algo.extension()));
         let beside = PathBuf::from(beside);
         if beside.is_file() {
-            let text = std::fs::read_to_string(&beside).map_err(|e| read_err(&beside, e))?;
+            let text = rkers_core::bounded::read_to_string(&beside, rkers_core::bounded::CHECKSUM)
+                .map_err(|e| read_err(&beside, e))?;
             let shown = beside.display().to_string();
             return Ok(Some(parse_checksum_file(&shown, algo, &text, &input_name)?));
         }
@@ -291,9 +292,12 @@ fn read_kubernetes_dir(
     }
     let shown = bin_dir.display().to_string();
     check_complete(&shown, &binaries)?;
-    let tag_version = std::fs::read_to_string(bin_dir.join("kube-apiserver.docker_tag"))
-        .ok()
-        .and_then(|t| parse_kubernetes_version(&t));
+    let tag_version = rkers_core::bounded::read_to_string(
+        &bin_dir.join("kube-apiserver.docker_tag"),
+        rkers_core::bounded::TEXT,
+    )
+    .ok()
+    .and_then(|t| parse_kubernetes_version(&t));
     Ok(KubernetesInput {
         record: InputRecord {
             name: shown,

@@ -93,7 +93,8 @@ pub struct KnownHosts {
 impl KnownHosts {
     /// Reads `path`; a missing file is an empty list.
     pub fn load(path: &Path) -> Result<Self, KnownHostsError> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match rkers_core::bounded::read_to_string(path, rkers_core::bounded::KNOWN_HOSTS)
+        {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(source) => {
@@ -194,7 +195,8 @@ pub fn append(path: &Path, name: &str, key: &PublicKey) -> Result<(), KnownHosts
     let len = file.metadata().map_err(werr)?.len();
     let mut line = String::new();
     if len > 0 {
-        let text = std::fs::read(path).map_err(werr)?;
+        let text =
+            rkers_core::bounded::read(path, rkers_core::bounded::KNOWN_HOSTS).map_err(werr)?;
         if text.last() != Some(&b'\n') {
             line.push('\n');
         }
@@ -305,6 +307,24 @@ pub(crate) fn wildcard_match(pattern: &str, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 50: `--known-hosts` naming a device or a FIFO read until memory ran out or blocked
+    /// for ever; it is refused at once, naming the file.
+    #[test]
+    fn a_known_hosts_that_is_no_regular_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        for path in [Path::new("/dev/zero"), fifo.as_path()] {
+            let Err(e) = KnownHosts::load(path) else {
+                panic!("{path:?} was read as a known_hosts file");
+            };
+            let text = e.to_string();
+            assert!(text.contains(&path.display().to_string()), "{text}");
+            assert!(text.contains("not a regular file"), "{text}");
+        }
+    }
 
     const ED1: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIJdD7y3aLq454yWBdwLWbieU1ebz9/cu7/QEXn9OIeZJ";
     const ED2: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIOeqKfxPGmuuvwXgggx5Ue0s0o0qTyFOmo4u8XeeKUsZ";
