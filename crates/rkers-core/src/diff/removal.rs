@@ -22,6 +22,12 @@ pub const LOG_CLEANER: &str = "rke-log-cleaner";
 
 /// Why every container of the teardown goes, as the dry run shows it.
 const REASON: &str = "remove the cluster";
+const POD_REASON: &str = "remove the cluster: a pod's container, left by the removed kubelet";
+
+/// Whether a teardown's container removal is of a pod's container (after the RKE containers).
+pub fn is_pod_container_removal(action: &Action) -> bool {
+    matches!(action, Action::RemoveContainer { reason, .. } if reason == POD_REASON)
+}
 
 /// The stages of a removal, in the order they run; `Display` is the phase name shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,7 +130,10 @@ pub fn containers_to_remove(roles: Roles, external_etcd: bool) -> Vec<&'static s
 }
 
 /// The directories whose contents RKE1's `kube-cleaner` deletes on every host, whatever its
-/// roles (`CleanUpAll`, §24.1): nothing else is touched.
+/// roles (`CleanUpAll`, §24.1), and cri-dockerd's: nothing else is touched. RKE1 left
+/// `/var/lib/cri-dockerd` (its pods' sandbox checkpoints) behind, so a cluster built later on
+/// the host found the removed cluster's sandboxes there; only `remove` reads this list, so no
+/// container of an adopted cluster changes for it.
 pub fn directories_to_clean(prefix: &str, external_etcd: bool) -> Vec<String> {
     let p = |path: &str| plan::join_path(&[prefix, path]);
     let mut dirs = vec![
@@ -134,6 +143,7 @@ pub fn directories_to_clean(prefix: &str, external_etcd: bool) -> Vec<String> {
         "/var/run/calico".to_string(),
         p("/etc/kubernetes/.tmp"),
         p("/var/lib/cni"),
+        p("/var/lib/cri-dockerd"),
     ];
     if !external_etcd {
         dirs.push(p("/var/lib/etcd"));
@@ -186,6 +196,8 @@ pub struct FoundHost {
     pub kind: HostKind,
     /// Those of [`containers_to_find`] it has, in that order.
     pub containers: Vec<String>,
+    /// The containers kubelet's runtime made for pods, running or not (Linux hosts).
+    pub pod_containers: Vec<String>,
     /// Those of [`directories_to_find`] that exist on it, in that order.
     pub directories: Vec<String>,
     /// Whether it has the cleaner image already (not asked of a Windows worker).
@@ -215,6 +227,13 @@ pub fn host_teardown(host: &FoundHost, images: &CleanerImages) -> Vec<Action> {
             reason: REASON.into(),
         })
         .collect();
+    // After kubelet (with cri-dockerd inside it) is gone, so nothing starts them again. RKE1
+    // left them running (§24.1): workloads, flannel and CoreDNS kept serving on a host that
+    // was no longer a node, holding its ports and mounts.
+    actions.extend(host.pod_containers.iter().map(|name| Action::RemoveContainer {
+        name: name.clone(),
+        reason: POD_REASON.into(),
+    }));
     if host.kind == HostKind::Windows {
         let teardown = windows_teardown();
         actions.push(Action::CleanWindowsHost {

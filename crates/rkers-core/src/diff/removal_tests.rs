@@ -24,6 +24,7 @@ fn linux(address: &str, containers: &[&str], directories: &[&str], image: bool) 
             prefix: "/".into(),
         },
         containers: containers.iter().map(|c| c.to_string()).collect(),
+        pod_containers: Vec::new(),
         directories: directories.iter().map(|d| d.to_string()).collect(),
         has_cleaner_image: image,
         shell_is_root: false,
@@ -45,6 +46,7 @@ fn every_host_gets_rke1s_directory_list_with_its_prefix() {
             "/var/run/calico",
             "/etc/kubernetes/.tmp",
             "/var/lib/cni",
+            "/var/lib/cri-dockerd",
             "/var/lib/etcd"
         ]
     );
@@ -57,7 +59,8 @@ fn every_host_gets_rke1s_directory_list_with_its_prefix() {
             "/opt/cni",
             "/var/run/calico",
             "/opt/rke/etc/kubernetes/.tmp",
-            "/opt/rke/var/lib/cni"
+            "/opt/rke/var/lib/cni",
+            "/opt/rke/var/lib/cri-dockerd"
         ]
     );
     // Never user data: kubelet's and rancher's directories are not in the list (§24.1).
@@ -212,6 +215,7 @@ fn a_windows_worker_is_torn_down_through_wins_in_the_sidekick_image() {
         address: "w1".into(),
         kind: HostKind::Windows,
         containers: vec!["kubelet".into()],
+        pod_containers: Vec::new(),
         directories: Vec::new(),
         has_cleaner_image: false,
         shell_is_root: true,
@@ -252,4 +256,26 @@ fn local_files_go_last_and_only_when_every_host_was_reached() {
     let some = remove_cluster(&hosts, &images(), false, &files);
     assert_eq!(some.stages.len(), 1);
     assert_eq!(some.stages[0].phase, RemovalStage::Hosts);
+}
+
+#[test]
+fn pods_containers_go_after_the_rke_containers_and_before_the_files() {
+    let host = FoundHost {
+        pod_containers: vec!["k8s_POD_web-1_default_u_0".into(), "k8s_web_web-1_default_u_0".into()],
+        shell_is_root: true,
+        ..linux("h1", &["kubelet", "kube-proxy"], &["/etc/cni"], false)
+    };
+    let actions = host_teardown(&host, &images());
+    assert_eq!(
+        shown(&actions),
+        [
+            "remove container kubelet (remove the cluster)",
+            "remove container kube-proxy (remove the cluster)",
+            "remove container k8s_POD_web-1_default_u_0 (remove the cluster: a pod's container, left by the removed kubelet)",
+            "remove container k8s_web_web-1_default_u_0 (remove the cluster: a pod's container, left by the removed kubelet)",
+            "clean /etc/cni (as root, in the host's shell)"
+        ]
+    );
+    let pods: Vec<bool> = actions.iter().map(is_pod_container_removal).collect();
+    assert_eq!(pods, [false, false, true, true, false]);
 }

@@ -15,6 +15,9 @@ use super::errors::is_not_found;
 use crate::hosts::container::{ContainerSpec, ObservedContainer, ToCreateBody};
 use crate::hosts::error::HostError;
 
+/// The label dockershim and cri-dockerd put on every container they make for a pod.
+const POD_CONTAINER_LABEL: &str = "io.kubernetes.docker.type";
+
 /// Result of a one-shot helper container.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OneShotResult {
@@ -106,6 +109,34 @@ impl DockerClient {
             Err(e) if is_not_found(&e) => Ok(None),
             Err(e) => Err(self.cerr(name, "inspect", e)),
         }
+    }
+
+    /// The names of the containers kubelet's runtime (dockershim or cri-dockerd) made for pods,
+    /// running or not: they carry the `io.kubernetes.docker.type` label.
+    pub async fn pod_container_names(&self) -> Result<Vec<String>, HostError> {
+        let opts = bollard::query_parameters::ListContainersOptions {
+            all: true,
+            filters: Some(
+                [(
+                    "label".to_string(),
+                    vec![POD_CONTAINER_LABEL.to_string()],
+                )]
+                .into(),
+            ),
+            ..Default::default()
+        };
+        let list = self
+            .docker
+            .list_containers(Some(opts))
+            .await
+            .map_err(|e| self.cerr("pod containers", "list", e))?;
+        let mut names: Vec<String> = list
+            .into_iter()
+            .filter_map(|c| c.names?.into_iter().next())
+            .map(|n| n.trim_start_matches('/').to_string())
+            .collect();
+        names.sort();
+        Ok(names)
     }
 
     /// Waits until the container is no longer running and returns its exit code.

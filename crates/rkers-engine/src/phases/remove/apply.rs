@@ -47,10 +47,13 @@ impl ApplyStage<RemovalStage> for Teardown {
 }
 
 /// Which actions of a host's teardown run together: its containers go (and the cleaner image
-/// comes) at once, then its directories and log links are cleaned at once (different
-/// directories, helper containers of different names); anything else runs alone.
+/// comes) at once, then the pods' containers at once, then its directories and log links are
+/// cleaned at once (different directories, helper containers of different names); anything
+/// else runs alone.
 fn wave_of(action: &Action) -> Option<u8> {
     match action {
+        // Pods' containers go after the RKE containers (kubelet and its cri-dockerd first).
+        a if rkers_core::diff::removal::is_pod_container_removal(a) => Some(2),
         Action::RemoveContainer { .. } | Action::PullImage { .. } => Some(0),
         Action::CleanDirectories { .. }
         | Action::CleanLogLinks { .. }

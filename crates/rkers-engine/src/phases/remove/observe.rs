@@ -89,16 +89,27 @@ async fn find(
             .await
             .map_err(RemoveError::from)
     };
-    let (containers, (directories, shell_is_root), has_cleaner_image) = try_join3(
-        present,
-        existing_directories_and_root(host, &dirs),
-        has_image,
-    )
-    .await?;
+    let pods = async {
+        if matches!(kind, HostKind::Windows) {
+            return Ok(Vec::new());
+        }
+        host.docker()
+            .pod_container_names()
+            .await
+            .map_err(RemoveError::from)
+    };
+    let ((containers, pod_containers), (directories, shell_is_root), has_cleaner_image) =
+        try_join3(
+            futures::future::try_join(present, pods),
+            existing_directories_and_root(host, &dirs),
+            has_image,
+        )
+        .await?;
     Ok(FoundHost {
         address,
         kind,
         containers,
+        pod_containers,
         directories,
         has_cleaner_image,
         shell_is_root,
