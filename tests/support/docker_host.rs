@@ -17,6 +17,11 @@ impl Instance {
     /// The instance `var` names, started fresh with one host; `None` (with the reason printed)
     /// when the variable is unset or the test is not root.
     pub fn fresh(var: &str) -> Option<Instance> {
+        Instance::fresh_with(var, &["--hosts", "1", "--roles", "default"])
+    }
+
+    /// The instance `var` names, purged and started with `scripts/sandbox up <up_args>`.
+    pub fn fresh_with(var: &str, up_args: &[&str]) -> Option<Instance> {
         if !super::is_root() {
             super::skip("needs root (network namespaces, the sandbox)");
             return None;
@@ -29,7 +34,9 @@ impl Instance {
         };
         let sb = Instance::from_words(&words).expect("a sandbox instance's environment");
         sb.sandbox(&["down", "--purge"]);
-        sb.sandbox(&["up", "--hosts", "1", "--roles", "default"]);
+        let mut up = vec!["up"];
+        up.extend(up_args);
+        sb.sandbox(&up);
         Some(sb)
     }
 
@@ -66,6 +73,24 @@ impl Instance {
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `sh -c cmd` inside a sandbox host (`scripts/sandbox exec`), with its success and output.
+    pub fn on_host(&self, host: &str, cmd: &str) -> (bool, String) {
+        let out = Command::new("bash")
+            .arg(&self.script)
+            .args(["exec", host, "sh", "-c", cmd])
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
+            .output()
+            .expect("run scripts/sandbox exec");
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
     }
 
     /// The cluster.yml scripts/sandbox wrote.

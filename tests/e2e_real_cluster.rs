@@ -1,0 +1,466 @@
+//! A real cluster, nothing simulated: three sandbox hosts with no stand-in CNI, every image built
+//! from its Go module by `scripts/sandbox images <version>` and pushed under the name rkers'
+//! metadata gives it, and a cluster.yml that names only the Kubernetes version (no
+//! `system_images`), RKE1's flannel (VXLAN between the hosts), CoreDNS and metrics-server.
+//! For Kubernetes v1.24 and later kubelet reaches Docker through cri-dockerd, started inside the
+//! kubelet container by the rke-tools entrypoint as RKE1's does.
+//!
+//! 1. `rkers up` brings up three nodes, Ready, each reporting the real kubelet version.
+//! 2. A Deployment of three replicas, one per host (required anti-affinity), behind a Service:
+//!    the Service answers from every host and from a pod on another host; a pod answers another
+//!    pod across hosts (flannel); a DNS name resolves from a pod (CoreDNS).
+//! 3. `kubectl top nodes` answers (metrics-server reaches every kubelet).
+//! 4. A second `up` plans no action and keeps every container.
+//! 5. `remove --force` leaves no container and none of the cluster's files on any host.
+//!
+//! The sandbox instance is `RKERS_REAL_E2E` (`KEY=VALUE` words, as `tests/e2e_local.rs` takes
+//! `RKERS_LOCAL_E2E`); the version is `RKERS_REAL_E2E_VERSION` (default `v1.32.9-rancher1-1`,
+//! the newest v1.32 KDM published whose modules the Go module proxy here serves in full).
+//! The instance is started fresh and taken down when the test passes. scripts/test runs it
+//! for v1.32; scripts/test-versions for the other versions.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use support::docker_host::Instance;
+
+const DEFAULT_VERSION: &str = "v1.32.9-rancher1-1";
+const HOSTS: [&str; 3] = ["host1", "host2", "host3"];
+
+struct Cluster {
+    sb: Instance,
+    rkers: PathBuf,
+    kubectl: PathBuf,
+    config: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+impl Cluster {
+    fn rkers(&self, args: &[&str]) -> (bool, String) {
+        // The sandbox writes its hosts' keys there on every `up`.
+        let out = Command::new(&self.rkers)
+            .args(args)
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--known-hosts")
+            .arg(self.sb.dir.join("ssh/known_hosts"))
+            .output()
+            .expect("run rkers");
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    }
+
+    fn kubectl(&self, args: &[&str]) -> (bool, String) {
+        self.kubectl_stdin(args, None)
+    }
+
+    fn kubectl_stdin(&self, args: &[&str], stdin: Option<&str>) -> (bool, String) {
+        use std::io::Write;
+        let mut cmd = Command::new(&self.kubectl);
+        cmd.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().expect("run kubectl");
+        {
+            let mut pipe = child.stdin.take().unwrap();
+            if let Some(text) = stdin {
+                pipe.write_all(text.as_bytes()).unwrap();
+            }
+        }
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    }
+
+    /// The body of `GET /` on `host:port`, asked from inside `pod` with busybox's nc (Debian's
+    /// static busybox wget crashes), resolving `host` through the pod's DNS.
+    fn http_from_pod(&self, pod: &str, host: &str, port: u16) -> (bool, String) {
+        let (ok, text) = self.kubectl(&[
+            "exec",
+            pod,
+            "--",
+            "sh",
+            "-c",
+            &format!("printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 {host} {port}"),
+        ]);
+        if !ok || !text.starts_with("HTTP/1.") {
+            return (false, text);
+        }
+        (true, text.lines().last().unwrap_or_default().to_string())
+    }
+
+    /// kubectl, failing the test when it fails.
+    fn must(&self, args: &[&str]) -> String {
+        let (ok, text) = self.kubectl(args);
+        assert!(ok, "kubectl {args:?} failed:\n{text}");
+        text
+    }
+
+    /// Retries `f` until it gives `Some`, or fails the test with the last answer.
+    fn eventually<T>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut f: impl FnMut() -> Result<T, String>,
+    ) -> T {
+        let deadline = Instant::now() + timeout;
+        loop {
+            match f() {
+                Ok(v) => return v,
+                Err(last) => {
+                    if Instant::now() > deadline {
+                        let pods = self.kubectl(&["get", "pods", "-A", "-o", "wide"]).1;
+                        let events = self
+                            .kubectl(&["get", "events", "-A", "--sort-by=.lastTimestamp"])
+                            .1;
+                        let tail: Vec<&str> = events.lines().rev().take(40).collect();
+                        panic!(
+                            "{what}: not after {timeout:?}; last: {last}\npods:\n{pods}\nnewest events:\n{}",
+                            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                        );
+                    }
+                    std::thread::sleep(Duration::from_secs(3));
+                }
+            }
+        }
+    }
+
+    /// Every container on every host, as `host name id` lines.
+    fn containers(&self) -> Vec<String> {
+        let mut all = Vec::new();
+        for host in HOSTS {
+            let (ok, text) = self.sb.on_host(
+                host,
+                "docker ps -a --format '{{.Names}} {{.ID}} {{.State}}'",
+            );
+            assert!(ok, "{host}: docker ps: {text}");
+            all.extend(text.lines().map(|l| format!("{host} {l}")));
+        }
+        all.sort();
+        all
+    }
+}
+
+/// The kubectl of the same module build as the cluster (scripts/build-modules' cache).
+fn kubectl_for(version: &str) -> PathBuf {
+    let k8s = version.split('-').next().unwrap();
+    let cache = std::env::var("RKERS_CACHE").unwrap_or_else(|_| "/var/cache/rkers".into());
+    PathBuf::from(format!("{cache}/modules/kubernetes/{k8s}/bin/kubectl"))
+}
+
+fn workload(pods: usize, registry: &str) -> String {
+    format!(
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: default
+spec:
+  replicas: {pods}
+  selector:
+    matchLabels: {{app: web}}
+  template:
+    metadata:
+      labels: {{app: web}}
+    spec:
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - labelSelector:
+              matchLabels: {{app: web}}
+            topologyKey: kubernetes.io/hostname
+      tolerations:
+      - operator: Exists
+      containers:
+      - name: web
+        image: {registry}/rkers/testbox:1.35-rkers1
+        command: ["sh", "-c", "mkdir -p /www && echo \"web on $NODE\" >/www/index.html && exec httpd -f -p 8080 -h /www"]
+        env:
+        - name: NODE
+          valueFrom: {{fieldRef: {{fieldPath: spec.nodeName}}}}
+        ports:
+        - containerPort: 8080
+        readinessProbe:
+          httpGet: {{path: /, port: 8080}}
+          periodSeconds: 2
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  namespace: default
+spec:
+  selector: {{app: web}}
+  ports:
+  - port: 80
+    targetPort: 8080
+"#
+    )
+}
+
+#[test]
+fn a_real_cluster_from_go_modules_serves_pods_services_dns_and_metrics() {
+    let version =
+        std::env::var("RKERS_REAL_E2E_VERSION").unwrap_or_else(|_| DEFAULT_VERSION.to_string());
+    let Some(sb) = Instance::fresh_with(
+        "RKERS_REAL_E2E",
+        &["--hosts", "3", "--roles", "default", "--cni", "none"],
+    ) else {
+        return;
+    };
+    let started = Instant::now();
+    // Builds what is missing (a cache hit when scripts/test built it before) and pushes.
+    let yml = sb.sandbox(&["images", &version]);
+    let yml = PathBuf::from(yml.lines().last().expect("scripts/sandbox images prints a path"));
+    eprintln!(
+        "scripts/sandbox images {version}: {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    let text = std::fs::read_to_string(&yml).unwrap();
+    assert!(
+        !text.contains("system_images"),
+        "the cluster.yml names images: {text}"
+    );
+    assert!(text.contains(&format!("kubernetes_version: {version}")), "{text}");
+
+    // Beside the instance (kept after a failure for a look, gone with its purge).
+    let work = sb.dir.join("e2e-real");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let config = work.join("cluster.yml");
+    std::fs::write(&config, &text).unwrap();
+    let kubectl = kubectl_for(&version);
+    assert!(
+        kubectl.exists(),
+        "{} is missing: scripts/sandbox images builds it",
+        kubectl.display()
+    );
+    let c = Cluster {
+        rkers: PathBuf::from(env!("CARGO_BIN_EXE_rkers")),
+        kubeconfig: work.join("kube_config_cluster.yml"),
+        config,
+        kubectl,
+        sb,
+    };
+
+    // 1. up: three Ready nodes with the real kubelet version.
+    let t = Instant::now();
+    let (ok, out) = c.rkers(&["up"]);
+    assert!(ok, "rkers up {version} failed:\n{out}");
+    eprintln!("rkers up {version}: {:.1}s", t.elapsed().as_secs_f64());
+    let k8s = version.split('-').next().unwrap().to_string();
+    let nodes = c.eventually("three Ready nodes", Duration::from_secs(300), || {
+        let (ok, text) = c.kubectl(&[
+            "get",
+            "nodes",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.name} {.status.nodeInfo.kubeletVersion} {.status.conditions[?(@.type==\"Ready\")].status} {.status.nodeInfo.containerRuntimeVersion}{\"\\n\"}{end}",
+        ]);
+        let lines: Vec<&str> = text.lines().collect();
+        if ok && lines.len() == 3 && lines.iter().all(|l| l.split(' ').nth(2) == Some("True")) {
+            Ok(text.clone())
+        } else {
+            Err(text)
+        }
+    });
+    eprintln!(
+        "nodes Ready {:.1}s after up began:\n{nodes}",
+        t.elapsed().as_secs_f64()
+    );
+    for line in nodes.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        assert!(HOSTS.contains(&f[0]), "{line}");
+        assert_eq!(f[1], k8s, "kubelet version of {}: {line}", f[0]);
+        assert!(f[3].starts_with("docker://"), "runtime of {}: {line}", f[0]);
+    }
+    let version_json = c.must(&["version", "-o", "json"]);
+    assert!(
+        version_json.contains(&format!("\"gitVersion\": \"{k8s}\"")),
+        "/version: {version_json}"
+    );
+    // Every node runs flannel's pod; CoreDNS and metrics-server are available.
+    c.eventually("flannel on every node", Duration::from_secs(300), || {
+        let text = c.must(&[
+            "-n",
+            "kube-system",
+            "get",
+            "daemonset",
+            "kube-flannel",
+            "-o",
+            "jsonpath={.status.numberReady}",
+        ]);
+        (text.trim() == "3").then_some(()).ok_or(text)
+    });
+    for deploy in ["coredns", "metrics-server"] {
+        c.eventually(
+            &format!("{deploy} available"),
+            Duration::from_secs(300),
+            || {
+                let text = c.must(&[
+                    "-n",
+                    "kube-system",
+                    "get",
+                    "deployment",
+                    deploy,
+                    "-o",
+                    "jsonpath={.status.availableReplicas}",
+                ]);
+                (text.trim().parse::<u32>().unwrap_or(0) >= 1)
+                    .then_some(())
+                    .ok_or(text)
+            },
+        );
+    }
+
+    // 2. A Deployment spread over all hosts, behind a Service.
+    let registry = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("- url: "))
+        .expect("the cluster.yml names the sandbox registry")
+        .to_string();
+    let (ok, text) = c.kubectl_stdin(&["apply", "-f", "-"], Some(&workload(3, &registry)));
+    assert!(ok, "{text}");
+    let pods = c.eventually("three web pods Ready, one per host", Duration::from_secs(300), || {
+        let text = c.must(&[
+            "get",
+            "pods",
+            "-l",
+            "app=web",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.status.podIP} {.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}",
+        ]);
+        let rows: Vec<Vec<String>> = text
+            .lines()
+            .map(|l| l.split(' ').map(str::to_string).collect())
+            .collect();
+        let mut hosts: Vec<&str> = rows.iter().map(|r| r[1].as_str()).collect();
+        hosts.sort();
+        if rows.len() == 3 && rows.iter().all(|r| r.len() == 4 && r[3] == "True") && hosts == HOSTS {
+            Ok(rows)
+        } else {
+            Err(text)
+        }
+    });
+    let cluster_ip = c
+        .must(&["get", "service", "web", "-o", "jsonpath={.spec.clusterIP}"])
+        .trim()
+        .to_string();
+    // From every host, through kube-proxy's rules, every backend in turn.
+    for host in HOSTS {
+        let answers = c.eventually(
+            &format!("the Service from {host}"),
+            Duration::from_secs(120),
+            || {
+                let mut seen = std::collections::BTreeSet::new();
+                for _ in 0..15 {
+                    let (ok, text) = c.sb.on_host(
+                        host,
+                        &format!("curl -sS --max-time 3 http://{cluster_ip}/"),
+                    );
+                    if !ok {
+                        return Err(text);
+                    }
+                    seen.insert(text.trim().to_string());
+                }
+                Ok(seen)
+            },
+        );
+        eprintln!("{host} -> {cluster_ip}: {answers:?}");
+        assert!(
+            answers.iter().all(|a| a.starts_with("web on host")),
+            "{answers:?}"
+        );
+    }
+    // From a pod on host1: the pod on host3 directly (flannel's VXLAN), and the Service by name.
+    let client = pods.iter().find(|r| r[1] == "host1").unwrap()[0].clone();
+    let far = pods.iter().find(|r| r[1] == "host3").unwrap()[2].clone();
+    let direct = c.eventually(
+        "a pod on host3 from a pod on host1",
+        Duration::from_secs(60),
+        || {
+            let (ok, text) = c.http_from_pod(&client, &far, 8080);
+            if ok { Ok(text) } else { Err(text) }
+        },
+    );
+    assert_eq!(direct.trim(), "web on host3");
+    let by_name = c.eventually(
+        "the Service by its DNS name from a pod",
+        Duration::from_secs(120),
+        || {
+            let (ok, text) = c.http_from_pod(&client, "web.default.svc.cluster.local", 80);
+            if ok { Ok(text) } else { Err(text) }
+        },
+    );
+    assert!(by_name.trim().starts_with("web on host"), "{by_name}");
+    let lookup = c.must(&[
+        "exec",
+        &client,
+        "--",
+        "nslookup",
+        "kubernetes.default.svc.cluster.local",
+    ]);
+    assert!(lookup.contains("10.43.0.1"), "{lookup}");
+
+    // 3. Metrics from every kubelet.
+    let top = c.eventually("kubectl top nodes", Duration::from_secs(240), || {
+        let (ok, text) = c.kubectl(&["top", "nodes", "--no-headers"]);
+        if ok && text.lines().count() == 3 {
+            Ok(text)
+        } else {
+            Err(text)
+        }
+    });
+    eprintln!("kubectl top nodes:\n{top}");
+
+    // 4. A second up changes nothing.
+    let before = c.containers();
+    let (ok, plan) = c.rkers(&["up", "--dry-run"]);
+    assert!(ok, "{plan}");
+    assert!(plan.contains("0 actions on 3 host"), "a second up would act:\n{plan}");
+    let (ok, out) = c.rkers(&["up"]);
+    assert!(ok, "the second up failed:\n{out}");
+    let after = c.containers();
+    let ids = |v: &[String]| -> Vec<String> {
+        v.iter()
+            .filter(|l| !l.contains(" k8s_"))
+            .map(|l| l.rsplit_once(' ').unwrap().0.to_string())
+            .collect()
+    };
+    assert_eq!(ids(&before), ids(&after), "a no-op up changed containers");
+
+    // 5. remove leaves the hosts clean.
+    let (ok, out) = c.rkers(&["remove", "--force"]);
+    assert!(ok, "rkers remove failed:\n{out}");
+    let left = c.containers();
+    assert!(left.is_empty(), "containers left after remove: {left:?}");
+    for host in HOSTS {
+        let (_, files) = c.sb.on_host(
+            host,
+            "ls -A /etc/kubernetes /var/lib/etcd /etc/cni/net.d /var/lib/cri-dockerd 2>/dev/null | grep -v ':$' | grep -v '^$' || true",
+        );
+        assert!(files.trim().is_empty(), "{host} keeps: {files}");
+    }
+    eprintln!(
+        "the whole test: {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    let _ = c.sb.sandbox(&["down", "--purge"]);
+}
