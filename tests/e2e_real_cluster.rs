@@ -229,7 +229,11 @@ fn a_real_cluster_from_go_modules_serves_pods_services_dns_and_metrics() {
     let started = Instant::now();
     // Builds what is missing (a cache hit when scripts/test built it before) and pushes.
     let yml = sb.sandbox(&["images", &version]);
-    let yml = PathBuf::from(yml.lines().last().expect("scripts/sandbox images prints a path"));
+    let yml = PathBuf::from(
+        yml.lines()
+            .last()
+            .expect("scripts/sandbox images prints a path"),
+    );
     eprintln!(
         "scripts/sandbox images {version}: {:.1}s",
         started.elapsed().as_secs_f64()
@@ -239,7 +243,10 @@ fn a_real_cluster_from_go_modules_serves_pods_services_dns_and_metrics() {
         !text.contains("system_images"),
         "the cluster.yml names images: {text}"
     );
-    assert!(text.contains(&format!("kubernetes_version: {version}")), "{text}");
+    assert!(
+        text.contains(&format!("kubernetes_version: {version}")),
+        "{text}"
+    );
 
     // Beside the instance (kept after a failure for a look, gone with its purge).
     let work = sb.dir.join("e2e-real");
@@ -371,10 +378,8 @@ fn a_real_cluster_from_go_modules_serves_pods_services_dns_and_metrics() {
             || {
                 let mut seen = std::collections::BTreeSet::new();
                 for _ in 0..15 {
-                    let (ok, text) = c.sb.on_host(
-                        host,
-                        &format!("curl -sS --max-time 3 http://{cluster_ip}/"),
-                    );
+                    let (ok, text) =
+                        c.sb.on_host(host, &format!("curl -sS --max-time 3 http://{cluster_ip}/"));
                     if !ok {
                         return Err(text);
                     }
@@ -434,7 +439,10 @@ fn a_real_cluster_from_go_modules_serves_pods_services_dns_and_metrics() {
     let before = c.containers();
     let (ok, plan) = c.rkers(&["up", "--dry-run"]);
     assert!(ok, "{plan}");
-    assert!(plan.contains("0 actions on 3 host"), "a second up would act:\n{plan}");
+    assert!(
+        plan.contains("0 actions on 3 host"),
+        "a second up would act:\n{plan}"
+    );
     let (ok, out) = c.rkers(&["up"]);
     assert!(ok, "the second up failed:\n{out}");
     let after = c.containers();
@@ -458,9 +466,6 @@ fn a_real_cluster_from_go_modules_serves_pods_services_dns_and_metrics() {
         );
         assert!(files.trim().is_empty(), "{host} keeps: {files}");
     }
-    eprintln!(
-        "the whole test: {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
+    eprintln!("the whole test: {:.1}s", started.elapsed().as_secs_f64());
     let _ = c.sb.sandbox(&["down", "--purge"]);
 }

@@ -230,10 +230,14 @@ pub fn host_teardown(host: &FoundHost, images: &CleanerImages) -> Vec<Action> {
     // After kubelet (with cri-dockerd inside it) is gone, so nothing starts them again. RKE1
     // left them running (§24.1): workloads, flannel and CoreDNS kept serving on a host that
     // was no longer a node, holding its ports and mounts.
-    actions.extend(host.pod_containers.iter().map(|name| Action::RemoveContainer {
-        name: name.clone(),
-        reason: POD_REASON.into(),
-    }));
+    actions.extend(
+        host.pod_containers
+            .iter()
+            .map(|name| Action::RemoveContainer {
+                name: name.clone(),
+                reason: POD_REASON.into(),
+            }),
+    );
     if host.kind == HostKind::Windows {
         let teardown = windows_teardown();
         actions.push(Action::CleanWindowsHost {

@@ -261,7 +261,10 @@ fn local_files_go_last_and_only_when_every_host_was_reached() {
 #[test]
 fn pods_containers_go_after_the_rke_containers_and_before_the_files() {
     let host = FoundHost {
-        pod_containers: vec!["k8s_POD_web-1_default_u_0".into(), "k8s_web_web-1_default_u_0".into()],
+        pod_containers: vec![
+            "k8s_POD_web-1_default_u_0".into(),
+            "k8s_web_web-1_default_u_0".into(),
+        ],
         shell_is_root: true,
         ..linux("h1", &["kubelet", "kube-proxy"], &["/etc/cni"], false)
     };

@@ -116,13 +116,7 @@ impl DockerClient {
     pub async fn pod_container_names(&self) -> Result<Vec<String>, HostError> {
         let opts = bollard::query_parameters::ListContainersOptions {
             all: true,
-            filters: Some(
-                [(
-                    "label".to_string(),
-                    vec![POD_CONTAINER_LABEL.to_string()],
-                )]
-                .into(),
-            ),
+            filters: Some([("label".to_string(), vec![POD_CONTAINER_LABEL.to_string()])].into()),
             ..Default::default()
         };
         let list = self
