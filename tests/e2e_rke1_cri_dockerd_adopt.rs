@@ -22,12 +22,13 @@
 //! And the state as RKE1 writes it for that version (no rkers mark, `enableCriDockerd: true`).
 //!
 //! kubelet then runs as RKE1 starts it on v1.27: `/opt/rke-tools/entrypoint.sh kubelet` from the
-//! service-sidekick's volume with `RKE_KUBELET_CRIDOCKERD=true`. The sandbox's rke-tools has no
-//! cri-dockerd (none is packaged here) and its entrypoint refuses that variable, so the
+//! service-sidekick's volume with `RKE_KUBELET_CRIDOCKERD=true`. This test runs on the shared
+//! v1.20 sandbox images, whose rke-tools carries no cri-dockerd (the real one runs in
+//! `tests/e2e_real_cluster.rs`, built from its module for v1.24 and later), so the
 //! kubernetes_services_sidecar image is a test double built on each host from it: the same image
-//! whose entrypoint lets kubelet v1.20's own dockershim (the code cri-dockerd was forked from)
-//! serve the CRI socket RKE1 names, `unix:///var/run/cri-dockerd.sock`. Everything else is the
-//! sandbox's images and RKE1's specs.
+//! whose entrypoint starts kubelet alone, letting kubelet v1.20's own dockershim (the code
+//! cri-dockerd was forked from) serve the CRI socket RKE1 names,
+//! `unix:///var/run/cri-dockerd.sock`. Everything else is the sandbox's images and RKE1's specs.
 //!
 //! Verified end to end: `up --dry-run` is an adoption that creates and recreates no container;
 //! `up --yes` keeps every container ID and leaves a healthy cluster; a second `up` is a no-op.
@@ -51,25 +52,20 @@ fn standin_tag(tools: &str) -> String {
     format!("{tools}-cridockerd-standin")
 }
 
-/// Builds the stand-in rke-tools image on `host` from `tools`: its entrypoint with the refusal of
-/// `RKE_KUBELET_CRIDOCKERD=true` replaced by a note, so kubelet's dockershim serves the socket.
+/// Builds the stand-in rke-tools image on `host` from `tools`: its entrypoint's start of
+/// cri-dockerd (from `RKE_KUBELET_CRIDOCKERD=true` on) replaced by kubelet alone, so kubelet
+/// v1.20's dockershim serves the socket RKE1 names.
 fn build_standin(sb: &SandboxEnv, host: &str, tools: &str) {
     let entrypoint = sb.on_host(
         host,
         &format!("docker run --rm --entrypoint cat {tools} /opt/rke-tools/entrypoint.sh"),
     );
     let start = entrypoint
-        .find("if [ \"${RKE_KUBELET_CRIDOCKERD:-}\" = \"true\" ]; then")
-        .expect("the sandbox entrypoint refuses cri-dockerd");
-    let end = start
-        + entrypoint[start..]
-            .find("\nfi\n")
-            .expect("end of the block")
-        + 4;
+        .find("if [ \"${RKE_KUBELET_CRIDOCKERD:-}\" != \"true\" ]; then")
+        .expect("the sandbox entrypoint's cri-dockerd start");
     let standin = format!(
-        "{}if [ \"${{RKE_KUBELET_CRIDOCKERD:-}}\" = \"true\" ]; then\n    say \"cri-dockerd test stand-in: kubelet's dockershim serves the CRI socket\"\nfi\n{}",
+        "{}say \"cri-dockerd test stand-in: kubelet's dockershim serves the CRI socket\"\nexec \"${{args[@]}}\" \"--cgroup-driver=$cgroup_driver\"\n",
         &entrypoint[..start],
-        &entrypoint[end..]
     );
     let dockerfile = format!("FROM {tools}\nCOPY entrypoint.sh /opt/rke-tools/entrypoint.sh\n");
     sb.on_host(
