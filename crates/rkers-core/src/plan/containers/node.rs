@@ -141,6 +141,14 @@ impl<'a> ClusterView<'a> {
             ));
         }
         apply_extra_args(&mut args, &kubelet.extra_args);
+        if cri_dockerd && !args.contains_key("pod-infra-container-image") {
+            // Kubernetes v1.35 took the flag from kubelet (the sandbox image is the runtime's
+            // setting) and RKE1's entrypoint read it from there for cri-dockerd: without this,
+            // cri-dockerd falls back to its built-in registry.k8s.io pause image, which a host
+            // that pulls through `private_registries` cannot get. rke-tools' entrypoint passes
+            // it on as `--pod-infra-container-image` (images/tools in this repository does).
+            env.push(format!("RKE_KUBELET_PAUSE_IMAGE={infra_image}"));
+        }
         // Node-local DNS wins even over the user's extra_args, as upstream.
         if let Some(ip) = self
             .cfg
