@@ -913,3 +913,13 @@ fn reads_a_kdm_data_json() {
     );
     assert_eq!(c.current_versions(), ["v1.30.5-rancher1-1"]);
 }
+
+#[test]
+fn a_metadata_file_that_is_no_regular_file_is_refused_at_once() {
+    // /dev/zero would be read until memory runs out; a bound refuses it before a byte.
+    let err = Catalog::from_file(std::path::Path::new("/dev/zero"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("/dev/zero"), "{err}");
+    assert!(err.contains("not a regular file"), "{err}");
+}

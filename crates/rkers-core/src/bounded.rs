@@ -66,6 +66,12 @@ pub const CHECKSUM: Bound = Bound {
     what: "a checksum file",
     max: MIB,
 };
+/// A metadata file (`RKERS_METADATA_FILE`, a local `RANCHER_METADATA_URL`): KDM's `data.json`
+/// is about 14 MiB; 128 MiB.
+pub const METADATA: Bound = Bound {
+    what: "a metadata file",
+    max: 128 * MIB,
+};
 /// Any other small text file an operator names (a backup of webhooks): 64 MiB.
 pub const TEXT: Bound = Bound {
     what: "a text file",

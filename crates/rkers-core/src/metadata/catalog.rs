@@ -221,10 +221,13 @@ impl Catalog {
 
     /// Reads a catalog file (`data/versions.json` format or KDM `data.json`).
     pub fn from_file(path: &Path) -> Result<Catalog, MetadataError> {
-        let text = std::fs::read_to_string(path).map_err(|source| MetadataError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text =
+            crate::bounded::read_to_string(path, crate::bounded::METADATA).map_err(|source| {
+                MetadataError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
         Self::from_json_str_named(&text, &path.display().to_string())
     }
 
