@@ -79,7 +79,7 @@ services:
       # Dozens of sandbox kubelets share the machine's two cores: cAdvisor's per-container
       # housekeeping every 30 s instead of 10 s keeps an idle host light.
       housekeeping-interval: "30s"
-  kubeproxy:
+${1:-}  kubeproxy:
     extra_args:
       # nf_conntrack_max is read-only outside the machine's initial network namespace.
       conntrack-max-per-core: "0"
@@ -114,7 +114,15 @@ ingress:
 monitoring:
   provider: metrics-server
 YML
-        sandbox_cluster_yml_services
+        local minor=${version#v1.} kubelet_extra=""
+        minor=${minor%%.*}
+        if [ "$minor" -ge 35 ] && [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ]; then
+            # This machine's kernel gives cgroup v1 only; kubelet v1.35 and later refuse it
+            # unless told otherwise (KEP-5573), as an operator on such hosts must.
+            kubelet_extra='      fail-cgroupv1: "false"
+'
+        fi
+        sandbox_cluster_yml_services "$kubelet_extra"
     } >"$out.tmp")
     mv "$out.tmp" "$out"
 }
