@@ -49,14 +49,7 @@ impl Cluster {
             .arg(self.sb.dir.join("ssh/known_hosts"))
             .output()
             .expect("run rkers");
-        (
-            out.status.success(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        )
+        support::outcome(out)
     }
 
     fn kubectl(&self, args: &[&str]) -> (bool, String) {
@@ -79,15 +72,7 @@ impl Cluster {
                 pipe.write_all(text.as_bytes()).unwrap();
             }
         }
-        let out = child.wait_with_output().unwrap();
-        (
-            out.status.success(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        )
+        support::outcome(child.wait_with_output().unwrap())
     }
 
     /// The body of `GET /` on `host:port`, asked from inside `pod` with busybox's nc (Debian's

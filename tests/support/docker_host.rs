@@ -83,14 +83,7 @@ impl Instance {
             .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .output()
             .expect("run scripts/sandbox exec");
-        (
-            out.status.success(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        )
+        super::outcome(out)
     }
 
     /// The cluster.yml scripts/sandbox wrote.

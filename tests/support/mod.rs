@@ -31,6 +31,18 @@ pub fn skip(reason: &str) {
     eprintln!("SKIPPED: {reason}");
 }
 
+/// A finished command's success and its stdout followed by its stderr, as text.
+pub fn outcome(out: std::process::Output) -> (bool, String) {
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
 /// Whether a skip fails the test (`RKERS_NO_SKIP=1`, set by scripts/test).
 pub fn skips_fail() -> bool {
     std::env::var("RKERS_NO_SKIP").is_ok_and(|v| v == "1")
