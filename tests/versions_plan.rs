@@ -187,7 +187,8 @@ fn each_next_minor_drops_the_flags_it_removes_and_passes_the_ones_it_requires() 
 #[test]
 fn a_minor_without_flag_changes_plans_the_previous_minors_flags() {
     // CHANGELOG-1.36 and CHANGELOG-1.37 remove no flag RKE passes: each minor's hosts get the
-    // previous minor's commands, with only the Kubernetes and etcd images changed.
+    // previous minor's commands, with only the Kubernetes and etcd images changed, and from
+    // v1.36 on, the Linux kubelets (cri-dockerd) ExtendWebSocketsToKubelet=false (plan/containers/node.rs).
     let next = NextData::embedded();
     let catalog = Catalog::embedded();
     for (old, new, minor) in [
@@ -200,12 +201,19 @@ fn a_minor_without_flag_changes_plans_the_previous_minors_flags() {
             catalog.system_images(old).unwrap(),
             catalog.system_images(new).unwrap(),
         );
-        let mut expected = commands(&plan_of(old)).to_string();
+        let old_commands = commands(&plan_of(old));
+        let mut expected = old_commands.to_string();
         for key in ["kubernetes", "etcd"] {
             assert_ne!(old_images[key], new_images[key], "{new}: {key}");
             expected = expected.replace(&old_images[key], &new_images[key]);
         }
-        let actual = commands(&plan_of(new)).to_string();
+        let mut actual = commands(&plan_of(new)).to_string();
+        if minor == 36 {
+            // Each Linux kubelet (two hosts) gains the gate; nothing else changes.
+            let gate = "\"--feature-gates=ExtendWebSocketsToKubelet=false\",";
+            assert_eq!(actual.matches(gate).count(), 2, "{actual}");
+            actual = actual.replace(gate, "");
+        }
         assert!(actual.contains("--v=2"), "{actual}");
         assert_eq!(actual, expected, "{new}");
     }

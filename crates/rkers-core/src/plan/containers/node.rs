@@ -141,6 +141,9 @@ impl<'a> ClusterView<'a> {
             ));
         }
         apply_extra_args(&mut args, &kubelet.extra_args);
+        if cri_dockerd && at_least(version, 1, 36) {
+            keep_websockets_off_kubelet(&mut args);
+        }
         if cri_dockerd && !args.contains_key("pod-infra-container-image") {
             // Kubernetes v1.35 took the flag from kubelet (the sandbox image is the runtime's
             // setting) and RKE1's entrypoint read it from there for cri-dockerd: without this,
@@ -305,4 +308,51 @@ fn is_dual_stack(cidrs: &str) -> bool {
     }
     nets.iter().any(|n| matches!(n, ipnet::IpNet::V4(_)))
         && nets.iter().any(|n| matches!(n, ipnet::IpNet::V6(_)))
+}
+
+/// The feature gate kubelet must not have with cri-dockerd, from v1.36 on (where it is on by
+/// default): with it kubelet declares that it takes exec, attach and port-forward over
+/// WebSockets and translates them itself into SPDY towards the runtime's streaming URL; the URL
+/// cri-dockerd returns has no scheme, which that translator reads as HTTPS, while cri-dockerd's
+/// streaming server speaks plain HTTP (`http: server gave HTTP response to HTTPS client`, seen
+/// on kubelet v1.37.2 with cri-dockerd 0.3.17; 0.4.0 returns the same URL). Off, the node does
+/// not declare it and kube-apiserver translates as it did before v1.36. A gate the user set for
+/// it in `extra_args` is kept as given.
+const KUBELET_WEBSOCKETS_GATE: &str = "ExtendWebSocketsToKubelet";
+
+fn keep_websockets_off_kubelet(args: &mut BTreeMap<String, String>) {
+    let gates = args.entry("feature-gates".to_string()).or_default();
+    if gates
+        .split(',')
+        .any(|g| g.trim().split('=').next() == Some(KUBELET_WEBSOCKETS_GATE))
+    {
+        return;
+    }
+    if !gates.is_empty() {
+        gates.push(',');
+    }
+    gates.push_str(KUBELET_WEBSOCKETS_GATE);
+    gates.push_str("=false");
+}
+
+#[cfg(test)]
+mod websockets_gate_tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_is_added_once_and_a_users_choice_is_kept() {
+        let mut args = BTreeMap::new();
+        keep_websockets_off_kubelet(&mut args);
+        assert_eq!(args["feature-gates"], "ExtendWebSocketsToKubelet=false");
+        let mut args = map(&[("feature-gates", "Foo=true")]);
+        keep_websockets_off_kubelet(&mut args);
+        keep_websockets_off_kubelet(&mut args);
+        assert_eq!(
+            args["feature-gates"],
+            "Foo=true,ExtendWebSocketsToKubelet=false"
+        );
+        let mut args = map(&[("feature-gates", "ExtendWebSocketsToKubelet=true")]);
+        keep_websockets_off_kubelet(&mut args);
+        assert_eq!(args["feature-gates"], "ExtendWebSocketsToKubelet=true");
+    }
 }
