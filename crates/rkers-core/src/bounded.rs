@@ -99,7 +99,7 @@ pub fn read(path: &Path, bound: Bound) -> std::io::Result<Vec<u8>> {
         } else if kind.is_socket() {
             "a socket"
         } else {
-            "not a regular file"
+            "some other kind of file"
         };
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,

@@ -240,14 +240,19 @@ pub fn is_dns1123_subdomain(name: &str) -> bool {
     })
 }
 
+/// An address without the brackets an IPv6 address may be written in (`[::1]`).
+fn unbracketed(address: &str) -> &str {
+    address
+        .strip_prefix('[')
+        .and_then(|a| a.strip_suffix(']'))
+        .unwrap_or(address)
+}
+
 /// How an address is compared with the others: an IP address in its one written form
 /// (`127.000.000.002` is `127.0.0.2`, `0:0::1` is `::1`), a DNS name without case or a final
 /// dot.
 fn address_key(address: &str) -> String {
-    let bare = address
-        .strip_prefix('[')
-        .and_then(|a| a.strip_suffix(']'))
-        .unwrap_or(address);
+    let bare = unbracketed(address);
     if let Ok(ip) = bare.parse::<IpAddr>() {
         return ip.to_string();
     }
@@ -277,10 +282,7 @@ fn dotted_quad_with_zeros(address: &str) -> Option<std::net::Ipv4Addr> {
 /// anything: the unspecified address (`0.0.0.0`, `::`) is no host's, and a dotted quad with
 /// leading zeros is read as octal by the resolver SSH uses.
 fn check_node_address(address: &str) -> Result<(), String> {
-    let bare = address
-        .strip_prefix('[')
-        .and_then(|a| a.strip_suffix(']'))
-        .unwrap_or(address);
+    let bare = unbracketed(address);
     if bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_unspecified()) {
         return Err(format!(
             "\"{address}\" is the unspecified address, which names no host: give the node's own address"
