@@ -15,7 +15,9 @@
 //!
 //! The sandbox instance is `RKERS_REAL_E2E` (`KEY=VALUE` words, as `tests/e2e_local.rs` takes
 //! `RKERS_LOCAL_E2E`); the version is `RKERS_REAL_E2E_VERSION` (default `v1.32.9-rancher1-1`,
-//! the newest v1.32 KDM published whose modules the Go module proxy here serves in full).
+//! the newest v1.32 KDM published whose modules the Go module proxy here serves in full); the
+//! hosts' Docker is `RKERS_REAL_E2E_DOCKER` (`system`, Debian's 20.10, by default; `29` for
+//! Docker 29 built from its Go modules, checked on every host before anything else).
 //! The instance is started fresh and taken down when the test passes. scripts/test runs it
 //! for v1.32; scripts/test-versions for the other versions.
 
@@ -205,12 +207,27 @@ spec:
 fn a_real_cluster_from_go_modules_serves_pods_services_dns_and_metrics() {
     let version =
         std::env::var("RKERS_REAL_E2E_VERSION").unwrap_or_else(|_| DEFAULT_VERSION.to_string());
+    // `system` (the machine's packaged Docker, 20.10 on Debian 12) or `29` (Docker 29 built from
+    // its Go modules by scripts/build-modules docker).
+    let docker = std::env::var("RKERS_REAL_E2E_DOCKER").unwrap_or_else(|_| "system".to_string());
     let Some(sb) = Instance::fresh_with(
         "RKERS_REAL_E2E",
-        &["--hosts", "3", "--roles", "default", "--cni", "none"],
+        &[
+            "--hosts", "3", "--roles", "default", "--cni", "none", "--docker", &docker,
+        ],
     ) else {
         return;
     };
+    for host in HOSTS {
+        let (ok, server) = sb.on_host(host, "docker version --format '{{.Server.Version}}'");
+        assert!(ok, "{host}: docker version failed: {server}");
+        let want = if docker == "system" { "20.10." } else { "29." };
+        assert!(
+            server.trim().starts_with(want),
+            "{host} runs Docker {server}, the test asked for {docker}"
+        );
+        eprintln!("{host}: Docker {}", server.trim());
+    }
     let started = Instant::now();
     // Builds what is missing (a cache hit when scripts/test built it before) and pushes.
     let yml = sb.sandbox(&["images", &version]);

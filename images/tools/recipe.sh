@@ -5,7 +5,9 @@
 #   /usr/bin/nginx-proxy      nginx stream proxy to the CP_HOSTS apiservers
 #   nc (socat based), bash as /bin/sh, etcdctl and kubectl in /usr/local/bin, setfacl
 # With TOOLS_IMAGE and CRI_DOCKERD_BIN (scripts/build-modules cri-dockerd), the rke-tools of
-# Kubernetes 1.24 and later: cri-dockerd in /opt/rke-tools/bin, where RKE1's image has it.
+# Kubernetes 1.24 and later: cri-dockerd in /opt/rke-tools/bin, where RKE1's image has it; with
+# DOCKER_CLI_BIN (scripts/build-modules docker-cli) the docker CLI those releases carry instead of
+# Debian's 20.10, which Docker 29.0-29.2 refuse (API 1.41 is below their 1.44).
 RECIPE_IMAGE=${TOOLS_IMAGE:-$IMAGE_TOOLS}
 RECIPE_PACKAGES=(
     bash coreutils findutils grep sed gawk procps tar gzip acl
@@ -19,7 +21,7 @@ RECIPE_CHANGES=(
 recipe_inputs() {
     grep -E ' kubectl$' "$K8S_BIN/../SHA256SUMS"
     "$GO" version
-    images_docker_cli_deb | xargs -r basename
+    if [ -n "${DOCKER_CLI_BIN:-}" ]; then cat "$DOCKER_CLI_BIN/../SHA256SUMS"; else images_docker_cli_deb | xargs -r basename; fi
     [ -z "${CRI_DOCKERD_BIN:-}" ] || cat "$CRI_DOCKERD_BIN/../SHA256SUMS"
 }
 # Debian's docker.io package, downloaded once; only its CLI goes into the image.
@@ -36,10 +38,14 @@ recipe_populate() {
     mkdir -p "$root/opt/rke-tools/bin"
     install -m 0755 "$K8S_BIN/kubectl" "$root/usr/local/bin/kubectl"
     ln -sf /usr/bin/etcdctl "$root/usr/local/bin/etcdctl"
-    deb=$(images_docker_cli_deb)
     tmp=$(mktemp -d)
-    dpkg-deb -x "$deb" "$tmp"
-    install -m 0755 "$tmp/usr/bin/docker" "$root/opt/rke-tools/bin/docker"
+    if [ -n "${DOCKER_CLI_BIN:-}" ]; then
+        install -m 0755 "$DOCKER_CLI_BIN/docker" "$root/opt/rke-tools/bin/docker"
+    else
+        deb=$(images_docker_cli_deb)
+        dpkg-deb -x "$deb" "$tmp"
+        install -m 0755 "$tmp/usr/bin/docker" "$root/opt/rke-tools/bin/docker"
+    fi
     if [ -n "${CRI_DOCKERD_BIN:-}" ]; then
         install -m 0755 "$CRI_DOCKERD_BIN/cri-dockerd" "$root/opt/rke-tools/bin/cri-dockerd"
     fi

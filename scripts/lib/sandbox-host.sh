@@ -257,7 +257,15 @@ sandbox_daemon_start() {
             ;;
         dockerd)
             rm -f /run/docker.pid /var/run/docker.sock
-            setsid -f dockerd --config-file "$dir/daemon.json" </dev/null >>"$dir/log/dockerd.log" 2>&1 9>&-
+            local config="$dir/daemon.json" bin
+            bin=$(sandbox_docker_binaries "$host")
+            if [ -n "$bin" ]; then
+                # Docker 28 removed oom-score-adjust (and refuses to start with it); the
+                # packaged 20.10 needs it at 0, its -500 being more than this machine grants.
+                config="$dir/daemon-modules.json"
+                jq 'del(."oom-score-adjust")' "$dir/daemon.json" >"$config"
+            fi
+            PATH="${bin:+$bin:}$PATH" setsid -f dockerd --config-file "$config" </dev/null >>"$dir/log/dockerd.log" 2>&1 9>&-
             ;;
         *) sandbox_die "unknown daemon $name (sshd or dockerd)" ;;
     esac
@@ -286,6 +294,36 @@ sandbox_daemon_stop() {
     sandbox_pid_alive "$pid" && kill -KILL "$pid" 2>/dev/null
     rm -f "$pidfile"
     [ "$name" = sshd ] || rm -f /var/run/docker.sock
+}
+
+# The Docker release a host runs: its own choice ($dir/docker-version, `scripts/sandbox docker`),
+# else the sandbox's (`up --docker`), else the machine's packaged Docker ("system").
+sandbox_docker_version() {
+    local dir
+    dir=$(sandbox_host_dir "$1")
+    cat "$dir/docker-version" 2>/dev/null || cat "$SANDBOX_DOCKER_VERSION_FILE" 2>/dev/null || echo system
+}
+
+# Inside a host, before its dockerd starts: prints the bin directory of a Docker built from its
+# Go modules (scripts/build-modules docker), which dockerd then finds first on its PATH, and so
+# do the containerd, shim and runc it starts. Only the CLI is bound over the packaged one, in the
+# host's own mount namespace, so a shell on the host speaks that release's API. The daemons are
+# not bound over the packaged files: runc re-executes itself through an overlay of its own
+# directory, which shows the file underneath a bind (Debian's runc 1.1), and the container's
+# init then fails ("can't get final child's PID from pipe"). "system" removes the bind again.
+sandbox_docker_binaries() {
+    local version bin t
+    version=$(sandbox_docker_version "$1")
+    for t in $(type -ap docker); do
+        while mountpoint -q "$t" 2>/dev/null; do umount "$t" 2>/dev/null || break; done
+    done
+    [ "$version" = system ] && return 0
+    bin="$RKERS_CACHE/modules/docker/$version/bin"
+    for t in $SANDBOX_DOCKER_BINARIES; do
+        [ -x "$bin/$t" ] || sandbox_die "$1: Docker $version is not built ($bin/$t is missing): scripts/build-modules docker $version"
+    done
+    for t in $(type -ap docker); do mount --bind "$bin/docker" "$t"; done
+    echo "$bin"
 }
 
 # Inside a host: does the daemon answer? sshd: its banner on the host address; dockerd: the API.

@@ -81,7 +81,13 @@ fi
 }
 cgroup_driver=$("$docker_cli" info -f '{{.Info.CgroupDriver}}')
 cgroup_version=$("$docker_cli" info -f '{{.Info.CgroupVersion}}' 2>/dev/null || echo 1)
-docker_root=$(DOCKER_API_VERSION=1.24 "$docker_cli" info -f '{{.Info.DockerRootDir}}')
+# RKE1's entrypoint asks for Docker's root at API 1.24, which Docker 29 refuses (1.44 is its
+# oldest until 29.3, 1.40 after); `docker info` then prints the refusal and nothing else, and
+# exits 0, and RKE1's script goes on with an empty root. This one asks again at the version the
+# CLI negotiates, so a data-root other than /var/lib/docker is still cleaned below.
+docker_root=$(DOCKER_API_VERSION=1.24 "$docker_cli" info -f '{{.Info.DockerRootDir}}' 2>/dev/null || true)
+[ -n "$docker_root" ] || docker_root=$("$docker_cli" info -f '{{.Info.DockerRootDir}}')
+[ -n "$docker_root" ] || { say "error: docker info reports no root directory"; exit 1; }
 say "docker: cgroup driver $cgroup_driver, cgroup v${cgroup_version:-1}, root $docker_root"
 
 # The container inherits copies of the host's mounts below Docker's root and /run (other
