@@ -500,6 +500,20 @@ pub fn default_event_rate_limit_config() -> serde_json::Value {
     })
 }
 
+/// `network.enable_br_netfilter` when cluster.yml does not set it. RKE v1.8.0 and later default
+/// it to true (`setClusterNetworkDefaults`), which puts `RKE_KUBE_PROXY_BR_NETFILTER=true` in
+/// kube-proxy's environment; a cluster an earlier release built runs kube-proxy without it and
+/// its state has no `enableBrNetfilter`. So a new cluster gets RKE v1.8's default, and a cluster
+/// with a state keeps what its state says (absent: off): adopting a cluster RKE v1.7 or earlier
+/// built restarts no kube-proxy for it, and one RKE v1.8 built keeps it on. The value settled
+/// here is written to the state, so the next run reads the same.
+pub fn settle_br_netfilter(cfg: &mut RkeConfig, previous: Option<&RkeConfig>) {
+    if cfg.network.enable_br_netfilter.is_none() {
+        cfg.network.enable_br_netfilter =
+            Some(previous.is_none_or(|p| p.network.enable_br_netfilter == Some(true)));
+    }
+}
+
 fn set_network_defaults(cfg: &mut RkeConfig) {
     let network = &mut cfg.network;
     set_if_empty(&mut network.plugin, DEFAULT_NETWORK_PLUGIN);

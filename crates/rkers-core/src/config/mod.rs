@@ -20,7 +20,9 @@ mod validate;
 use std::collections::BTreeMap;
 use std::fmt;
 
-pub use defaults::{UnpublishedImages, apply_defaults, images_for_unpublished_version};
+pub use defaults::{
+    UnpublishedImages, apply_defaults, images_for_unpublished_version, settle_br_netfilter,
+};
 pub use key_diff::{KeyDifference, key_differences};
 pub use load::{Loaded, Locations, Position, load_file, load_str};
 pub use types::*;

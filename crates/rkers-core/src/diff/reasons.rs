@@ -14,14 +14,61 @@ const ADMISSION: &str = "default of newer RKE releases: kube-apiserver reads an 
 const AUDIT_BIND: &str = "default of newer RKE releases: the audit log bind has no SELinux \
                           relabel suffix (:z)";
 const AUDIT_POLICY: &str = "default of newer RKE releases: the default audit policy";
+const CHECKSUM_SHA256: &str = "default of newer RKE releases (v1.8.5 and later): configuration \
+                               checksums are SHA-256 from Kubernetes v1.31.6, MD5 before";
+const BR_NETFILTER: &str = "default of newer RKE releases (v1.8.0 and later): \
+                            network.enable_br_netfilter is true unless cluster.yml sets it";
+
+const CHECKSUM_ENVS: [&str; 3] = [
+    "RKE_ADMISSION_CONFIG_CHECKSUM=",
+    "RKE_AUDITLOG_CONFIG_CHECKSUM=",
+    "RKE_CLOUD_CONFIG_CHECKSUM=",
+];
+
+/// Every value is a configuration checksum, and each one the container loses comes back in the
+/// other hash's length (MD5's 32 hex digits, SHA-256's 64): only the algorithm changed, as far
+/// as the values tell.
+fn only_the_checksum_algorithm_changed(change: &FieldChange) -> bool {
+    let split = |v: &String| {
+        CHECKSUM_ENVS
+            .iter()
+            .find(|p| v.starts_with(*p))
+            .map(|p| (*p, v.len() - p.len()))
+    };
+    let added: Vec<_> = change.added.iter().map(split).collect();
+    let removed: Vec<_> = change.removed.iter().map(split).collect();
+    if added.iter().chain(&removed).any(Option::is_none) || removed.is_empty() {
+        return false;
+    }
+    removed.iter().flatten().all(|(name, len)| {
+        added
+            .iter()
+            .flatten()
+            .any(|(n, l)| n == name && *l != *len && (*l, *len) != (0, 0))
+    })
+}
 
 /// The newer-default reason for one field change of `container`, if it is one.
 pub fn newer_default_for_change(container: &str, change: &FieldChange) -> Option<&'static str> {
+    let values = || change.added.iter().chain(&change.removed);
+    let all = |pred: fn(&str) -> bool| values().all(|v| pred(v));
+    if change.field == "env" && only_the_checksum_algorithm_changed(change) {
+        return Some(CHECKSUM_SHA256);
+    }
+    if container == crate::plan::KUBE_PROXY {
+        return match change.field {
+            "env"
+                if change.removed.is_empty()
+                    && all(|v| v == "RKE_KUBE_PROXY_BR_NETFILTER=true") =>
+            {
+                Some(BR_NETFILTER)
+            }
+            _ => None,
+        };
+    }
     if container != crate::plan::KUBE_APISERVER {
         return None;
     }
-    let values = || change.added.iter().chain(&change.removed);
-    let all = |pred: fn(&str) -> bool| values().all(|v| pred(v));
     match change.field {
         "entrypoint"
             if all(|v| v == "--admission-control-config-file=/etc/kubernetes/admission.yaml") =>
@@ -64,6 +111,56 @@ mod tests {
             removed: removed.iter().map(|s| s.to_string()).collect(),
             why: None,
         }
+    }
+
+    #[test]
+    fn a_checksum_that_only_changed_its_hash_is_named_and_a_changed_file_is_not() {
+        let md5 = "a".repeat(32);
+        let sha = "b".repeat(64);
+        let sha2 = "c".repeat(64);
+        let algo = change(
+            "env",
+            &[
+                &format!("RKE_ADMISSION_CONFIG_CHECKSUM={sha}"),
+                &format!("RKE_AUDITLOG_CONFIG_CHECKSUM={sha2}"),
+            ],
+            &[
+                &format!("RKE_ADMISSION_CONFIG_CHECKSUM={md5}"),
+                &format!("RKE_AUDITLOG_CONFIG_CHECKSUM={md5}"),
+            ],
+        );
+        assert_eq!(
+            newer_default_for_change(crate::plan::KUBE_APISERVER, &algo),
+            Some(CHECKSUM_SHA256)
+        );
+        // The same hash, another value: the file changed, which cluster.yml asked for.
+        let content = change(
+            "env",
+            &[&format!("RKE_AUDITLOG_CONFIG_CHECKSUM={sha}")],
+            &[&format!("RKE_AUDITLOG_CONFIG_CHECKSUM={sha2}")],
+        );
+        assert_ne!(
+            newer_default_for_change(crate::plan::KUBE_APISERVER, &content),
+            Some(CHECKSUM_SHA256)
+        );
+    }
+
+    #[test]
+    fn br_netfilter_on_kube_proxy_is_named_only_when_added() {
+        let added = change("env", &["RKE_KUBE_PROXY_BR_NETFILTER=true"], &[]);
+        assert_eq!(
+            newer_default_for_change(crate::plan::KUBE_PROXY, &added),
+            Some(BR_NETFILTER)
+        );
+        let removed = change("env", &[], &["RKE_KUBE_PROXY_BR_NETFILTER=true"]);
+        assert_eq!(
+            newer_default_for_change(crate::plan::KUBE_PROXY, &removed),
+            None
+        );
+        assert_eq!(
+            newer_default_for_change(crate::plan::KUBE_APISERVER, &added),
+            None
+        );
     }
 
     #[test]

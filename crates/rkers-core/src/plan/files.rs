@@ -11,9 +11,28 @@ use super::goyaml::to_go_yaml;
 use super::util::at_least;
 use crate::config::types::{CloudProvider, KubeApiService, PrivateRegistry};
 
-/// Lower-case hex MD5, as RKE1's `getStringChecksum`.
+/// Lower-case hex MD5.
 pub fn md5_hex(text: &str) -> String {
     hex::encode(Md5::digest(text.as_bytes()))
+}
+
+/// The checksum of a configuration file that RKE1 puts in a container's environment
+/// (`RKE_*_CONFIG_CHECKSUM`) so that a changed file recreates the container: RKE1's
+/// `getStringChecksum`. From RKE v1.8.5 it is SHA-256 for Kubernetes v1.31.6 and later
+/// (`>=1.31.6-rancher0`) and MD5 before (RKE v1.8.0 hashed every version with MD5); a real
+/// RKE v1.8.14 cluster at v1.32.9 carries SHA-256 values, which an MD5 here would recreate
+/// kube-apiserver for on adoption.
+pub fn config_checksum(text: &str, kubernetes_version: &str) -> String {
+    let sha256 = match super::util::parse_version(kubernetes_version) {
+        Some(v) => (v.major, v.minor, v.patch) >= (1, 31, 6),
+        // RKE1 logs the parse failure and falls back to MD5.
+        None => false,
+    };
+    if sha256 {
+        hex::encode(sha2::Sha256::digest(text.as_bytes()))
+    } else {
+        md5_hex(text)
+    }
 }
 
 /// `/etc/kubernetes/admission.yaml` as RKE1 renders it (`getConsolidatedAdmissionConfiguration`
@@ -299,6 +318,18 @@ mod tests {
     #[test]
     fn md5_of_empty_text() {
         assert_eq!(md5_hex(""), "d41d8cd98f00b204e9800998ecf8427e");
+    }
+
+    #[test]
+    fn config_checksums_are_sha256_from_v1_31_6_as_rke_v1_8_5_and_later_hash_them() {
+        let md5 = "d41d8cd98f00b204e9800998ecf8427e";
+        let sha = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+        assert_eq!(config_checksum("", "v1.31.5-rancher1-1"), md5);
+        assert_eq!(config_checksum("", "v1.20.15-rancher2-1"), md5);
+        assert_eq!(config_checksum("", "v1.31.6-rancher1-1"), sha);
+        assert_eq!(config_checksum("", "v1.32.9-rancher1-1"), sha);
+        assert_eq!(config_checksum("", "v1.37.2-rkers1"), sha);
+        assert_eq!(config_checksum("", "not a version"), md5);
     }
 
     #[test]

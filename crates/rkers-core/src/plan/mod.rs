@@ -36,8 +36,8 @@ use crate::config::types::RkeConfig;
 
 pub use containers::{default_rke_tools, optional_files, s3_backup_flags};
 pub use files::{
-    admission_configuration_yaml, audit_policy_yaml, cloud_config_file, kubelet_docker_config,
-    md5_hex,
+    admission_configuration_yaml, audit_policy_yaml, cloud_config_file, config_checksum,
+    kubelet_docker_config, md5_hex,
 };
 pub use flags::{apply_service_options, render_flags};
 pub use platform::Platform;

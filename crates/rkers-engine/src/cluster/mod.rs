@@ -283,6 +283,14 @@ impl Cluster {
     /// The desired state: the new config with `bundle` (from [`Cluster::certificates`]) and
     /// `encryption_config` (from [`Cluster::desired_encryption_config`]); every private key in
     /// the bundle is registered for redaction first.
+    /// cluster.yml with what it leaves to the cluster's state settled (`previous`: the config the
+    /// state says the cluster runs): see [`config::settle_br_netfilter`].
+    pub fn settled_config(&self, previous: Option<&RkeConfig>) -> RkeConfig {
+        let mut config = self.config.clone();
+        config::settle_br_netfilter(&mut config, previous);
+        config
+    }
+
     pub fn state_with(
         &self,
         old: Option<&StateFile>,
@@ -293,7 +301,10 @@ impl Cluster {
         for cert in bundle.values() {
             self.redactor.register(&cert.key_pem);
         }
-        let new_config = self.config.to_state_json();
+        let previous = old
+            .and_then(|s| s.current_state.rke_config.as_ref())
+            .and_then(|c| RkeConfig::from_state_json(c).ok());
+        let new_config = self.settled_config(previous.as_ref()).to_state_json();
         let rke_config = match old_desired.and_then(|d| d.rke_config.as_ref()) {
             Some(previous) => with_unknown_fields(previous, new_config),
             None => new_config,

@@ -50,6 +50,10 @@ pub struct NetworkConfig {
     pub update_strategy: Option<UpdateStrategy>,
     #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub tolerations: Vec<Toleration>,
+    /// RKE v1.8's `enable_br_netfilter` (default true): kube-proxy gets
+    /// `RKE_KUBE_PROXY_BR_NETFILTER=true`, on which rke-tools' entrypoint loads br_netfilter.
+    #[serde(alias = "enableBrNetfilter", skip_serializing_if = "Option::is_none")]
+    pub enable_br_netfilter: Option<bool>,
 }
 
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::config::url_host;
-use crate::plan::files::md5_hex;
+use crate::plan::files::config_checksum;
 use crate::plan::flags::{apply_extra_args, apply_service_options, map, render_flags};
 use crate::plan::util::{at_least, image_tag, join_path, parse_version, uniq};
 
@@ -129,14 +129,20 @@ impl<'a> ClusterView<'a> {
             join_path(&[prefix, "/etc/kubernetes"])
         )];
         if let Some(text) = &self.admission_yaml {
-            env.push(format!("{ADMISSION_SUM_ENV}={}", md5_hex(text)));
+            env.push(format!(
+                "{ADMISSION_SUM_ENV}={}",
+                config_checksum(text, &self.cfg.kubernetes_version)
+            ));
         }
         if let Some(text) = &self.audit_yaml {
             binds.push(format!(
                 "{}:/var/log/kube-audit",
                 join_path(&[prefix, "/var/log/kube-audit"])
             ));
-            env.push(format!("{AUDIT_SUM_ENV}={}", md5_hex(text)));
+            env.push(format!(
+                "{AUDIT_SUM_ENV}={}",
+                config_checksum(text, &self.cfg.kubernetes_version)
+            ));
         }
         let mut binds = self.strip_z_if_122(binds);
         apply_extra_args(&mut args, &api.extra_args);

@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use super::files::{admission_configuration_yaml, audit_policy_yaml, cloud_config_file, md5_hex};
+use super::files::{
+    admission_configuration_yaml, audit_policy_yaml, cloud_config_file, config_checksum,
+};
 use super::util::{at_least, parse_version, remove_z_from_binds};
 use super::*;
 use crate::config::types::RkeConfig;
@@ -16,6 +18,7 @@ mod host_plan;
 mod node;
 
 pub use etcd::{default_rke_tools, s3_backup_flags};
+pub(crate) use node::br_netfilter_env;
 
 const SSL: &str = "/etc/kubernetes/ssl/";
 const CLOUD_CONFIG_PATH: &str = "/etc/kubernetes/cloud-config";
@@ -173,9 +176,12 @@ impl<'a> ClusterView<'a> {
     }
 
     fn cloud_checksum_env(&self) -> Option<String> {
-        self.cloud
-            .as_ref()
-            .map(|(_, text)| format!("{CLOUD_CONFIG_SUM_ENV}={}", md5_hex(text)))
+        self.cloud.as_ref().map(|(_, text)| {
+            format!(
+                "{CLOUD_CONFIG_SUM_ENV}={}",
+                config_checksum(text, &self.cfg.kubernetes_version)
+            )
+        })
     }
 
     fn uses_instance_metadata_hostname(&self) -> bool {

@@ -189,6 +189,12 @@ impl<'a> ClusterView<'a> {
         )
     }
 
+    /// `RKE_KUBE_PROXY_BR_NETFILTER=true` when `network.enable_br_netfilter` is on (RKE v1.8's
+    /// `BuildKubeProxyProcess`, on Linux and Windows hosts alike).
+    pub(crate) fn br_netfilter_env(&self) -> Option<String> {
+        br_netfilter_env(self.cfg)
+    }
+
     pub(super) fn kube_proxy(&self, host: &Host, facts: &HostFacts, prefix: &str) -> ContainerSpec {
         let proxy = &self.cfg.services.kubeproxy;
         let mut args = map(&[
@@ -235,7 +241,13 @@ impl<'a> ClusterView<'a> {
                 name: KUBE_PROXY.into(),
                 image: self.image_or_default(&proxy.image),
                 entrypoint,
-                env: uniq(proxy.extra_env.clone()),
+                env: uniq(
+                    proxy
+                        .extra_env
+                        .iter()
+                        .cloned()
+                        .chain(self.br_netfilter_env()),
+                ),
                 binds: uniq(binds),
                 volumes_from: strings(&[SERVICE_SIDEKICK]),
                 network_mode: Some("host".into()),
@@ -354,5 +366,42 @@ mod websockets_gate_tests {
         let mut args = map(&[("feature-gates", "ExtendWebSocketsToKubelet=true")]);
         keep_websockets_off_kubelet(&mut args);
         assert_eq!(args["feature-gates"], "ExtendWebSocketsToKubelet=true");
+    }
+}
+
+/// See [`ClusterView::br_netfilter_env`]; the Windows plan asks too.
+pub(crate) fn br_netfilter_env(cfg: &crate::config::RkeConfig) -> Option<String> {
+    (cfg.network.enable_br_netfilter == Some(true))
+        .then(|| "RKE_KUBE_PROXY_BR_NETFILTER=true".to_string())
+}
+
+#[cfg(test)]
+mod br_netfilter_tests {
+    use super::*;
+    use crate::config::{RkeConfig, settle_br_netfilter};
+
+    fn settled(yml: Option<bool>, previous: Option<Option<bool>>) -> Option<String> {
+        let mut cfg = RkeConfig::default();
+        cfg.network.enable_br_netfilter = yml;
+        let previous = previous.map(|p| {
+            let mut old = RkeConfig::default();
+            old.network.enable_br_netfilter = p;
+            old
+        });
+        settle_br_netfilter(&mut cfg, previous.as_ref());
+        br_netfilter_env(&cfg)
+    }
+
+    #[test]
+    fn a_new_cluster_gets_rke_v1_8s_default_and_an_adopted_one_keeps_its_own() {
+        let on = Some("RKE_KUBE_PROXY_BR_NETFILTER=true".to_string());
+        // New cluster: RKE v1.8's default.
+        assert_eq!(settled(None, None), on);
+        // A state RKE v1.8 (or rkers) wrote says true; one from RKE v1.7 or earlier has no key.
+        assert_eq!(settled(None, Some(Some(true))), on);
+        assert_eq!(settled(None, Some(None)), None);
+        // cluster.yml decides whatever the state says.
+        assert_eq!(settled(Some(true), Some(None)), on);
+        assert_eq!(settled(Some(false), None), None);
     }
 }

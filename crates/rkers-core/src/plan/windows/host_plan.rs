@@ -118,7 +118,7 @@ pub(crate) fn windows_host_plan(
     if let Some((_, text)) = &cloud {
         kubelet_env.push(format!(
             "RKE_CLOUD_CONFIG_CHECKSUM={}",
-            crate::plan::md5_hex(text)
+            crate::plan::config_checksum(text, &cfg.kubernetes_version)
         ));
     }
     let mut kubelet_binds = vec![
@@ -150,6 +150,7 @@ pub(crate) fn windows_host_plan(
     let proxy_svc = &cfg.services.kubeproxy;
     let mut proxy_env = pick(&proxy_svc.win_extra_env, &proxy_svc.extra_env).to_vec();
     proxy_env.extend(env.iter().cloned());
+    proxy_env.extend(crate::plan::containers::br_netfilter_env(cfg));
     let mut proxy_binds = vec![
         format!(
             "{}:c:/host/etc/kubernetes",

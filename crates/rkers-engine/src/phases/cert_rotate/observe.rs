@@ -30,6 +30,7 @@ pub(super) async fn hosts(command: &mut CertRotate<'_>) -> Result<Found, RotateE
         cluster,
         &pool,
         &command.state.desired_state.encryption_config,
+        command.state.current_state.rke_config.as_ref(),
     )?;
     let helper_image = &cluster.config.system_images.cert_downloader;
     let registries = cluster.registry_credentials();
@@ -88,6 +89,7 @@ fn build_plan(
     cluster: &Cluster,
     pool: &HostPool,
     encryption_config: &str,
+    current: Option<&serde_json::Value>,
 ) -> Result<ClusterPlan, RotateError> {
     let facts = crate::phases::host_facts(pool);
     let service_options = cluster.service_options()?;
@@ -100,8 +102,12 @@ fn build_plan(
         None
     };
     let default_tools_tag = cluster.default_rke_tools_tag();
+    // The cluster's own choice of br_netfilter (its state's), as `up` plans it: a rotation
+    // recreates containers and must not change anything else about them.
+    let previous = current.and_then(|c| crate::config::RkeConfig::from_state_json(c).ok());
+    let config = cluster.settled_config(previous.as_ref());
     plan::build(&plan::PlanInput {
-        config: &cluster.config,
+        config: &config,
         service_options: &service_options,
         windows_service_options: windows_options.as_ref(),
         host_facts: &facts,

@@ -58,7 +58,7 @@ pub(super) async fn connect(
     } else if !hosts_added {
         tracing::debug!("no host or role added: port checks skipped, as RKE1 does (§10)");
     } else {
-        let images = images_to_prefetch(cluster, opts, encryption_config, &pool);
+        let images = images_to_prefetch(cluster, opts, encryption_config, old_current, &pool);
         prefetched = port_checks(cluster, &pool, &images, reporter).await?;
         ports_checked = true;
     }
@@ -79,11 +79,14 @@ fn images_to_prefetch(
     cluster: &Cluster,
     opts: &UpOptions,
     encryption_config: &str,
+    old_current: Option<&RkeConfig>,
     pool: &HostPool,
 ) -> BTreeMap<String, BTreeSet<String>> {
     let facts = crate::phases::host_facts(pool);
     let etcd = crate::plan::EtcdContext::fresh();
-    let Ok(plan) = super::plan::build_plan(cluster, opts, encryption_config, &facts, &etcd) else {
+    let Ok(plan) =
+        super::plan::build_plan(cluster, opts, encryption_config, old_current, &facts, &etcd)
+    else {
         return BTreeMap::new();
     };
     let helper = &cluster.config.system_images.cert_downloader;

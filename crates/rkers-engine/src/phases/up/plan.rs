@@ -48,9 +48,11 @@ pub(super) fn build_plan(
     cluster: &Cluster,
     opts: &UpOptions,
     encryption_config: &str,
+    old_current: Option<&crate::config::RkeConfig>,
     facts: &BTreeMap<String, plan::HostFacts>,
     etcd: &plan::EtcdContext,
 ) -> Result<ClusterPlan, UpError> {
+    let config = cluster.settled_config(old_current);
     let service_options = cluster.service_options()?;
     // Only asked for when a Windows host is present: Linux-only clusters need no Windows flags.
     let windows_options = if facts
@@ -63,7 +65,7 @@ pub(super) fn build_plan(
     };
     let default_tools_tag = cluster.default_rke_tools_tag();
     Ok(plan::build(&plan::PlanInput {
-        config: &cluster.config,
+        config: &config,
         service_options: &service_options,
         windows_service_options: windows_options.as_ref(),
         host_facts: facts,
@@ -98,7 +100,14 @@ pub(super) async fn plan(
         });
     }
     let etcd = plan::EtcdContext::fresh();
-    let cluster_plan = build_plan(cluster, opts, encryption, &facts, &etcd)?;
+    let cluster_plan = build_plan(
+        cluster,
+        opts,
+        encryption,
+        old_current.as_deref(),
+        &facts,
+        &etcd,
+    )?;
     let spec = cluster.pki_spec()?;
     let bundle = state.desired_state.certificates_bundle.clone();
     let desired_files: BTreeMap<String, Vec<DesiredFile>> = cluster_plan
@@ -194,7 +203,14 @@ pub(super) async fn plan(
                 let at = recon.etcd_added.iter().position(|x| *x == a).unwrap_or(0);
                 let pending = recon.etcd_added[at + 1..].iter().cloned().collect();
                 let joining_etcd = plan::EtcdContext::while_adding(&etcd_order, &pending);
-                let joining = build_plan(cluster, opts, encryption, &facts, &joining_etcd)?;
+                let joining = build_plan(
+                    cluster,
+                    opts,
+                    encryption,
+                    old_current.as_deref(),
+                    &facts,
+                    &joining_etcd,
+                )?;
                 if let Some(h) = joining.hosts.iter().find(|h| h.address == a)
                     && let Some(spec) = h.containers.get(plan::ETCD)
                 {
