@@ -18,6 +18,7 @@
 //!   and last log lines; CNI readiness of the nodes.
 
 pub mod apply;
+mod goyaml_scalar;
 pub mod render;
 pub mod wait;
 

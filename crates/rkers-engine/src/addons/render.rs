@@ -387,8 +387,11 @@ fn sorted(v: serde_json::Value) -> serde_json::Value {
     }
 }
 
-/// RKE1's `toYaml`: the value as JSON, re-emitted as block YAML with sorted keys (yaml.v2
-/// style: sequences inside mappings are not indented), without the final newline.
+/// RKE1's `toYaml` (`ghodss/yaml.JSONToYAML`): the value as JSON, re-emitted by yaml.v2 as
+/// block YAML with sorted keys (sequences inside mappings are not indented; scalars quoted only
+/// where yaml.v2 quotes them, [`super::goyaml_scalar`]), without the final newline. Quoting every
+/// key and string, as this did before, made each addon of a cluster the real RKE v1.8.14 built
+/// look changed on adoption (`maxUnavailable: 1` against `"maxUnavailable": 1`).
 pub fn to_yaml(v: &serde_json::Value) -> String {
     let mut out = String::new();
     emit_yaml(&mut out, &sorted(v.clone()), 0, false);
@@ -406,7 +409,7 @@ fn emit_yaml(out: &mut String, v: &serde_json::Value, indent: usize, in_seq: boo
                 if i > 0 || !in_seq {
                     out.push_str(&pad);
                 }
-                out.push_str(&serde_json::to_string(k).unwrap_or_default());
+                out.push_str(&super::goyaml_scalar::string(k, indent + 2));
                 out.push(':');
                 match c {
                     J::Object(cm) if !cm.is_empty() => {
@@ -425,18 +428,26 @@ fn emit_yaml(out: &mut String, v: &serde_json::Value, indent: usize, in_seq: boo
             }
         }
         J::Array(a) => {
-            for c in a {
-                out.push_str(&pad);
+            for (i, c) in a.iter().enumerate() {
+                if i > 0 || !in_seq {
+                    out.push_str(&pad);
+                }
                 out.push_str("- ");
                 match c {
                     J::Object(cm) if !cm.is_empty() => emit_yaml(out, c, indent + 2, true),
-                    J::Array(ca) if !ca.is_empty() => {
-                        out.push('\n');
-                        emit_yaml(out, c, indent + 2, false);
-                    }
+                    // yaml.v2 writes a list in a list on the item's line: `- - 3`.
+                    J::Array(ca) if !ca.is_empty() => emit_yaml(out, c, indent + 2, true),
                     _ => emit_yaml(out, c, indent, false),
                 }
             }
+        }
+        J::String(text) => {
+            out.push_str(&super::goyaml_scalar::string(text, indent + 2));
+            out.push('\n');
+        }
+        J::Number(n) => {
+            out.push_str(&super::goyaml_scalar::number(n));
+            out.push('\n');
         }
         scalar => {
             out.push_str(&serde_json::to_string(scalar).unwrap_or_default());
@@ -1255,12 +1266,20 @@ mod tests {
         let v = json!([{"key": "a", "operator": "Exists", "tolerationSeconds": 30}]);
         assert_eq!(
             to_yaml(&v),
-            "- \"key\": \"a\"\n  \"operator\": \"Exists\"\n  \"tolerationSeconds\": 30"
+            "- key: a\n  operator: Exists\n  tolerationSeconds: 30"
         );
-        let v = json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}});
+        let v = json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": "25%"}});
         assert_eq!(
             to_yaml(&v),
-            "\"rollingUpdate\":\n  \"maxUnavailable\": 1\n\"type\": \"RollingUpdate\""
+            "rollingUpdate:\n  maxSurge: 25%\n  maxUnavailable: 1\ntype: RollingUpdate"
+        );
+        // As ghodss/yaml v1.0.0 wrote it (yaml.v2 v2.4.0).
+        let v = json!({"z": 1, "a": {"b": [{"c": [1, 2]}, [3, 4], {}], "e": [], "d": {}},
+            "nodeSelector": {"kubernetes.io/os": "linux", "node-role.kubernetes.io/worker": "true"},
+            "n": [1, 2.5]});
+        assert_eq!(
+            to_yaml(&v),
+            "a:\n  b:\n  - c:\n    - 1\n    - 2\n  - - 3\n    - 4\n  - {}\n  d: {}\n  e: []\n\"n\":\n- 1\n- 2.5\nnodeSelector:\n  kubernetes.io/os: linux\n  node-role.kubernetes.io/worker: \"true\"\nz: 1"
         );
     }
 

@@ -1,0 +1,255 @@
+//! Adopting a cluster the real RKE v1.8 built (issue 48, items 1 and 2), nothing stood in for:
+//! RKE v1.8.14 itself, built from its Go module by `scripts/build-modules rke v1.8.14` (a test
+//! tool, never shipped), lays down a three-host v1.32.9 cluster (cri-dockerd, flannel, CoreDNS,
+//! metrics-server) from the images `scripts/sandbox images` builds from their modules, under the
+//! names RKE v1.8.14's own metadata asks for (the same list rkers' metadata gives, checked).
+//!
+//! 1. `rke up` succeeds and the nodes are Ready.
+//! 2. `rkers up --dry-run` on RKE's cluster.yml and cluster.rkestate is an adoption that restarts,
+//!    recreates and re-applies nothing.
+//! 3. `rkers up --yes`: every container on every host (RKE's and the pods') keeps its ID and its
+//!    start time.
+//! 4. The next `rkers up --dry-run` plans nothing and no longer speaks of adopting.
+//! 5. RKE v1.8.14's `up` runs on the state rkers wrote and restarts nothing either.
+//!
+//! The sandbox instance is `RKERS_REAL_E2E` (the one `tests/e2e_real_cluster.rs` uses; the two
+//! run one at a time), with the hosts' packaged Docker 20.10: RKE v1.8's own Docker client
+//! speaks API 1.41 at most.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use support::docker_host::Instance;
+
+const VERSION: &str = "v1.32.9-rancher1-1";
+const RKE: &str = "v1.8.14";
+const HOSTS: [&str; 3] = ["host1", "host2", "host3"];
+
+fn run(cmd: &mut Command) -> (bool, String) {
+    support::outcome(cmd.output().expect("run a command"))
+}
+
+/// The bin directory scripts/build-modules prints last (a cache hit once built).
+fn build_module(component: &str, version: &str) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-modules");
+    let out = Command::new("bash")
+        .arg(script)
+        .args([component, version])
+        .output()
+        .expect("run scripts/build-modules");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "scripts/build-modules {component} {version} failed:\n{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Progress goes to stderr; the last line on stdout is the bin directory.
+    PathBuf::from(stdout.lines().last().expect("a bin directory"))
+}
+
+/// Every container on every host as `host name id started-at`, one-shot containers that RKE
+/// leaves exited included: none may change.
+fn containers(sb: &Instance) -> Vec<String> {
+    let mut all = Vec::new();
+    for host in HOSTS {
+        let (ok, text) = sb.on_host(
+            host,
+            "docker ps -aq | xargs -r docker inspect --format '{{.Name}} {{.Id}} {{.State.StartedAt}}'",
+        );
+        assert!(ok, "{host}: docker inspect: {text}");
+        all.extend(text.lines().map(|l| format!("{host} {l}")));
+    }
+    all.sort();
+    all
+}
+
+/// Whether RKE's own `up` keeps this container when nothing changed: its one-shot containers
+/// (the state deployer, the addon jobs' pods) run again, and it removes and starts
+/// etcd-rolling-snapshots on every run (rancher/rke v1.8.14 `services/etcd.go`,
+/// `RunEtcdSnapshotSave`: `DoRemoveContainer`, then `DoRunContainer`), whoever ran before it.
+fn rke_keeps(line: &str) -> bool {
+    !line.contains("/cluster-state-deployer ")
+        && !line.contains("deploy-job")
+        && !line.contains("/etcd-rolling-snapshots ")
+}
+
+/// The lines of a dry run that are actions (`  - ...`), outside the adoption summary.
+fn actions(dry: &str) -> Vec<&str> {
+    dry.lines()
+        .filter(|l| l.trim_start().starts_with("- "))
+        .collect()
+}
+
+#[test]
+fn a_cluster_the_real_rke_v1_8_built_is_adopted_without_a_restart_and_rke_still_runs_on_it() {
+    let Some(sb) = Instance::fresh_with(
+        "RKERS_REAL_E2E",
+        &[
+            "--hosts", "3", "--roles", "default", "--cni", "none", "--docker", "system",
+        ],
+    ) else {
+        return;
+    };
+    let started = Instant::now();
+    let yml = sb.sandbox(&["images", VERSION]);
+    let yml = PathBuf::from(yml.lines().last().expect("a cluster.yml path"));
+    let rke = build_module("rke", RKE).join("rke");
+    let kubectl = build_module("kubernetes", "v1.32.9").join("kubectl");
+    let rkers = PathBuf::from(env!("CARGO_BIN_EXE_rkers"));
+
+    // RKE's metadata and rkers' name the same images, so the sandbox's serve both.
+    let images = |bin: &Path| {
+        let (ok, out) =
+            run(Command::new(bin).args(["config", "--system-images", "--version", VERSION]));
+        assert!(ok, "{} config --system-images: {out}", bin.display());
+        let mut list: Vec<String> = out
+            .lines()
+            .filter(|l| !l.contains("level=") && !l.trim().is_empty())
+            .map(str::to_string)
+            .collect();
+        list.sort();
+        list
+    };
+    assert_eq!(
+        images(&rke),
+        images(&rkers),
+        "RKE {RKE} and rkers ask for other images"
+    );
+
+    let work = sb.dir.join("e2e-rke1");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let config = work.join("cluster.yml");
+    std::fs::copy(&yml, &config).unwrap();
+    let kubeconfig = work.join("kube_config_cluster.yml");
+
+    // 1. RKE builds the cluster.
+    let t = Instant::now();
+    let (ok, out) =
+        run(Command::new(&rke)
+            .current_dir(&work)
+            .args(["up", "--config", "cluster.yml"]));
+    assert!(ok, "rke up failed:\n{out}");
+    eprintln!("rke {RKE} up {VERSION}: {:.1}s", t.elapsed().as_secs_f64());
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let (ok, nodes) = run(Command::new(&kubectl)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["get", "nodes", "--no-headers"]));
+        let ready = ok
+            && nodes
+                .lines()
+                .filter(|l| l.split_whitespace().nth(1) == Some("Ready"))
+                .count()
+                == 3;
+        if ready {
+            eprintln!("{nodes}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nodes not Ready after rke up:\n{nodes}"
+        );
+        std::thread::sleep(Duration::from_secs(3));
+    }
+    // The addon pods RKE's jobs started are running before anything is recorded.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let (ok, pods) = run(Command::new(&kubectl)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["get", "pods", "-A", "--no-headers"]));
+        let settled = ok
+            && pods.lines().count() > 0
+            && pods.lines().all(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.get(3) == Some(&"Completed")
+                    || (f.get(3) == Some(&"Running")
+                        && f.get(2)
+                            .is_some_and(|r| r.split_once('/').is_some_and(|(a, b)| a == b)))
+            });
+        if settled {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "RKE's addons did not settle:\n{pods}"
+        );
+        std::thread::sleep(Duration::from_secs(3));
+    }
+    let rke_state = std::fs::read_to_string(work.join("cluster.rkestate")).unwrap();
+    let before = containers(&sb);
+
+    let rkers_cmd = |args: &[&str]| {
+        run(Command::new(&rkers)
+            .current_dir(&work)
+            .args(args)
+            .arg("--config")
+            .arg(&config)
+            .arg("--known-hosts")
+            .arg(sb.dir.join("ssh/known_hosts")))
+    };
+
+    // 2. The dry run: an adoption with nothing to do to a container or an addon.
+    let (ok, dry) = rkers_cmd(&["up", "--dry-run"]);
+    assert!(ok, "rkers up --dry-run failed:\n{dry}");
+    assert!(dry.contains("Adopting"), "{dry}");
+    assert!(
+        !dry.contains("recreate container") && !dry.contains("restart container"),
+        "the adoption restarts containers RKE {RKE} built:\n{dry}"
+    );
+    let planned: Vec<&str> = actions(&dry)
+        .into_iter()
+        .filter(|a| !a.contains("save the state"))
+        .collect();
+    assert!(
+        planned.is_empty(),
+        "the adoption of RKE {RKE}'s cluster plans actions:\n{}\n\nwhole dry run:\n{dry}",
+        planned.join("\n")
+    );
+    assert_eq!(containers(&sb), before, "the dry run changed a container");
+
+    // 3. The run keeps every container, IDs and start times.
+    let t = Instant::now();
+    let (ok, out) = rkers_cmd(&["up", "--yes"]);
+    assert!(ok, "rkers up --yes failed:\n{out}");
+    eprintln!("rkers up (adoption): {:.1}s", t.elapsed().as_secs_f64());
+    assert_eq!(
+        containers(&sb),
+        before,
+        "rkers up restarted or replaced a container"
+    );
+    let written = std::fs::read_to_string(work.join("cluster.rkestate")).unwrap();
+    assert_ne!(written, rke_state, "rkers wrote no state");
+
+    // 4. Nothing left to do.
+    let (ok, dry) = rkers_cmd(&["up", "--dry-run"]);
+    assert!(ok, "{dry}");
+    assert!(!dry.contains("Adopting"), "{dry}");
+    assert!(
+        actions(&dry).is_empty(),
+        "the second dry run plans actions:\n{dry}"
+    );
+
+    // 5. RKE runs on the state rkers wrote, and restarts nothing either.
+    let (ok, out) =
+        run(Command::new(&rke)
+            .current_dir(&work)
+            .args(["up", "--config", "cluster.yml"]));
+    assert!(ok, "rke up on the state rkers wrote failed:\n{out}");
+    let after_rke: Vec<String> = containers(&sb)
+        .into_iter()
+        .filter(|l| rke_keeps(l))
+        .collect();
+    let before_rke: Vec<String> = before.iter().filter(|l| rke_keeps(l)).cloned().collect();
+    assert_eq!(
+        after_rke, before_rke,
+        "rke up after rkers restarted a container"
+    );
+    eprintln!("the whole test: {:.1}s", started.elapsed().as_secs_f64());
+    let _ = sb.sandbox(&["down", "--purge"]);
+}
