@@ -11,6 +11,8 @@
 //!    start time.
 //! 4. The next `rkers up --dry-run` plans nothing and no longer speaks of adopting.
 //! 5. RKE v1.8.14's `up` runs on the state rkers wrote and restarts nothing either.
+//! 6. Each host's Docker is upgraded in place to 29.7.1 (built from its modules); rkers then
+//!    plans nothing and restarts nothing on Docker 29 (issue 48, item 5's adoption).
 //!
 //! The sandbox instance is `RKERS_REAL_E2E` (the one `tests/e2e_real_cluster.rs` uses; the two
 //! run one at a time), with the hosts' packaged Docker 20.10: RKE v1.8's own Docker client
@@ -76,6 +78,46 @@ fn rke_keeps(line: &str) -> bool {
         && !line.contains("/etcd-rolling-snapshots ")
 }
 
+/// Waits until the three nodes are Ready and every pod is Running with all its containers ready
+/// (or Completed, RKE's addon jobs), so that nothing is recorded mid-start.
+fn wait_settled(kubectl: &Path, kubeconfig: &Path, after: &str) {
+    let get = |args: &[&str]| {
+        run(Command::new(kubectl)
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(args))
+    };
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let (nodes_ok, nodes) = get(&["get", "nodes", "--no-headers"]);
+        let (pods_ok, pods) = get(&["get", "pods", "-A", "--no-headers"]);
+        let ready = nodes_ok
+            && nodes
+                .lines()
+                .filter(|l| l.split_whitespace().nth(1) == Some("Ready"))
+                .count()
+                == 3;
+        let settled = pods_ok
+            && pods.lines().count() > 0
+            && pods.lines().all(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.get(3) == Some(&"Completed")
+                    || (f.get(3) == Some(&"Running")
+                        && f.get(2)
+                            .is_some_and(|r| r.split_once('/').is_some_and(|(a, b)| a == b)))
+            });
+        if ready && settled {
+            eprintln!("after {after}:\n{nodes}");
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not settled 300 s after {after}:\n{nodes}\n{pods}"
+        );
+        std::thread::sleep(Duration::from_secs(3));
+    }
+}
+
 /// The lines of a dry run that are actions (`  - ...`), outside the adoption summary.
 fn actions(dry: &str) -> Vec<&str> {
     dry.lines()
@@ -134,53 +176,10 @@ fn a_cluster_the_real_rke_v1_8_built_is_adopted_without_a_restart_and_rke_still_
             .args(["up", "--config", "cluster.yml"]));
     assert!(ok, "rke up failed:\n{out}");
     eprintln!("rke {RKE} up {VERSION}: {:.1}s", t.elapsed().as_secs_f64());
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        let (ok, nodes) = run(Command::new(&kubectl)
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(["get", "nodes", "--no-headers"]));
-        let ready = ok
-            && nodes
-                .lines()
-                .filter(|l| l.split_whitespace().nth(1) == Some("Ready"))
-                .count()
-                == 3;
-        if ready {
-            eprintln!("{nodes}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "nodes not Ready after rke up:\n{nodes}"
-        );
-        std::thread::sleep(Duration::from_secs(3));
-    }
-    // The addon pods RKE's jobs started are running before anything is recorded.
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        let (ok, pods) = run(Command::new(&kubectl)
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(["get", "pods", "-A", "--no-headers"]));
-        let settled = ok
-            && pods.lines().count() > 0
-            && pods.lines().all(|l| {
-                let f: Vec<&str> = l.split_whitespace().collect();
-                f.get(3) == Some(&"Completed")
-                    || (f.get(3) == Some(&"Running")
-                        && f.get(2)
-                            .is_some_and(|r| r.split_once('/').is_some_and(|(a, b)| a == b)))
-            });
-        if settled {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "RKE's addons did not settle:\n{pods}"
-        );
-        std::thread::sleep(Duration::from_secs(3));
-    }
+    let settle = |after: &str| {
+        wait_settled(&kubectl, &kubeconfig, after);
+    };
+    settle("rke up");
     let rke_state = std::fs::read_to_string(work.join("cluster.rkestate")).unwrap();
     let before = containers(&sb);
 
@@ -250,6 +249,36 @@ fn a_cluster_the_real_rke_v1_8_built_is_adopted_without_a_restart_and_rke_still_
         after_rke, before_rke,
         "rke up after rkers restarted a container"
     );
+
+    // 6. The hosts' Docker upgraded in place to 29.7.1, one host after the other as an operator
+    //    would (dockerd restarts: every container restarts with it, same IDs); rkers then finds
+    //    nothing to do on Docker 29 either, and restarts nothing.
+    for host in HOSTS {
+        sb.sandbox(&["docker", host, "29"]);
+        let (ok, server) = sb.on_host(host, "docker version --format '{{.Server.Version}}'");
+        assert!(ok && server.trim() == "29.7.1", "{host}: Docker {server}");
+        settle(&format!("{host}'s Docker 29.7.1"));
+    }
+    let on_29 = containers(&sb);
+    let (ok, dry) = rkers_cmd(&["up", "--dry-run"]);
+    assert!(ok, "rkers up --dry-run on Docker 29 failed:\n{dry}");
+    let planned: Vec<&str> = actions(&dry)
+        .into_iter()
+        .filter(|a| !a.contains("save the state"))
+        .collect();
+    assert!(
+        planned.is_empty(),
+        "on Docker 29 rkers plans actions:\n{}\n\nwhole dry run:\n{dry}",
+        planned.join("\n")
+    );
+    let (ok, out) = rkers_cmd(&["up", "--yes"]);
+    assert!(ok, "rkers up --yes on Docker 29 failed:\n{out}");
+    assert_eq!(
+        containers(&sb),
+        on_29,
+        "rkers up on Docker 29 restarted a container"
+    );
+
     eprintln!("the whole test: {:.1}s", started.elapsed().as_secs_f64());
     let _ = sb.sandbox(&["down", "--purge"]);
 }

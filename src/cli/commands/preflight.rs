@@ -19,6 +19,8 @@ pub async fn run(
         ignore_docker_version: args.connect.ignore_docker_version
             || c.ignore_docker_version.unwrap_or(false),
         port_checks,
+        refuse_cgroup_v1: crate::plan::kubelet_refuses_cgroup_v1(c)
+            .then(|| c.kubernetes_version.clone()),
     };
     let targets = cluster.ssh_targets(args.connect.ssh_agent_auth);
     let (report, pool) = preflight::run(

@@ -78,6 +78,20 @@ pub const CONTAINER_NAME_LABEL: &str = "io.rancher.rke.container.name";
 pub const ETCD_DONT_CARE_FLAGS: &[&str] = &["--initial-cluster", "--initial-cluster-state"];
 
 /// Whether a rendered etcd argument (`--name=value` or bare `--name`) is one `diff` ignores.
+/// Whether the cluster's kubelet refuses to start on a cgroup v1 host: from v1.35 (KEP-5573,
+/// Remove cgroup v1 support, beta) unless `services.kubelet.extra_args` sets `fail-cgroupv1`
+/// to `false`. `up` and `preflight` refuse such hosts before anything changes: kubelet would
+/// restart for ever on each of them.
+pub fn kubelet_refuses_cgroup_v1(cfg: &crate::config::RkeConfig) -> bool {
+    util::at_least(&cfg.kubernetes_version, 1, 35)
+        && cfg
+            .services
+            .kubelet
+            .extra_args
+            .get("fail-cgroupv1")
+            .is_none_or(|v| v.trim() != "false")
+}
+
 pub fn is_etcd_dont_care_arg(arg: &str) -> bool {
     let name = arg.split_once('=').map_or(arg, |(name, _)| name);
     ETCD_DONT_CARE_FLAGS.contains(&name)

@@ -154,6 +154,11 @@ pub enum HostError {
         op: String,
         detail: String,
     },
+    /// kubelet v1.35 and later refuse a cgroup v1 host (KEP-5573).
+    #[error(
+        "host {host}: its Docker runs on cgroup v1, on which kubelet {version} refuses to start (Kubernetes v1.35 and later, KEP-5573): boot the host with cgroup v2 (systemd.unified_cgroup_hierarchy=1 on the kernel command line), or keep cgroup v1 a while longer with services.kubelet.extra_args.fail-cgroupv1: \"false\" (deprecated; upstream removes cgroup v1 no earlier than v1.38)"
+    )]
+    CgroupV1 { host: String, version: String },
     /// The cluster's container runtime and this host's Docker share no Engine API version.
     #[error(
         "host {host}: {reason}: {remedy} (ignore_docker_version: true or --ignore-docker-version goes ahead anyway)"
@@ -217,6 +222,7 @@ impl HostError {
             | HostError::DockerNoTransport { host, .. }
             | HostError::Docker { host, .. }
             | HostError::UnsupportedDockerVersion { host, .. }
+            | HostError::CgroupV1 { host, .. }
             | HostError::Exec { host, .. }
             | HostError::Ssh { host, .. }
             | HostError::Container { host, .. } => host,
@@ -249,6 +255,7 @@ impl HostError {
             HostError::DockerNoTransport { .. } => "docker-no-transport",
             HostError::Docker { .. } => "docker",
             HostError::UnsupportedDockerVersion { .. } => "unsupported-docker-version",
+            HostError::CgroupV1 { .. } => "cgroup-v1",
             HostError::Exec { .. } => "exec",
             HostError::Ssh { .. } => "ssh",
             HostError::Container { .. } => "container",

@@ -87,6 +87,22 @@ impl HostFacts {
     }
 }
 
+/// The refusal of a Linux host on cgroup v1 when the cluster's kubelet (`version`) refuses such
+/// hosts ([`crate::plan::kubelet_refuses_cgroup_v1`]).
+pub fn cgroup_v1_check(
+    host: &str,
+    facts: &HostFacts,
+    refuses: bool,
+    version: &str,
+) -> Option<HostError> {
+    (refuses && !facts.is_windows() && facts.cgroup_version.trim() == "1").then(|| {
+        HostError::CgroupV1 {
+            host: host.to_owned(),
+            version: version.to_owned(),
+        }
+    })
+}
+
 /// The API check of one host, as the error `up` and `preflight` refuse the host with when the
 /// runtime cannot drive its Docker.
 pub fn docker_api_check(
@@ -104,4 +120,61 @@ pub fn docker_api_check(
             remedy: remedy.to_owned(),
         });
     (check, error)
+}
+
+#[cfg(test)]
+mod cgroup_v1_tests {
+    use super::*;
+
+    fn facts(os_type: &str, cgroup_version: &str) -> HostFacts {
+        HostFacts {
+            os_type: os_type.into(),
+            operating_system: "Debian GNU/Linux 12 (bookworm)".into(),
+            kernel: "6.1.0".into(),
+            arch: "x86_64".into(),
+            cgroup_driver: "cgroupfs".into(),
+            cgroup_version: cgroup_version.into(),
+            docker_version: "29.7.1".into(),
+            api_version: "1.55".into(),
+            engine_api_version: "1.55".into(),
+            engine_min_api_version: "1.40".into(),
+            selinux: false,
+            docker_root_dir: "/var/lib/docker".into(),
+            transport: DockerTransport::StreamLocal,
+            transport_reason: TransportReason::SocketForwarded,
+        }
+    }
+
+    #[test]
+    fn a_cgroup_v1_linux_host_is_refused_only_when_kubelet_refuses_it() {
+        let v1 = facts("linux", "1");
+        let e = cgroup_v1_check("host1", &v1, true, "v1.35.5-rkers1").expect("refused");
+        assert_eq!(e.kind(), "cgroup-v1");
+        let text = e.to_string();
+        assert!(text.starts_with("host host1: "), "{text}");
+        assert!(text.contains("fail-cgroupv1: \"false\""), "{text}");
+        assert!(
+            text.contains("systemd.unified_cgroup_hierarchy=1"),
+            "{text}"
+        );
+        assert!(cgroup_v1_check("host1", &v1, false, "v1.34.10-rkers1").is_none());
+        assert!(cgroup_v1_check("host1", &facts("linux", "2"), true, "v1.35.5").is_none());
+        assert!(cgroup_v1_check("win1", &facts("windows", ""), true, "v1.35.5").is_none());
+    }
+
+    #[test]
+    fn kubelet_refuses_cgroup_v1_from_v1_35_unless_fail_cgroupv1_is_false() {
+        let mut cfg = crate::config::RkeConfig {
+            kubernetes_version: "v1.34.10-rkers1".into(),
+            ..Default::default()
+        };
+        assert!(!crate::plan::kubelet_refuses_cgroup_v1(&cfg));
+        cfg.kubernetes_version = "v1.35.5-rkers1".into();
+        assert!(crate::plan::kubelet_refuses_cgroup_v1(&cfg));
+        cfg.services
+            .kubelet
+            .extra_args
+            .insert("fail-cgroupv1".into(), "false".into());
+        assert!(!crate::plan::kubelet_refuses_cgroup_v1(&cfg));
+    }
 }

@@ -35,7 +35,7 @@ pub use container::{ContainerSpec, ObservedContainer, PortBinding, RestartPolicy
 pub use docker::{
     DockerClient, DockerTransport, OneShotResult, PullProgress, TransportReason, UploadOptions,
 };
-pub use facts::{HostFacts, docker_api_check};
+pub use facts::{HostFacts, cgroup_v1_check, docker_api_check};
 pub use link::{HostLink, LinkOpener};
 pub use pool::{Host, HostAttempt, HostPool, HostProblems};
 pub use ports::{PortCheckFailure, PortCheckPlan, PortHost, check_cluster_ports};

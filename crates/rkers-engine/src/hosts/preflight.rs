@@ -22,6 +22,8 @@ pub struct PreflightOptions {
     pub ignore_docker_version: bool,
     /// Port checks between roles; `None` skips them.
     pub port_checks: Option<PortCheckPlan>,
+    /// The cluster's Kubernetes version when its kubelet refuses cgroup v1 hosts.
+    pub refuse_cgroup_v1: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -314,6 +316,12 @@ pub fn host_report(a: &HostAttempt, opts: &PreflightOptions) -> HostReport {
                 warnings.extend(check.all_warnings());
                 check
             });
+            if let Some(version) = &opts.refuse_cgroup_v1
+                && let Some(e) = super::facts::cgroup_v1_check(&a.target.name, f, true, version)
+            {
+                problem_kind.get_or_insert_with(|| e.kind().to_owned());
+                problems.push(e.to_string());
+            }
             if let Some(n) = d.transport_note() {
                 warnings.push(n.to_owned());
             }

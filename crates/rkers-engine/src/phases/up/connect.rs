@@ -162,8 +162,17 @@ pub(super) fn check_docker_versions(
     let ignore =
         opts.ignore_docker_version_flag || cluster.config.ignore_docker_version.unwrap_or(false);
     let runtime = cluster.runtime_client();
+    let refuses_cgroup_v1 = crate::plan::kubelet_refuses_cgroup_v1(&cluster.config);
     let mut problems = Vec::new();
     for host in pool.hosts() {
+        if let Some(e) = hosts::cgroup_v1_check(
+            host.name(),
+            host.facts(),
+            refuses_cgroup_v1,
+            &cluster.config.kubernetes_version,
+        ) {
+            problems.push((host.name().to_string(), e.to_string()));
+        }
         let (check, refusal) = hosts::docker_api_check(host.name(), host.facts(), &runtime, ignore);
         for warning in check.all_warnings() {
             reporter.warn(format!("host {}: {warning}", host.name()));
