@@ -615,6 +615,42 @@ fn every_dry_run_fails_as_its_run_does_when_no_host_can_be_reached() {
     }
 }
 
+/// `remove --dind --dry-run` said what it would remove and exited 0 whatever the run would
+/// do; now it reaches the outer Docker daemon as the run does: with no daemon at DOCKER_HOST
+/// both exit 1, with a DOCKER_HOST that is no endpoint both exit 2.
+#[test]
+fn remove_dind_dry_run_exits_as_its_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cluster(dir.path(), "cluster.yml", UNREACHABLE);
+    let no_daemon = format!("unix://{}", dir.path().join("no-docker.sock").display());
+    for (docker_host, code) in [(no_daemon.as_str(), 1), ("bogus://what", 2)] {
+        let exit = |extra: &str| {
+            rkers()
+                .env("DOCKER_HOST", docker_host)
+                .args(["remove", "--dind", extra, "--config"])
+                .arg(&path)
+                .output()
+                .unwrap()
+        };
+        let (run, dry) = (exit("--force"), exit("--dry-run"));
+        let said = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(
+            run.status.code(),
+            Some(code),
+            "{docker_host}: {}",
+            said(&run)
+        );
+        assert_eq!(
+            dry.status.code(),
+            run.status.code(),
+            "{docker_host}: {}",
+            said(&dry)
+        );
+    }
+    // Nothing was removed by either.
+    assert!(path.exists());
+}
+
 /// Runs `args` on `config` with `--output json` (host keys recorded under `dir`): the exit
 /// code, the last event and stderr.
 fn run_json(args: &[&str], config: &Path, dir: &Path) -> (Option<i32>, serde_json::Value, String) {

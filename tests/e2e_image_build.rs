@@ -4,9 +4,11 @@
 //! `kubernetes-server-linux-amd64.tar.gz` lays them out (`kubernetes/server/bin/<binary>`), packed
 //! the same way (tar, gzip) with its `.sha512` beside it, as dl.k8s.io publishes it. The base is
 //! the sandbox's own Kubernetes image with every Kubernetes binary removed, so the cluster can
-//! only run if the binaries came from the tarball. cri-dockerd is a stand-in file: Kubernetes
-//! v1.20 runs dockershim, and no cri-dockerd binary can be built here; the test checks it lands on
-//! the image's PATH.
+//! only run if the binaries came from the tarball. cri-dockerd is a stand-in (a copy of
+//! kube-proxy: image build takes only a Linux executable of the binaries' architecture):
+//! Kubernetes v1.20 runs dockershim, and no cri-dockerd binary can be built here; the test checks
+//! it lands on the image's PATH. The tarball records its version in
+//! `kube-apiserver.docker_tag`, as the official one does: rkers never runs an input to ask it.
 //!
 //! 1. `rkers image build` on host1's Docker over SSH, pushed to the sandbox registry with the
 //!    `private_registries` credentials; the `system_images` lines printed; the labels record the
@@ -59,6 +61,7 @@ fn server_tarball(dir: &Path) -> std::path::PathBuf {
             .or_else(|_| std::fs::copy(k8s_bin().join(b), bin.join(b)).map(|_| ()))
             .unwrap();
     }
+    std::fs::write(bin.join("kube-apiserver.docker_tag"), "v1.20.2\n").unwrap();
     let tarball = dir.join("kubernetes-server-linux-amd64.tar.gz");
     sh(&format!(
         "cd {d} && tar -cf - kubernetes | gzip -1 > {t} && sha512sum {n} > {n}.sha512",
@@ -84,7 +87,9 @@ async fn a_server_tarball_becomes_the_image_the_cluster_runs() {
     let work = tempfile::tempdir().unwrap();
     let tarball = server_tarball(work.path());
     let cri = work.path().join("cri-dockerd");
-    std::fs::write(&cri, "#!/bin/sh\necho cri-dockerd stand-in\n").unwrap();
+    std::fs::copy(k8s_bin().join("kube-proxy"), &cri).unwrap();
+    let cri_sha = sh(&format!("sha256sum {}", cri.display()));
+    let cri_sha = cri_sha.split_whitespace().next().unwrap().to_owned();
     eprintln!("inputs packed in {:.1}s", started.elapsed().as_secs_f64());
 
     // A base without Kubernetes: the sandbox's image minus its binaries.
@@ -166,11 +171,14 @@ async fn a_server_tarball_becomes_the_image_the_cluster_runs() {
     let inside = e.env.on_host(
         "host1",
         &format!(
-            "docker run --rm --entrypoint sh {tag} -c 'sha256sum /usr/local/bin/kubelet; cri-dockerd; command -v hyperkube'"
+            "docker run --rm --entrypoint sh {tag} -c 'sha256sum /usr/local/bin/kubelet \"$(command -v cri-dockerd)\"; command -v hyperkube'"
         ),
     );
     assert!(inside.contains(kubelet_sha), "{inside}");
-    assert!(inside.contains("cri-dockerd stand-in"), "{inside}");
+    assert!(
+        inside.contains(&format!("{cri_sha}  /usr/local/bin/cri-dockerd")),
+        "{inside}"
+    );
     assert!(inside.contains("/usr/local/bin/hyperkube"), "{inside}");
     let tags = sh(&format!(
         "curl -sf http://{}/v2/rkers-test/hyperkube-built/tags/list",

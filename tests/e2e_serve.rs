@@ -707,6 +707,82 @@ fn serve_refuses_bad_key_and_tokens_files() {
         !dir.path().join("db").exists(),
         "nothing was created before the checks"
     );
+
+    // A database another key wrote: refused at start, where it said ok on /healthz and then
+    // answered 500 to every cluster call.
+    std::fs::write(&tokens, format!("{TOKEN}\n")).unwrap();
+    let database = format!("sqlite://{}", dir.path().join("db").display());
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let db = rkers::serve::Db::connect(&database).await.unwrap();
+        rkers::serve::check_key(&db, &rkers::serve::SecretBox::new(&[8u8; 32]))
+            .await
+            .unwrap();
+    });
+    let out = refused_within_10s(
+        Command::new(env!("CARGO_BIN_EXE_rkers"))
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--database",
+                &database,
+                "--tokens-file",
+            ])
+            .arg(&tokens)
+            .arg("--secret-key-file")
+            .arg(&key),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("this --secret-key-file is not the key the database was written with"),
+        "{err}"
+    );
+
+    // A TLS key others may read is refused like the other secrets; a certificate is required
+    // with it.
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert, tls_key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&tls_key, made.signing_key.serialize_pem()).unwrap();
+    mode(&tls_key, 0o644);
+    let out = refused_within_10s(
+        Command::new(env!("CARGO_BIN_EXE_rkers"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--database", &database])
+            .arg("--tokens-file")
+            .arg(&tokens)
+            .arg("--secret-key-file")
+            .arg(&key)
+            .arg("--tls-cert")
+            .arg(&cert)
+            .arg("--tls-key")
+            .arg(&tls_key),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the TLS key is open to other users"), "{err}");
+}
+
+/// Runs a server start that must be refused: a server that started instead is killed after
+/// 10 s and fails the test, rather than holding it until nextest's limit.
+fn refused_within_10s(cmd: &mut Command) -> std::process::Output {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(Duration::from_secs(10)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+            panic!("rkers serve started instead of refusing");
+        }
+    }
 }
 
 /// Defect: SIGTERM ended `rkers serve` with its operations "running" for ever and their event

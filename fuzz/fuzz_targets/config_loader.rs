@@ -1,5 +1,7 @@
-//! cluster.yml loader on arbitrary text: must return Ok or an error, never panic. Whatever
-//! loads is then defaulted, validated and converted to state JSON and back.
+//! cluster.yml loader on arbitrary bytes, read from a file as `--config` reads it (the bounded
+//! read and its UTF-8 check first): must return Ok or an error, never panic, and agree with the
+//! text loader. Whatever loads is then defaulted, validated and converted to state JSON and
+//! back.
 #![no_main]
 
 use std::collections::BTreeMap;
@@ -7,11 +9,32 @@ use std::collections::BTreeMap;
 use libfuzzer_sys::fuzz_target;
 use rkers::config::{self, RkeConfig, StaticCatalog};
 
+/// One file per fuzzing process, rewritten for each input.
+fn input_file(data: &[u8]) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("rkers-fuzz-config-{}.yml", std::process::id()));
+    std::fs::write(&path, data).expect("the temp dir is writable");
+    path
+}
+
 fuzz_target!(|data: &[u8]| {
+    let from_file = config::load_file(&input_file(data));
     let Ok(text) = std::str::from_utf8(data) else {
+        assert!(from_file.is_err(), "bytes that are not UTF-8 loaded as a cluster.yml");
         return;
     };
-    let Ok(mut loaded) = config::load_str(text, "fuzz.yml") else {
+    let from_text = config::load_str(text, "fuzz.yml");
+    // A NUL marks a binary file, which only the file loader refuses (the text loader is given
+    // text); otherwise the two agree.
+    if text.contains('\0') {
+        assert!(from_file.is_err(), "a file with a NUL byte loaded as a cluster.yml");
+    } else {
+        assert_eq!(
+            from_file.is_ok(),
+            from_text.is_ok(),
+            "the file and text loaders disagree"
+        );
+    }
+    let Ok(mut loaded) = from_text else {
         return;
     };
     let mut images = BTreeMap::new();

@@ -46,6 +46,7 @@ pub use crate::state::{
 pub use cert_rotate::{CertRotateRequest, cert_rotate};
 pub use remove::{RemoveRequest, remove};
 pub use rollback::{RollbackOutcome, RollbackRequest, rollback};
+pub use run::stale_scratch_dirs;
 pub use snapshots::{snapshot_restore, snapshot_save};
 pub use tokio_util::sync::CancellationToken;
 pub use transport::{SshTransport, TransportFactory};

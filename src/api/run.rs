@@ -121,10 +121,91 @@ pub(super) fn input_config(op: &Operation) -> Result<config::Loaded, config::Con
 /// The name the config is given in messages.
 pub(super) const CONFIG_NAME: &str = "cluster.yml";
 
+/// What every scratch directory's name starts with.
+const SCRATCH_PREFIX: &str = "rkers-op-";
+/// The file in each scratch directory its run holds an exclusive `flock` on: the kernel drops
+/// it with the process, so a directory whose lock can be taken outlived its run.
+const SCRATCH_OWNER: &str = ".owner.lock";
+/// How old a scratch directory without its lock file must be to count as a leftover: younger,
+/// its run may be between making the directory and locking.
+const SCRATCH_UNLOCKED_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A run's scratch directory, private to the user (0700: the state with the CA keys and the
+/// kubeconfig are written in it), removed when dropped, and locked while its run lives.
+pub(crate) struct Scratch {
+    dir: tempfile::TempDir,
+    /// Dropped after `dir`: the lock lasts until the directory is gone.
+    _owner: std::fs::File,
+}
+
+impl Scratch {
+    pub(crate) fn new(parent: Option<&Path>) -> std::io::Result<Scratch> {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let mut builder = tempfile::Builder::new();
+        builder
+            .prefix(SCRATCH_PREFIX)
+            .permissions(std::fs::Permissions::from_mode(0o700));
+        let dir = match parent {
+            Some(parent) => builder.tempdir_in(parent),
+            None => builder.tempdir(),
+        }?;
+        let owner = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(dir.path().join(SCRATCH_OWNER))?;
+        owner.lock()?;
+        Ok(Scratch { dir, _owner: owner })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// The scratch directories in `parent` that outlived their run (killed with SIGKILL, or a
+/// machine that lost power): this user's `rkers-op-*` directories whose lock no process holds.
+pub fn stale_scratch_dirs(parent: &Path) -> Vec<std::path::PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let mut stale = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let named = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(SCRATCH_PREFIX));
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !named || !meta.is_dir() || meta.uid() != me {
+            continue;
+        }
+        let leftover = match std::fs::File::open(path.join(SCRATCH_OWNER)) {
+            // Taken only to look: dropping the file releases it at once.
+            Ok(owner) => owner.try_lock().is_ok(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => meta
+                .modified()
+                .ok()
+                .and_then(|m| m.elapsed().ok())
+                .is_some_and(|age| age > SCRATCH_UNLOCKED_AGE),
+            Err(_) => false,
+        };
+        if leftover {
+            stale.push(path);
+        }
+    }
+    stale
+}
+
 /// One run's scratch directory, seeded from the store, and the cluster the phases see.
 pub(super) struct Run {
     /// Held for its removal when the run ends (it holds private keys).
-    _scratch: tempfile::TempDir,
+    _scratch: Scratch,
     pub(super) cluster: Cluster,
     pub(super) loaded: Loaded,
     /// The state document as it was written into the scratch directory.
@@ -157,13 +238,8 @@ impl Run {
         if op.cancel.is_cancelled() {
             return Err(ApiError::Cancelled);
         }
-        let scratch = match &op.scratch_parent {
-            Some(parent) => tempfile::Builder::new()
-                .prefix("rkers-op-")
-                .tempdir_in(parent),
-            None => tempfile::Builder::new().prefix("rkers-op-").tempdir(),
-        }
-        .map_err(|e| ApiError::Failed(format!("cannot make a scratch directory: {e}")))?;
+        let scratch = Scratch::new(op.scratch_parent.as_deref())
+            .map_err(|e| ApiError::Failed(format!("cannot make a scratch directory: {e}")))?;
         let files = ClusterFiles::from_config_path(&scratch.path().join(CONFIG_NAME));
 
         // Read first: a version without published metadata takes its images from the state.
@@ -312,5 +388,38 @@ pub(super) fn seed_kubeconfig(state: &StateFile, path: &Path) -> Result<(), ApiE
     match admin {
         Some(cert) if !cert.config.is_empty() => write_private(path, cert.config.as_bytes()),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Scratch directories were 0755 and, after a kill -9, stayed with the state and the
+    /// kubeconfig in them; now they are 0700 and one no process holds is found as a leftover.
+    #[test]
+    fn a_scratch_directory_is_private_and_found_once_its_run_is_gone() {
+        use std::os::unix::fs::PermissionsExt;
+        let parent = tempfile::tempdir().unwrap();
+        let live = Scratch::new(Some(parent.path())).unwrap();
+        let mode = std::fs::metadata(live.path()).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        assert_eq!(
+            stale_scratch_dirs(parent.path()),
+            Vec::<std::path::PathBuf>::new()
+        );
+
+        // What a killed run leaves: the directory, and no process holding its lock.
+        let killed = Scratch::new(Some(parent.path())).unwrap();
+        let Scratch { dir, _owner } = killed;
+        let left = dir.keep();
+        drop(_owner);
+        assert_eq!(stale_scratch_dirs(parent.path()), vec![left.clone()]);
+
+        // A directory just made, not yet locked, and other names are left alone.
+        std::fs::create_dir(parent.path().join("rkers-op-new")).unwrap();
+        std::fs::create_dir(parent.path().join("other")).unwrap();
+        assert_eq!(stale_scratch_dirs(parent.path()), vec![left]);
+        drop(live);
     }
 }

@@ -496,8 +496,8 @@ pub struct ImageBuildArgs {
     /// The cri-dockerd file's checksum (sha256:HEX or sha512:HEX), instead of a file beside it.
     #[arg(long, value_name = "DIGEST")]
     pub cri_dockerd_checksum: Option<String>,
-    /// The Kubernetes version, when it cannot be read from the inputs (the tarball's
-    /// kube-apiserver.docker_tag, or `kube-apiserver --version` run here); must agree with it.
+    /// The Kubernetes version, when the inputs do not record it (the tarball's
+    /// kube-apiserver.docker_tag); must agree with it. No input is run to ask it.
     #[arg(long, value_name = "vX.Y.Z")]
     pub kubernetes_version: Option<String>,
     /// The node whose Docker builds the image (its address or hostname_override) [default: the

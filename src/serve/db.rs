@@ -98,10 +98,14 @@ pub async fn create_postgres_database(url: &str) -> Result<String, DbError> {
 /// The lock row `/healthz` writes and rolls back (an existing row of that name is left alone).
 const HEALTH_PROBE_KEY: &str = "..healthz";
 
-/// Creates the SQLite file and its directories private to the server's user (existing ones are
-/// left as they are).
+/// The one row of `key_check`.
+const KEY_CHECK_ID: &str = "secret-key";
+
+/// Creates the SQLite file and its directories private to the server's user. An existing file
+/// (or journal) others may read is made private: it holds sealed secrets, and its journal files
+/// take its mode.
 fn create_private_file(path: &std::path::Path) -> Result<(), DbError> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
     let io = |what: &std::path::Path| {
         let what = what.display().to_string();
         move |e| DbError {
@@ -122,6 +126,21 @@ fn create_private_file(path: &std::path::Path) -> Result<(), DbError> {
         .mode(0o600)
         .open(path)
         .map_err(io(path))?;
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
+        let Ok(meta) = std::fs::symlink_metadata(&file) else {
+            continue;
+        };
+        let mode = meta.permissions().mode() & 0o777;
+        if meta.is_file() && mode & 0o077 != 0 {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
+                .map_err(io(&file))?;
+            tracing::warn!(
+                "{}: was open to other users (mode {mode:04o}); made 0600",
+                file.display()
+            );
+        }
+    }
     Ok(())
 }
 
@@ -161,6 +180,17 @@ pub struct StateRow {
     pub version: i64,
     pub saved_at: String,
     pub operation: Option<String>,
+}
+
+/// What a PUT of a cluster.yml did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Put {
+    Created,
+    Replaced,
+    /// Not replaced: `operation` runs on the cluster.
+    Busy {
+        operation: String,
+    },
 }
 
 /// The outcome of asking for a cluster's lock.
@@ -207,8 +237,8 @@ impl Db {
     }
 
     /// Connects and migrates. `sqlite:` URLs get their directory (0700) and file (0600)
-    /// created: the file holds sealed secrets, and SQLite gives its journal files the
-    /// database file's mode.
+    /// created, and an existing file others may read made 0600: the file holds sealed
+    /// secrets, and SQLite gives its journal files the database file's mode.
     pub async fn connect(url: &str) -> Result<Db, DbError> {
         sqlx::any::install_default_drivers();
         let mut url = url.to_string();
@@ -250,10 +280,13 @@ impl Db {
         Ok(Db { pool })
     }
 
-    /// Creates or replaces a cluster's (sealed) cluster.yml; true when it is new. Of PUTs that
-    /// race, exactly one inserts the row (the database decides), so exactly one says created.
-    pub async fn put_cluster(&self, name: &str, sealed: &str) -> Result<bool, DbError> {
+    /// Creates or replaces a cluster's (sealed) cluster.yml. Of PUTs that race, exactly one
+    /// inserts the row (the database decides), so exactly one says created. A cluster whose
+    /// lock a live operation holds keeps its config: the check and the update are one
+    /// statement, so no operation starts in between.
+    pub async fn put_cluster(&self, name: &str, sealed: &str) -> Result<Put, DbError> {
         let now = now_ms();
+        let what = || ctx(format!("cluster {name}: save"));
         let inserted = sqlx::query(
             "INSERT INTO clusters (name, config, created_at, updated_at) VALUES ($1, $2, $3, $3) \
              ON CONFLICT (name) DO NOTHING",
@@ -263,19 +296,34 @@ impl Db {
         .bind(now)
         .execute(&self.pool)
         .await
-        .map_err(ctx(format!("cluster {name}: save")))?
+        .map_err(what())?
         .rows_affected()
             == 1;
-        if !inserted {
-            sqlx::query("UPDATE clusters SET config = $2, updated_at = $3 WHERE name = $1")
-                .bind(name)
-                .bind(sealed)
-                .bind(now)
-                .execute(&self.pool)
-                .await
-                .map_err(ctx(format!("cluster {name}: save")))?;
+        if inserted {
+            return Ok(Put::Created);
         }
-        Ok(inserted)
+        let replaced = sqlx::query(
+            "UPDATE clusters SET config = $2, updated_at = $3 WHERE name = $1 \
+             AND NOT EXISTS (SELECT 1 FROM cluster_locks l \
+                             WHERE l.cluster = $1 AND l.expires_at >= $3)",
+        )
+        .bind(name)
+        .bind(sealed)
+        .bind(now)
+        .execute(&self.pool)
+        .await
+        .map_err(what())?
+        .rows_affected()
+            == 1;
+        if replaced {
+            return Ok(Put::Replaced);
+        }
+        let holder = "SELECT operation FROM cluster_locks WHERE cluster = $1";
+        let operation = self
+            .text(holder, name, format!("cluster {name}: lock"))
+            .await?
+            .unwrap_or_default();
+        Ok(Put::Busy { operation })
     }
 
     /// Whether the database can be read and written now (for `/healthz`): a write in a
@@ -296,6 +344,36 @@ impl Db {
             .await
             .map_err(ctx("health: read"))?;
         Ok(())
+    }
+
+    /// The key check's sealed value, stored from `sealed` by the first replica that asks.
+    pub async fn key_check(&self, sealed: &str) -> Result<String, DbError> {
+        sqlx::query(
+            "INSERT INTO key_check (id, sealed, created_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(KEY_CHECK_ID)
+        .bind(sealed)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await
+        .map_err(ctx("key check: write"))?;
+        let sql = "SELECT sealed FROM key_check WHERE id = $1";
+        self.text(sql, KEY_CHECK_ID, "key check: read".into())
+            .await?
+            .ok_or_else(|| ctx("key check: read")(sqlx::Error::RowNotFound))
+    }
+
+    /// One cluster's name and sealed cluster.yml (the first by name), if any: a database
+    /// written before the key check existed is checked against it.
+    pub async fn some_cluster_config(&self) -> Result<Option<(String, String)>, DbError> {
+        let row = sqlx::query("SELECT name, config FROM clusters ORDER BY name LIMIT 1")
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(ctx("clusters: read one"))?;
+        row.map(|r| Ok((r.try_get("name")?, r.try_get("config")?)))
+            .transpose()
+            .map_err(ctx("clusters: read one"))
     }
 
     pub async fn cluster_config(&self, name: &str) -> Result<Option<String>, DbError> {

@@ -8,7 +8,8 @@
 //!
 //! Endpoints (all but `/healthz` need `Authorization: Bearer <token>`):
 //! - `PUT /v1/clusters/{name}`: register or update a cluster; the body is its cluster.yml
-//!   (400 with `file:line:column` problems when invalid);
+//!   (400 with `file:line:column` problems when invalid; 409 with the running operation's id
+//!   while an operation holds the cluster);
 //! - `GET /v1/clusters`: every cluster with its newest state version and last operation;
 //! - `POST /v1/clusters/{name}/{up|remove|cert-rotate|snapshot-save|snapshot-restore|rollback}`:
 //!   starts the operation (202 with its id; 409 with the running operation's id when the
@@ -23,11 +24,15 @@
 pub mod auth;
 pub mod crypto;
 pub mod db;
+pub mod listen;
 mod ops;
 mod routes;
 pub mod store;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_listen;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -42,9 +47,29 @@ pub use routes::router;
 /// `rkers serve`'s options.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServeArgs {
-    /// Address to listen on (plain HTTP: keep it on localhost or put a TLS proxy in front).
+    /// Address to listen on. Without --tls-cert it speaks plain HTTP: keep it on localhost or
+    /// put a TLS proxy in front.
     #[arg(long, default_value = "127.0.0.1:8480")]
     pub listen: SocketAddr,
+    /// Serve HTTPS with this PEM certificate chain (server certificate first; with --tls-key).
+    /// Both files are read again when they change (looked at every 5 s).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert (mode 0600: refused when others may read it).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Connections open at once; beyond it a new connection waits in the listen backlog until
+    /// one closes (an event stream holds its connection until the operation ends).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+    /// How long a client may take to send a request's headers (and the TLS handshake) before
+    /// its connection is closed, e.g. `10s`.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub header_timeout: std::time::Duration,
+    /// How long a client may take to send a request's whole body before the request is
+    /// refused and the connection closed, e.g. `30s`.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub body_timeout: std::time::Duration,
     /// Database URL: `sqlite:///path/serve.db` (embedded) or `postgres://user@host/db` (shared
     /// by several replicas).
     #[arg(
@@ -128,6 +153,59 @@ fn refuse_shared_file(path: &std::path::Path, what: &str) -> Result<(), ServeErr
     Ok(())
 }
 
+/// The text the key check row holds, sealed with the first replica's key.
+const KEY_CHECK: &str = "rkers serve secret key check";
+
+/// Why this server's secret key was not confirmed.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyCheckError {
+    #[error(transparent)]
+    Database(#[from] db::DbError),
+    #[error(
+        "the secret key cannot decrypt {what} in the database: this --secret-key-file is not \
+         the key the database was written with"
+    )]
+    WrongKey { what: String },
+}
+
+/// Whether this server's secret key opens what the database holds: the key check row (stored
+/// by the first replica on the database) and, for a database older than that row, one
+/// cluster's config. A replica started with another `--secret-key-file` would answer 500 to
+/// every cluster call and seal new rows no other replica can read.
+pub async fn check_key(db: &Db, secrets: &SecretBox) -> Result<(), KeyCheckError> {
+    const PURPOSE: &str = "key-check";
+    let stored = db
+        .key_check(&secrets.seal(PURPOSE, KEY_CHECK.as_bytes()))
+        .await?;
+    if secrets.open(PURPOSE, &stored).is_err() {
+        return Err(KeyCheckError::WrongKey {
+            what: "the key check".into(),
+        });
+    }
+    if let Some((name, sealed)) = db.some_cluster_config().await?
+        && secrets.open(&config_purpose(&name), &sealed).is_err()
+    {
+        return Err(KeyCheckError::WrongKey {
+            what: format!("the config of cluster {name}"),
+        });
+    }
+    Ok(())
+}
+
+/// Removes the scratch directories operations of a killed server left in `parent`. Each
+/// running operation holds a lock on its own, so only those whose process is gone are taken.
+pub fn remove_scratch_leftovers(parent: &std::path::Path) {
+    for path in crate::api::stale_scratch_dirs(parent) {
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => tracing::info!(
+                "{}: removed, the scratch directory of an operation whose process ended",
+                path.display()
+            ),
+            Err(e) => tracing::warn!("{}: cannot remove this leftover: {e}", path.display()),
+        }
+    }
+}
+
 /// Starts the server and serves until the process ends. Prints one line with the address it
 /// listens on (port 0 picks a free one), for scripts and tests.
 pub async fn run(args: &ServeArgs) -> Result<(), ServeError> {
@@ -137,9 +215,23 @@ pub async fn run(args: &ServeArgs) -> Result<(), ServeError> {
         Tokens::from_file(&args.tokens_file).map_err(|e| ServeError::Setup(e.to_string()))?;
     let secrets = SecretBox::from_file(&args.secret_key_file)
         .map_err(|e| ServeError::Setup(e.to_string()))?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            refuse_shared_file(key, "TLS key")?;
+            Some(Arc::new(
+                tls::Tls::load(cert, key).map_err(|e| ServeError::Setup(e.to_string()))?,
+            ))
+        }
+        _ => None,
+    };
     let db = Db::connect(&args.database)
         .await
         .map_err(|e| ServeError::Failed(e.to_string()))?;
+    check_key(&db, &secrets).await.map_err(|e| match e {
+        KeyCheckError::Database(e) => ServeError::Failed(e.to_string()),
+        wrong => ServeError::Setup(wrong.to_string()),
+    })?;
+    remove_scratch_leftovers(&std::env::temp_dir());
     let app = App {
         db,
         secrets,
@@ -157,8 +249,9 @@ pub async fn run(args: &ServeArgs) -> Result<(), ServeError> {
     let addr = listener
         .local_addr()
         .map_err(|e| ServeError::Failed(format!("cannot listen on {}: {e}", args.listen)))?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
     println!(
-        "rkers serve: listening on http://{addr} (replica {}, database {})",
+        "rkers serve: listening on {scheme}://{addr} (replica {}, database {})",
         app.replica,
         db::shown_url(&args.database)
     );
@@ -174,18 +267,25 @@ pub async fn run(args: &ServeArgs) -> Result<(), ServeError> {
             }
         })
     };
+    let reloader = tls.clone().map(|t| t.watch(tls::RELOAD_EVERY));
+    let limits = listen::Limits {
+        max_connections: args.max_connections as usize,
+        header_timeout: args.header_timeout,
+        body_timeout: args.body_timeout,
+    };
     let stop = tokio_util::sync::CancellationToken::new();
-    let server = axum::serve(listener, router(app.clone()))
-        .with_graceful_shutdown(stop.clone().cancelled_owned());
-    let server = std::future::IntoFuture::into_future(server);
+    let server = listen::serve(listener, router(app.clone()), limits, tls, stop.clone());
     tokio::pin!(server);
     let signal = tokio::select! {
-        r = &mut server => {
+        () = &mut server => {
             sweeper.abort();
-            return r.map_err(|e| ServeError::Failed(format!("server on {addr}: {e}")));
+            return Err(ServeError::Failed(format!("server on {addr}: stopped accepting")));
         }
         signal = crate::phases::interrupt::interrupt_signal() => signal,
     };
+    if let Some(reloader) = reloader {
+        reloader.abort();
+    }
     sweeper.abort();
     // No new connection from now on; those open (event streams) go on.
     stop.cancel();
@@ -205,7 +305,7 @@ const STOP_REQUESTS: std::time::Duration = std::time::Duration::from_secs(5);
 async fn stop_gracefully(
     app: &App,
     signal: crate::phases::interrupt::Interrupt,
-    server: impl std::future::Future<Output = std::io::Result<()>>,
+    server: impl std::future::Future<Output = ()>,
 ) {
     let cancelled = app.running.close();
     tracing::info!(

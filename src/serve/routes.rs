@@ -16,6 +16,7 @@ use futures::Stream;
 use serde_json::{Value, json};
 
 use super::App;
+use super::db::Put;
 use super::ops::{self, Kind, StartError};
 use super::store::DbStateStore;
 use crate::api;
@@ -73,9 +74,16 @@ pub fn router(app: App) -> Router {
 /// How long `/healthz` waits for the database.
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// `ok` while the database can be read and written; 503 with the cause when not.
+/// `ok` while the database can be read and written and this server's secret key opens what it
+/// holds; 503 with the cause when not.
 async fn healthz(State(app): State<App>) -> Answer {
-    match tokio::time::timeout(HEALTH_TIMEOUT, app.db.check_read_write()).await {
+    let check = async {
+        app.db.check_read_write().await.map_err(|e| e.to_string())?;
+        super::check_key(&app.db, &app.secrets)
+            .await
+            .map_err(|e| e.to_string())
+    };
+    match tokio::time::timeout(HEALTH_TIMEOUT, check).await {
         Ok(Ok(())) => Ok("ok".into_response()),
         Ok(Err(e)) => Err(Failure::new(StatusCode::SERVICE_UNAVAILABLE, e)),
         Err(_) => Err(Failure::new(
@@ -206,11 +214,18 @@ async fn put_cluster(State(app): State<App>, Path(name): Path<String>, body: Str
     let sealed = app
         .secrets
         .seal(&super::config_purpose(&name), body.as_bytes());
-    let created = app
+    let created = match app
         .db
         .put_cluster(&name, &sealed)
         .await
-        .map_err(Failure::internal)?;
+        .map_err(Failure::internal)?
+    {
+        Put::Created => true,
+        Put::Replaced => false,
+        // The running operation read the config it runs with; replacing it now would make the
+        // stored config say what no run applied.
+        Put::Busy { operation } => return Err(busy(&name, &operation)),
+    };
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -274,13 +289,7 @@ async fn start(
         )
             .into_response()),
         Err(StartError::UnknownCluster) => Err(unknown_cluster(&name)),
-        Err(StartError::Busy { operation }) => Err(Failure(
-            StatusCode::CONFLICT,
-            json!({
-                "error": format!("cluster {name} is busy: operation {operation} is running on it"),
-                "operation_id": operation,
-            }),
-        )),
+        Err(StartError::Busy { operation }) => Err(busy(&name, &operation)),
         Err(StartError::ShuttingDown) => Err(Failure::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "the server is stopping and starts no operation; send the request to another \
@@ -288,6 +297,17 @@ async fn start(
         )),
         Err(StartError::Internal(e)) => Err(Failure::internal(e)),
     }
+}
+
+/// 409 for a cluster an operation holds, with that operation's id.
+fn busy(name: &str, operation: &str) -> Failure {
+    Failure(
+        StatusCode::CONFLICT,
+        json!({
+            "error": format!("cluster {name} is busy: operation {operation} is running on it"),
+            "operation_id": operation,
+        }),
+    )
 }
 
 fn unknown_cluster(name: &str) -> Failure {

@@ -15,10 +15,10 @@ use super::*;
 use crate::state::StateFile;
 use crate::state::{StateStore, StateVersion, StoreError};
 
-const TOKEN: &str = "test-token-0123456789abcdef";
+pub(super) const TOKEN: &str = "test-token-0123456789abcdef";
 
 /// One SQLite file, plus a fresh PostgreSQL database when the environment names a server.
-async fn databases() -> Vec<(String, Option<tempfile::TempDir>)> {
+pub(super) async fn databases() -> Vec<(String, Option<tempfile::TempDir>)> {
     let dir = tempfile::tempdir().unwrap();
     let mut out = vec![(
         format!("sqlite://{}", dir.path().join("serve.db").display()),
@@ -30,7 +30,7 @@ async fn databases() -> Vec<(String, Option<tempfile::TempDir>)> {
     out
 }
 
-async fn app(url: &str, replica: &str) -> App {
+pub(super) async fn app(url: &str, replica: &str) -> App {
     App {
         db: Db::connect(url).await.unwrap(),
         secrets: SecretBox::new(&[9; 32]),
@@ -41,7 +41,7 @@ async fn app(url: &str, replica: &str) -> App {
     }
 }
 
-async fn call(
+pub(super) async fn call(
     app: &App,
     method: &str,
     path: &str,
@@ -67,7 +67,7 @@ async fn call(
 
 /// A cluster.yml that validates; its one node does not exist (nothing listens on port 1), so an
 /// `up` of it fails at once, and it carries a registry password that must never come back.
-const CLUSTER_YML: &str = "nodes:
+pub(super) const CLUSTER_YML: &str = "nodes:
   - address: 127.0.0.1
     port: \"1\"
     user: root

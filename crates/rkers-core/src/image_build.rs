@@ -68,7 +68,7 @@ pub enum ImageBuildError {
     #[error("{file}: {reason}")]
     BadChecksumFile { file: String, reason: String },
     #[error(
-        "the Kubernetes version could not be read from {source_name} ({detail}); pass --kubernetes-version vX.Y.Z"
+        "the Kubernetes version could not be read from {source_name} ({detail}); pass --kubernetes-version vX.Y.Z (rkers does not run an input to ask it)"
     )]
     VersionUnknown { source_name: String, detail: String },
     #[error("--kubernetes-version {given} disagrees with {found} read from {source_name}")]
@@ -79,6 +79,114 @@ pub enum ImageBuildError {
     },
     #[error("{0}")]
     Tag(String),
+    /// A binary that cannot be what the image runs (empty, a link, a script, too large).
+    #[error(
+        "{source_name}: {binary} {reason}; the image needs the Linux executable itself, as the official server tarball holds it"
+    )]
+    NotAnExecutable {
+        source_name: String,
+        binary: String,
+        reason: String,
+    },
+    #[error(
+        "{source_name}: {binary} is an executable for {arch}, but {expected_from} is for {expected}; give the inputs of one architecture"
+    )]
+    WrongArchitecture {
+        source_name: String,
+        binary: String,
+        arch: String,
+        expected: String,
+        expected_from: String,
+    },
+}
+
+/// The largest binary taken from an input (kube-apiserver, the largest, is about 100 MiB):
+/// a tarball member announcing more is refused before a byte of it is written.
+pub const MAX_BINARY_BYTES: u64 = 512 * 1024 * 1024;
+/// The largest `kube-apiserver.docker_tag` read (it holds one version).
+pub const MAX_TAG_BYTES: u64 = 4096;
+/// How many leading bytes of a binary [`elf_arch`] needs.
+pub const ELF_HEADER_BYTES: usize = 20;
+
+/// Why bytes are not a Linux executable Kubernetes is released for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ElfProblem {
+    #[error("is empty (0 bytes)")]
+    Empty,
+    #[error("is not an ELF executable{}: it does not start with an ELF header", if *.script { " (a script)" } else { "" })]
+    NotElf { script: bool },
+    #[error("has an ELF header of unknown byte order {0}")]
+    ByteOrder(u8),
+    #[error("is an ELF file of type {0}, not an executable (an object file or a core dump)")]
+    NotExecutable(u16),
+    #[error(
+        "is an ELF executable for machine {machine} ({bits} bits, {endian} endian), which Kubernetes is not released for"
+    )]
+    Machine {
+        machine: u16,
+        bits: u8,
+        endian: &'static str,
+    },
+}
+
+/// The architecture, as Kubernetes' release files name it (`amd64`, `arm64`...), an ELF
+/// executable's header says it runs on; else why the bytes are no such executable. Only the
+/// header is read: rkers never runs an input to learn what it is.
+pub fn elf_arch(header: &[u8]) -> Result<&'static str, ElfProblem> {
+    if header.is_empty() {
+        return Err(ElfProblem::Empty);
+    }
+    if header.len() < ELF_HEADER_BYTES || &header[..4] != b"\x7fELF" {
+        return Err(ElfProblem::NotElf {
+            script: header.starts_with(b"#!"),
+        });
+    }
+    let little = match header[5] {
+        1 => true,
+        2 => false,
+        other => return Err(ElfProblem::ByteOrder(other)),
+    };
+    let half = |at: usize| {
+        let bytes = [header[at], header[at + 1]];
+        if little {
+            u16::from_le_bytes(bytes)
+        } else {
+            u16::from_be_bytes(bytes)
+        }
+    };
+    // ET_EXEC, or ET_DYN for a position-independent executable.
+    let kind = half(16);
+    if kind != 2 && kind != 3 {
+        return Err(ElfProblem::NotExecutable(kind));
+    }
+    let wide = header[4] == 2;
+    Ok(match (half(18), wide, little) {
+        (62, true, true) => "amd64",
+        (183, true, true) => "arm64",
+        (40, false, true) => "arm",
+        (3, false, true) => "386",
+        (21, true, true) => "ppc64le",
+        (22, true, false) => "s390x",
+        (243, true, true) => "riscv64",
+        (machine, ..) => {
+            return Err(ElfProblem::Machine {
+                machine,
+                bits: if wide { 64 } else { 32 },
+                endian: if little { "little" } else { "big" },
+            });
+        }
+    })
+}
+
+/// The architecture an input's file name says (`kubernetes-server-linux-arm64.tar.gz`,
+/// `cri-dockerd-0.3.15.amd64.tgz`), when it says one.
+pub fn arch_in_name(name: &str) -> Option<&'static str> {
+    const ARCHES: [&str; 7] = [
+        "amd64", "arm64", "ppc64le", "s390x", "riscv64", "386", "arm",
+    ];
+    let file = name.rsplit('/').next().unwrap_or(name);
+    let words: Vec<&str> = file.split(['-', '.', '_']).collect();
+    ARCHES.into_iter().find(|a| words.contains(a))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -781,6 +889,58 @@ mod tests {
         );
         let e = settle_version(None, None, "dir", "kube-apiserver --version failed").unwrap_err();
         assert!(e.to_string().contains("--kubernetes-version"));
+    }
+
+    /// The first bytes of an ELF executable: class, byte order, type, machine.
+    pub(crate) fn elf(wide: bool, little: bool, kind: u16, machine: u16) -> Vec<u8> {
+        let mut h = b"\x7fELF".to_vec();
+        h.extend([if wide { 2 } else { 1 }, if little { 1 } else { 2 }, 1]);
+        h.resize(16, 0);
+        let half = |v: u16| {
+            if little {
+                v.to_le_bytes()
+            } else {
+                v.to_be_bytes()
+            }
+        };
+        h.extend(half(kind));
+        h.extend(half(machine));
+        h.resize(64, 0);
+        h
+    }
+
+    /// Issue 50: a 0-byte kubelet, a script or a binary of another architecture passed as a
+    /// complete input; the header says which is which, without running anything.
+    #[test]
+    fn elf_headers_say_the_architecture_and_anything_else_is_refused() {
+        assert_eq!(elf_arch(&elf(true, true, 2, 62)), Ok("amd64"));
+        assert_eq!(elf_arch(&elf(true, true, 3, 183)), Ok("arm64"));
+        assert_eq!(elf_arch(&elf(false, true, 2, 40)), Ok("arm"));
+        assert_eq!(elf_arch(&elf(true, true, 3, 21)), Ok("ppc64le"));
+        assert_eq!(elf_arch(&elf(true, false, 2, 22)), Ok("s390x"));
+        let refused = |bytes: &[u8]| elf_arch(bytes).unwrap_err().to_string();
+        assert!(refused(b"").contains("empty"));
+        assert!(refused(b"#!/bin/sh\necho v1.33.0\n").contains("(a script)"));
+        assert!(refused(b"\x7fELF").contains("not an ELF executable"));
+        assert!(refused(&elf(true, true, 1, 62)).contains("not an executable"));
+        assert!(refused(&elf(true, true, 2, 9999)).contains("machine 9999"));
+        // x86-64's number in a 32-bit header is no Kubernetes target either.
+        assert!(refused(&elf(false, true, 2, 62)).contains("machine 62"));
+    }
+
+    #[test]
+    fn the_architecture_in_an_input_name() {
+        assert_eq!(
+            arch_in_name("/tmp/kubernetes-server-linux-arm64.tar.gz"),
+            Some("arm64")
+        );
+        assert_eq!(arch_in_name("cri-dockerd-0.3.15.amd64.tgz"), Some("amd64"));
+        assert_eq!(
+            arch_in_name("kubernetes-server-linux-arm.tar.gz"),
+            Some("arm")
+        );
+        assert_eq!(arch_in_name("/work/armada/cri-dockerd"), None);
+        assert_eq!(arch_in_name("bins"), None);
     }
 
     #[test]

@@ -104,10 +104,14 @@ pub fn prepare(inputs: &Inputs, default_registry: Option<&str>) -> Result<Prepar
         sums.insert(name.clone(), sha256);
         binaries.insert(name, path);
     }
-    let source_name = inputs.kubernetes.display().to_string();
+    let source_name = kube.record.name.clone();
+    let arch = check_executables(&source_name, &inputs.kubernetes, &binaries)?;
+    check_cri_dockerd(&inputs.cri_dockerd, &cri_path, arch, &source_name)?;
+    // Only the input's own record of its version: running its kube-apiserver here to ask would
+    // execute an unverified download on the operator's machine.
     let (found, detail) = match kube.tag_version {
         Some(v) => (Some(v), String::new()),
-        None => version_from_binary(&binaries["kube-apiserver"]),
+        None => (None, "it has no kube-apiserver.docker_tag".to_string()),
     };
     let version = settle_version(
         inputs.kubernetes_version.as_deref(),
@@ -212,18 +216,42 @@ fn read_kubernetes(
             first.push(name.clone());
         }
         any_server_bin |= in_server_bin_dir(&name);
-        if is_version_tag_entry(&name) {
+        let kind = entry.header().entry_type();
+        if is_version_tag_entry(&name) && kind.is_file() {
             let mut text = String::new();
-            entry.read_to_string(&mut text).map_err(not_tar)?;
+            entry
+                .by_ref()
+                .take(MAX_TAG_BYTES)
+                .read_to_string(&mut text)
+                .map_err(not_tar)?;
             tag_version = parse_kubernetes_version(&text);
         } else if let Some(bin) = server_tarball_binary(&name) {
+            let refuse = |reason: String| ImageBuildError::NotAnExecutable {
+                source_name: path.display().to_string(),
+                binary: name.clone(),
+                reason,
+            };
+            // A link member has no bytes of its own: copied, it was an empty binary.
+            if !kind.is_file() {
+                return Err(
+                    refuse(format!("is a {} member, not a file", member_kind(kind))).into(),
+                );
+            }
+            let size = entry.header().size().map_err(not_tar)?;
+            if size > MAX_BINARY_BYTES {
+                return Err(refuse(format!(
+                    "is {size} bytes, more than any Kubernetes binary ({MAX_BINARY_BYTES} at most)"
+                ))
+                .into());
+            }
             let dest = bin_dir.join(bin);
             let mut out = File::create(&dest).map_err(|e| read_err(&dest, e))?;
             let mut tee = TeeHasher {
                 out: &mut out,
                 hasher: Hasher::default(),
             };
-            std::io::copy(&mut entry, &mut tee).map_err(not_tar)?;
+            // The header's size is what the tar reader reads; the bound holds whatever it says.
+            std::io::copy(&mut entry.by_ref().take(MAX_BINARY_BYTES), &mut tee).map_err(not_tar)?;
             let sha256 = tee.hasher.finish().sha256;
             make_executable(&dest)?;
             binaries.insert(bin.to_owned(), (dest, sha256));
@@ -326,7 +354,90 @@ fn check_complete(
     })
 }
 
-/// Unpacked binaries are run here (`--version`) and copied into the image with mode 0755 anyway.
+/// What a tar member that is not a file is, for the refusal.
+fn member_kind(kind: tar::EntryType) -> &'static str {
+    match kind {
+        tar::EntryType::Symlink => "symbolic link",
+        tar::EntryType::Link => "hard link",
+        tar::EntryType::Directory => "directory",
+        tar::EntryType::Char | tar::EntryType::Block => "device",
+        tar::EntryType::Fifo => "FIFO",
+        _ => "special",
+    }
+}
+
+/// The first bytes of a file, enough for its ELF header.
+fn head(path: &Path) -> Result<Vec<u8>, EngineError> {
+    let mut bytes = Vec::with_capacity(64);
+    File::open(path)
+        .and_then(|f| f.take(64).read_to_end(&mut bytes))
+        .map_err(|e| read_err(path, e))?;
+    Ok(bytes)
+}
+
+/// Every Kubernetes binary is a Linux executable, all of one architecture: the one the
+/// input's name says (`kubernetes-server-linux-arm64.tar.gz`), else kube-apiserver's. Returns
+/// it. Read from the ELF headers only.
+fn check_executables(
+    source_name: &str,
+    input: &Path,
+    binaries: &IndexMap<String, PathBuf>,
+) -> Result<&'static str, EngineError> {
+    let named = arch_in_name(&input.display().to_string());
+    let mut expected: Option<(&'static str, String)> =
+        named.map(|a| (a, input.display().to_string()));
+    for (name, path) in binaries {
+        let arch = elf_arch(&head(path)?).map_err(|e| ImageBuildError::NotAnExecutable {
+            source_name: source_name.to_owned(),
+            binary: name.clone(),
+            reason: e.to_string(),
+        })?;
+        match &expected {
+            Some((want, from)) if *want != arch => {
+                return Err(ImageBuildError::WrongArchitecture {
+                    source_name: source_name.to_owned(),
+                    binary: name.clone(),
+                    arch: arch.into(),
+                    expected: (*want).into(),
+                    expected_from: from.clone(),
+                }
+                .into());
+            }
+            Some(_) => {}
+            None => expected = Some((arch, name.clone())),
+        }
+    }
+    Ok(expected.map_or("amd64", |(a, _)| a))
+}
+
+/// cri-dockerd is a Linux executable of the Kubernetes binaries' architecture.
+fn check_cri_dockerd(
+    input: &Path,
+    binary: &Path,
+    arch: &'static str,
+    kubernetes: &str,
+) -> Result<(), EngineError> {
+    let shown = input.display().to_string();
+    let found = elf_arch(&head(binary)?).map_err(|e| ImageBuildError::NotAnExecutable {
+        source_name: shown.clone(),
+        binary: CRI_DOCKERD.into(),
+        reason: e.to_string(),
+    })?;
+    if found != arch {
+        return Err(ImageBuildError::WrongArchitecture {
+            source_name: shown,
+            binary: CRI_DOCKERD.into(),
+            arch: found.into(),
+            expected: arch.into(),
+            expected_from: kubernetes.to_owned(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Unpacked binaries are copied into the image with mode 0755 (checked there by the build's
+/// `kube-apiserver --version`, which runs in the image, not here).
 fn make_executable(path: &Path) -> Result<(), EngineError> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
@@ -406,9 +517,16 @@ fn extract_cri_dockerd(path: &Path, work: &Path) -> Result<PathBuf, EngineError>
             .file_name()
             .is_some_and(|n| n == CRI_DOCKERD);
         if is_it && entry.header().entry_type().is_file() {
+            let size = entry.header().size().map_err(bad)?;
+            if size > MAX_BINARY_BYTES {
+                return Err(read_err(
+                    path,
+                    format!("its {CRI_DOCKERD} is {size} bytes, more than {MAX_BINARY_BYTES}"),
+                ));
+            }
             let dest = work.join(CRI_DOCKERD);
             let mut out = File::create(&dest).map_err(|e| read_err(&dest, e))?;
-            std::io::copy(&mut entry, &mut out).map_err(bad)?;
+            std::io::copy(&mut entry.by_ref().take(MAX_BINARY_BYTES), &mut out).map_err(bad)?;
             make_executable(&dest)?;
             return Ok(dest);
         }
@@ -417,30 +535,6 @@ fn extract_cri_dockerd(path: &Path, work: &Path) -> Result<PathBuf, EngineError>
         path,
         format!("the archive holds no {CRI_DOCKERD} file"),
     ))
-}
-
-/// `kube-apiserver --version` where the binary runs here (same architecture); else the reason.
-fn version_from_binary(binary: &Path) -> (Option<semver::Version>, String) {
-    match std::process::Command::new(binary).arg("--version").output() {
-        Ok(out) if out.status.success() => {
-            let text = String::from_utf8_lossy(&out.stdout);
-            match parse_kubernetes_version(&text) {
-                Some(v) => (Some(v), String::new()),
-                None => (
-                    None,
-                    format!("`kube-apiserver --version` printed {:?}", text.trim()),
-                ),
-            }
-        }
-        Ok(out) => (
-            None,
-            format!("`kube-apiserver --version` exited with {}", out.status),
-        ),
-        Err(e) => (
-            None,
-            format!("`kube-apiserver --version` could not run here: {e}"),
-        ),
-    }
 }
 
 /// Packs the build context into a tar stream, fed chunk by chunk to the request body.
@@ -669,13 +763,28 @@ mod tests {
         b.into_inner().unwrap().finish().unwrap();
     }
 
+    /// An ELF header of a Linux executable for `machine` (62: x86-64, 183: arm64), then `text`.
+    fn exe_for(machine: u16, text: &str) -> Vec<u8> {
+        let mut h = b"\x7fELF\x02\x01\x01".to_vec();
+        h.resize(16, 0);
+        h.extend(2u16.to_le_bytes());
+        h.extend(machine.to_le_bytes());
+        h.resize(64, 0);
+        h.extend(text.as_bytes());
+        h
+    }
+
+    fn exe(text: &str) -> Vec<u8> {
+        exe_for(62, text)
+    }
+
     fn server_entries() -> Vec<(String, Vec<u8>)> {
         let mut v: Vec<(String, Vec<u8>)> = REQUIRED_BINARIES
             .iter()
             .map(|b| {
                 (
                     format!("kubernetes/server/bin/{b}"),
-                    format!("bin {b}").into_bytes(),
+                    exe(&format!("bin {b}")),
                 )
             })
             .collect();
@@ -688,7 +797,7 @@ mod tests {
 
     fn inputs(dir: &Path, kube: &Path) -> Inputs {
         let cri = dir.join("cri-dockerd");
-        std::fs::write(&cri, b"cri").unwrap();
+        std::fs::write(&cri, exe("cri")).unwrap();
         Inputs {
             kubernetes: kube.to_path_buf(),
             cri_dockerd: cri,
@@ -754,8 +863,8 @@ mod tests {
             e.read_to_string(&mut s).unwrap();
             seen.insert(name, s);
         }
-        assert_eq!(seen["bin/kubelet"], "bin kubelet");
-        assert_eq!(seen["bin/cri-dockerd"], "cri");
+        assert!(seen["bin/kubelet"].ends_with("bin kubelet"));
+        assert!(seen["bin/cri-dockerd"].ends_with("cri"));
         assert!(seen["Dockerfile"].starts_with("# rkers image build"));
     }
 
@@ -809,7 +918,7 @@ mod tests {
         let bins = dir.path().join("bins");
         std::fs::create_dir(&bins).unwrap();
         for b in REQUIRED_BINARIES {
-            std::fs::write(bins.join(b), format!("bin {b}")).unwrap();
+            std::fs::write(bins.join(b), exe(&format!("bin {b}"))).unwrap();
         }
         std::fs::write(bins.join("kube-apiserver.docker_tag"), "v1.20.2").unwrap();
         let mut i = inputs(dir.path(), &bins);
@@ -821,5 +930,146 @@ mod tests {
         std::fs::write(bins.join("kubelet.sha256"), "1".repeat(64)).unwrap();
         let e = prepare(&i, None).err().unwrap();
         assert!(e.to_string().contains("kubelet: checksum mismatch"), "{e}");
+    }
+
+    fn refused(dir: &Path, entries: &[(String, Vec<u8>)]) -> String {
+        let kube = tarball(dir, entries);
+        prepare(&inputs(dir, &kube), None)
+            .err()
+            .unwrap()
+            .to_string()
+    }
+
+    /// Issue 50: with no docker_tag and no checksum, the tarball's own `kube-apiserver
+    /// --version` ran here (as root) to learn the version. A script that says a version and
+    /// leaves a mark is refused now, and the mark is never made.
+    #[test]
+    fn an_input_is_never_run_and_the_version_comes_from_its_tag_or_the_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let mark = dir.path().join("ran");
+        let mut entries = server_entries();
+        entries.retain(|(n, _)| !n.ends_with(".docker_tag"));
+        let script = format!(
+            "#!/bin/sh\ntouch {}\necho Kubernetes v1.33.9\n",
+            mark.display()
+        );
+        let mut scripted = entries.clone();
+        scripted[0].1 = script.into_bytes();
+        let e = refused(dir.path(), &scripted);
+        assert!(
+            e.contains("kube-apiserver is not an ELF executable (a script)"),
+            "{e}"
+        );
+        assert!(!mark.exists(), "the input was run");
+
+        // Executables without a docker_tag: the version is the flag's.
+        let e = refused(dir.path(), &entries);
+        assert!(
+            e.contains("no kube-apiserver.docker_tag") && e.contains("--kubernetes-version"),
+            "{e}"
+        );
+        let kube = tarball(dir.path(), &entries);
+        let mut i = inputs(dir.path(), &kube);
+        i.kubernetes_version = Some("v1.33.4".into());
+        assert_eq!(
+            prepare(&i, None).unwrap().request.version.to_string(),
+            "1.33.4"
+        );
+    }
+
+    /// A 0-byte kubelet, or a link member the copy made 0 bytes, passed as complete.
+    #[test]
+    fn empty_binaries_and_link_members_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut entries = server_entries();
+        let kubelet = entries
+            .iter()
+            .position(|(n, _)| n.ends_with("/kubelet"))
+            .unwrap();
+        entries[kubelet].1.clear();
+        let e = refused(dir.path(), &entries);
+        assert!(e.contains(": kubelet is empty (0 bytes)"), "{e}");
+
+        for (kind, said) in [
+            (tar::EntryType::Symlink, "symbolic link"),
+            (tar::EntryType::Link, "hard link"),
+        ] {
+            let path = dir.path().join("kubernetes-server-linux-amd64.tar.gz");
+            let gz = flate2::write::GzEncoder::new(
+                File::create(&path).unwrap(),
+                flate2::Compression::fast(),
+            );
+            let mut b = tar::Builder::new(gz);
+            for (name, data) in server_entries() {
+                let mut h = tar::Header::new_gnu();
+                h.set_mode(0o755);
+                if name.ends_with("/kubelet") {
+                    h.set_entry_type(kind);
+                    h.set_size(0);
+                    b.append_link(&mut h, &name, "kubernetes/server/bin/kube-proxy")
+                        .unwrap();
+                } else {
+                    h.set_size(data.len() as u64);
+                    h.set_cksum();
+                    b.append_data(&mut h, &name, data.as_slice()).unwrap();
+                }
+            }
+            b.into_inner().unwrap().finish().unwrap();
+            let e = prepare(&inputs(dir.path(), &path), None)
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(e.contains(&format!("kubelet is a {said} member")), "{e}");
+        }
+    }
+
+    #[test]
+    fn binaries_of_another_architecture_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut entries = server_entries();
+        let kubelet = entries
+            .iter()
+            .position(|(n, _)| n.ends_with("/kubelet"))
+            .unwrap();
+        entries[kubelet].1 = exe_for(183, "arm kubelet");
+        let e = refused(dir.path(), &entries);
+        assert!(
+            e.contains("kubelet is an executable for arm64, but")
+                && e.contains("kubernetes-server-linux-amd64.tar.gz is for amd64"),
+            "{e}"
+        );
+
+        let kube = tarball(dir.path(), &server_entries());
+        let i = inputs(dir.path(), &kube);
+        std::fs::write(&i.cri_dockerd, exe_for(183, "cri")).unwrap();
+        let e = prepare(&i, None).err().unwrap().to_string();
+        assert!(e.contains("cri-dockerd is an executable for arm64"), "{e}");
+        std::fs::write(&i.cri_dockerd, "#!/bin/sh\n").unwrap();
+        let e = prepare(&i, None).err().unwrap().to_string();
+        assert!(e.contains("cri-dockerd is not an ELF executable"), "{e}");
+    }
+
+    /// A member announcing more than any binary is refused from its header, before its bytes.
+    #[test]
+    fn a_member_larger_than_any_binary_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kubernetes-server-linux-amd64.tar.gz");
+        let mut gz = flate2::write::GzEncoder::new(
+            File::create(&path).unwrap(),
+            flate2::Compression::fast(),
+        );
+        let mut h = tar::Header::new_gnu();
+        h.set_path("kubernetes/server/bin/kube-apiserver").unwrap();
+        h.set_mode(0o755);
+        h.set_size(MAX_BINARY_BYTES + 1);
+        h.set_cksum();
+        gz.write_all(h.as_bytes()).unwrap();
+        gz.write_all(&[0u8; 1024]).unwrap();
+        gz.finish().unwrap();
+        let e = prepare(&inputs(dir.path(), &path), None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("more than any Kubernetes binary"), "{e}");
     }
 }

@@ -226,8 +226,11 @@ async fn start_dind(
 pub async fn remove_dind(
     cluster: &Cluster,
     keep_backups: bool,
+    dry_run: bool,
     reporter: &Reporter,
 ) -> Result<(), CliError> {
+    // The dry run goes as far as the run without changing anything: the outer daemon is
+    // reached and each container looked at, so it fails (and exits) where the run would.
     let docker_host = std::env::var("DOCKER_HOST").ok();
     let outer = Arc::new(
         DockerEndpoint::parse(docker_host.as_deref())
@@ -237,15 +240,29 @@ pub async fn remove_dind(
         .await
         .map_err(CliError::failed)?;
     for node in &cluster.config.nodes {
+        let name = dind::container_name(&node.address);
+        if dry_run {
+            let found = docker
+                .inspect_container(&name)
+                .await
+                .map_err(CliError::failed)?;
+            if found.is_some() {
+                reporter.info(format!("[dind] would remove {name} on {outer}"));
+            }
+            continue;
+        }
         dind::remove_node(&docker, &node.address)
             .await
             .map_err(CliError::failed)?;
-        reporter.info(format!(
-            "[dind] removed {} on {outer}",
-            dind::container_name(&node.address)
-        ));
+        reporter.info(format!("[dind] removed {name} on {outer}"));
     }
     for path in crate::phases::remove::local_files_to_delete(cluster, keep_backups) {
+        if dry_run {
+            if path.exists() {
+                reporter.info(format!("[local] would delete {}", path.display()));
+            }
+            continue;
+        }
         match std::fs::remove_file(&path) {
             Ok(()) => reporter.info(format!("[local] deleted {}", path.display())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

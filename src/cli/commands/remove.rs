@@ -28,14 +28,7 @@ pub async fn run(
         ssh: ssh_options_for(&args.connect, args.dry_run),
     };
     if args.dind {
-        return if args.dry_run {
-            reporter.info(
-                "[dind] would remove the rke-dind-* containers, the kubeconfig and the state",
-            );
-            Ok(())
-        } else {
-            super::local::remove_dind(cluster, args.keep_backups, reporter).await
-        };
+        return super::local::remove_dind(cluster, args.keep_backups, args.dry_run, reporter).await;
     }
     if let Some(links) = links {
         opts.ssh.links = links;
