@@ -165,7 +165,11 @@ fn a_cluster_the_real_rke_v1_8_built_is_adopted_without_a_restart_and_rke_still_
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).unwrap();
     let config = work.join("cluster.yml");
-    std::fs::copy(&yml, &config).unwrap();
+    // RKE waits for each addon's deploy job for addon_job_timeout seconds (30 by default), which a
+    // loaded two-core machine outlasts; rkers reads the same key.
+    let text = std::fs::read_to_string(&yml).unwrap();
+    assert!(!text.contains("addon_job_timeout"), "{text}");
+    std::fs::write(&config, format!("{text}addon_job_timeout: 300\n")).unwrap();
     let kubeconfig = work.join("kube_config_cluster.yml");
 
     // 1. RKE builds the cluster.
