@@ -5,7 +5,8 @@
 //! `kubectl apply` on it; those Jobs cannot start before a node runs pods, fail with a bare
 //! timeout and never prune (§32 pain point 2, §33.14). rkers renders the same manifests
 //! (templates/, ported by scripts/port-addon-templates, checked object by object against Go's own
-//! rendering in data/addons-golden) and applies them itself with server-side apply (field
+//! rendering in data/addons-golden; a template without a port is KDM's own Go template body,
+//! rendered by [`gotemplate`]) and applies them itself with server-side apply (field
 //! manager `rkers`). It keeps RKE1's ConfigMap per addon (`kube-system/<resource>`, key
 //! `<resource>`), so RKE1 still sees the addons as deployed, and uses the manifest stored there
 //! as the inventory of the previous run: objects it listed that the new rendering lacks are
@@ -13,11 +14,14 @@
 //! them deleted.
 //!
 //! * [`render`] — pure: config + KDM catalog → manifests per addon.
+//! * [`gotemplate`] — KDM's Go template bodies (data/addon-templates.json) rendered as RKE1
+//!   renders them.
 //! * [`apply`] — server-side apply, prune, the RKE1 ConfigMaps.
 //! * [`wait`] — readiness of each addon's workloads and, on failure, the pods' states, events
 //!   and last log lines; CNI readiness of the nodes.
 
 pub mod apply;
+pub mod gotemplate;
 pub mod render;
 pub mod wait;
 

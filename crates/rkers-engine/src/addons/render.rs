@@ -445,13 +445,24 @@ fn emit_yaml(out: &mut String, v: &serde_json::Value, indent: usize, in_seq: boo
     }
 }
 
-/// Renders template `key` with `vars`.
+/// Whether rkers can render template `key`: ported, or KDM's own body embedded.
+fn bundled(key: &str) -> bool {
+    template_source(key).is_some() || super::gotemplate::embedded_body(key).is_some()
+}
+
+/// Renders template `key` with `vars`: the minijinja port when there is one, else KDM's Go
+/// template body as RKE1 renders it (the templates RKE v1.8.14's data selects that were
+/// never ported: canal-v3.30.2-rancher2, nginxingress-v1.14.x).
 pub fn render_template(
     env: &Environment<'static>,
     key: &str,
     vars: &serde_json::Value,
 ) -> Result<String, AddonError> {
-    let source = template_source(key).ok_or_else(|| AddonError::NoTemplate(key.to_string()))?;
+    let Some(source) = template_source(key) else {
+        let body = super::gotemplate::embedded_body(key)
+            .ok_or_else(|| AddonError::NoTemplate(key.to_string()))?;
+        return super::gotemplate::render(key, &body, vars);
+    };
     let template = env
         .template_from_named_str(key, source)
         .map_err(|e| AddonError::Render {
@@ -783,7 +794,7 @@ fn system_plan(
         unbundled: false,
     };
     if let Some((key, vars)) = selected {
-        if template_source(&key).is_some() {
+        if bundled(&key) {
             plan.manifest = Some(render_template(env, &key, &vars)?);
         } else {
             plan.unbundled = true;
@@ -1069,11 +1080,10 @@ mod tests {
     const UNBUNDLED_CANAL: &str = "canal-v9.99.0";
 
     /// Every template the embedded catalog selects for a supported version and a supported addon
-    /// (not ACI) is bundled.
+    /// (not ACI) is bundled: ported, or KDM's body embedded.
     #[test]
     fn every_selected_template_is_bundled() {
         let catalog = Catalog::embedded();
-        let bundled: std::collections::BTreeSet<&str> = TEMPLATES.iter().map(|(k, _)| *k).collect();
         let addons = [
             kdm::CALICO,
             kdm::CANAL,
@@ -1091,7 +1101,7 @@ mod tests {
                 let Some(key) = catalog.addon_template(addon, &version) else {
                     continue;
                 };
-                if !bundled.contains(key.as_str()) {
+                if !super::bundled(&key) {
                     missing.push(format!("{version} {addon}: {key}"));
                 }
             }
@@ -1125,10 +1135,7 @@ mod tests {
     /// for `template`, a key rkers does not bundle (one KDM selects for newer versions, or one
     /// made up for the test).
     fn plans_needing(plugin: &str, template: &str) -> Vec<AddonPlan> {
-        assert!(
-            TEMPLATES.iter().all(|(k, _)| *k != template),
-            "{template} is bundled"
-        );
+        assert!(!bundled(template), "{template} is bundled");
         let (cfg, catalog) = config(plugin);
         let mut plans = plan_addons(&cfg, catalog, &[]).unwrap();
         let vars = network_vars(&cfg, catalog).unwrap().unwrap().1;
