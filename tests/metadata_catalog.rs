@@ -919,6 +919,12 @@ fn reads_a_kdm_data_json() {
         DockerVerdict::Supported
     );
     assert_eq!(c.current_versions(), ["v1.30.5-rancher1-1"]);
+    // The file brings its own template bodies, as it does for RKE1.
+    assert_eq!(
+        c.template_body("calico-v3.28.1"),
+        Some("apiVersion: v1 ...")
+    );
+    assert_eq!(c.template_body("calico-v3.30.2"), None);
 }
 
 #[test]

@@ -384,7 +384,12 @@ mod tests {
             let key = case["template"].as_str().unwrap();
             covered.insert(key);
             let go_text = std::fs::read_to_string(out.join(format!("{name}.yaml"))).unwrap();
-            let ours = match super::super::plan::render_template(&env, key, &case["vars"]) {
+            let ours = match super::super::plan::render_template(
+                &env,
+                crate::metadata::Catalog::embedded(),
+                key,
+                &case["vars"],
+            ) {
                 Ok(text) => text,
                 Err(e) => {
                     failures.push(format!("{name}: {e}"));

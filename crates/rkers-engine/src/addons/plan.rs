@@ -11,23 +11,32 @@ use crate::metadata::{Catalog, addon as kdm};
 use minijinja::Environment;
 use std::collections::BTreeMap;
 
-/// Whether rkers can render template `key`: ported, or KDM's own body embedded.
-fn bundled(key: &str) -> bool {
-    super::ported::template_source(key).is_some() || super::gotemplate::embedded_body(key).is_some()
+/// The Go template body of `key`: the metadata file's own (a KDM data.json given at run time
+/// brings its templates, as it does for RKE1), else the embedded one.
+fn body(catalog: &Catalog, key: &str) -> Option<String> {
+    catalog
+        .template_body(key)
+        .map(str::to_string)
+        .or_else(|| super::gotemplate::embedded_body(key))
+}
+
+/// Whether rkers can render template `key`: ported, or a KDM body it has.
+fn bundled(catalog: &Catalog, key: &str) -> bool {
+    super::ported::template_source(key).is_some() || body(catalog, key).is_some()
 }
 
 /// Renders template `key` with `vars`: KDM's Go template body as RKE1 renders it, or, for the
 /// three gotmpl cannot parse, their port.
 pub fn render_template(
     env: &Environment<'static>,
+    catalog: &Catalog,
     key: &str,
     vars: &serde_json::Value,
 ) -> Result<String, AddonError> {
     if let Some(rendered) = super::ported::render(env, key, vars) {
         return rendered;
     }
-    let body = super::gotemplate::embedded_body(key)
-        .ok_or_else(|| AddonError::NoTemplate(key.to_string()))?;
+    let body = body(catalog, key).ok_or_else(|| AddonError::NoTemplate(key.to_string()))?;
     super::gotemplate::render(key, &body, vars)
 }
 
@@ -48,6 +57,7 @@ pub fn normalise_user_doc(doc: &str) -> String {
 /// rkers lacks the template, or turned off (`None`).
 fn system_plan(
     env: &Environment<'static>,
+    catalog: &Catalog,
     resource: &'static str,
     selected: Option<(String, serde_json::Value)>,
 ) -> Result<AddonPlan, AddonError> {
@@ -59,8 +69,8 @@ fn system_plan(
         unbundled: false,
     };
     if let Some((key, vars)) = selected {
-        if bundled(&key) {
-            plan.manifest = Some(render_template(env, &key, &vars)?);
+        if bundled(catalog, &key) {
+            plan.manifest = Some(render_template(env, catalog, &key, &vars)?);
         } else {
             plan.unbundled = true;
         }
@@ -80,13 +90,19 @@ pub fn plan_addons(
     let env = environment();
     let mut plans = vec![system_plan(
         &env,
+        catalog,
         resource::NETWORK,
         network_vars(cfg, catalog)?,
     )?];
 
     let dns = dns_vars(cfg, catalog)?;
     let provider = dns.as_ref().map(|(a, _, _)| *a);
-    let dns_plan = system_plan(&env, resource::COREDNS, dns.map(|(_, k, v)| (k, v)))?;
+    let dns_plan = system_plan(
+        &env,
+        catalog,
+        resource::COREDNS,
+        dns.map(|(_, k, v)| (k, v)),
+    )?;
     // The provider not selected goes first, as in RKE1, so that a switch removes the old one
     // even when the new one then fails. RKE1 removes nothing for `none` (§33.14); rkers removes
     // both, since `none` asks for no DNS addon.
@@ -103,22 +119,25 @@ pub fn plan_addons(
                 ..dns_plan.clone()
             }
         } else {
-            system_plan(&env, res, None)?
+            system_plan(&env, catalog, res, None)?
         });
     }
 
     plans.push(system_plan(
         &env,
+        catalog,
         resource::NODELOCAL,
         nodelocal_vars(cfg, catalog)?,
     )?);
     plans.push(system_plan(
         &env,
+        catalog,
         resource::METRICS,
         metrics_vars(cfg, catalog)?,
     )?);
     plans.push(system_plan(
         &env,
+        catalog,
         resource::INGRESS,
         ingress_vars(cfg, catalog)?,
     )?);
@@ -272,7 +291,10 @@ mod tests {
                 .iter()
                 .find(|c| c["name"] == format!("{key}.defaults"))
                 .unwrap_or_else(|| panic!("{key}: no defaults case"));
-            let objects = docs(key, &render_template(&env, key, &case["vars"]).unwrap());
+            let objects = docs(
+                key,
+                &render_template(&env, Catalog::embedded(), key, &case["vars"]).unwrap(),
+            );
             let ids: Vec<String> = objects.iter().map(object_id).collect();
             for want in [
                 "ServiceAccount/kube-system/canal",
@@ -325,7 +347,7 @@ mod tests {
                 let Some(key) = catalog.addon_template(addon, &version) else {
                     continue;
                 };
-                if !super::bundled(&key) {
+                if !super::bundled(catalog, &key) {
                     missing.push(format!("{version} {addon}: {key}"));
                 }
             }
@@ -344,7 +366,7 @@ mod tests {
             .find(|v| {
                 catalog
                     .addon_template(plugin, v)
-                    .is_some_and(|k| bundled(&k))
+                    .is_some_and(|k| bundled(catalog, &k))
             })
             .unwrap_or_else(|| panic!("a supported version with {plugin} bundled"));
         let yml = format!(
@@ -359,12 +381,16 @@ mod tests {
     /// for `template`, a key rkers does not bundle (one KDM selects for newer versions, or one
     /// made up for the test).
     fn plans_needing(plugin: &str, template: &str) -> Vec<AddonPlan> {
-        assert!(!bundled(template), "{template} is bundled");
+        assert!(
+            !bundled(Catalog::embedded(), template),
+            "{template} is bundled"
+        );
         let (cfg, catalog) = config(plugin);
         let mut plans = plan_addons(&cfg, catalog, &[]).unwrap();
         let vars = network_vars(&cfg, catalog).unwrap().unwrap().1;
         plans[0] = system_plan(
             &environment(),
+            catalog,
             resource::NETWORK,
             Some((template.into(), vars)),
         )
@@ -381,6 +407,32 @@ mod tests {
 
     const DEPLOYED: &str = "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: canal\n  namespace: kube-system\n";
 
+    /// A metadata file that brings a body for a template (a KDM data.json at run time) is
+    /// rendered from that body, not the embedded one.
+    #[test]
+    fn a_metadata_files_own_template_body_is_rendered() {
+        let (cfg, embedded) = config("calico");
+        let key = embedded
+            .addon_template(kdm::CALICO, &cfg.kubernetes_version)
+            .unwrap();
+        let mut data = embedded.data().clone();
+        data.template_bodies.insert(
+            key.clone(),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: own\n  namespace: kube-system\n\
+             data:\n  cidr: {{ .ClusterCIDR | default \"none\" }}\n"
+                .to_string(),
+        );
+        let catalog = Catalog::from_data(data, "test").unwrap();
+        let plans = plan_addons(&cfg, &catalog, &[]).unwrap();
+        assert_eq!(
+            network(&plans).manifest.as_deref(),
+            Some(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: own\n  namespace: kube-system\n\
+                 data:\n  cidr: 10.42.0.0/16\n"
+            )
+        );
+    }
+
     #[test]
     fn a_bundled_template_renders_and_keep_deployed_leaves_it_alone() {
         let (cfg, catalog) = config("canal");
@@ -390,7 +442,7 @@ mod tests {
         assert!(key.starts_with("canal-"), "{key}");
         assert!(!net.unbundled);
         let vars = network_vars(&cfg, catalog).unwrap().unwrap().1;
-        let rendered = render_template(&environment(), &key, &vars).unwrap();
+        let rendered = render_template(&environment(), catalog, &key, &vars).unwrap();
         assert_eq!(net.manifest.as_deref(), Some(rendered.as_str()));
         assert!(rendered.contains("kind: DaemonSet"));
         // Nothing to keep: the same plans whatever the cluster holds, and no note.
