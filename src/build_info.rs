@@ -1,7 +1,8 @@
 //! What this binary is, for `rkers --version` and `rkers version --client`: the crate version,
 //! the git commit and build date recorded by build.rs, and the source of the Kubernetes metadata
-//! compiled in (the kontainer-driver-metadata branches and commits it was extracted from, the RKE
-//! release whose defaults it mirrors, and a checksum of rkers' own `data/versions.json`).
+//! compiled in (the kontainer-driver-metadata branch and the pinned Go module it was generated
+//! from, the RKE release whose defaults it mirrors, and a checksum of rkers' own
+//! `data/versions.json`).
 
 use crate::metadata::{Catalog, SourceInfo};
 use sha2::{Digest, Sha256};
@@ -28,33 +29,20 @@ pub fn describe() -> String {
     )
 }
 
-/// The KDM refs the data was extracted from: each git branch at its commit, then the commit of
-/// the pages read from the search index (newer than any branch), as `data/versions.json` records.
+/// Where the data was generated from, as `data/versions.json` records it: the KDM branch and
+/// the pinned Go module (with its checksum) that ships that branch's `data.json`.
 fn metadata_refs(source: &SourceInfo) -> String {
-    let mut refs: Vec<String> = source
-        .details
-        .get("branches")
-        .and_then(|b| b.as_array())
-        .into_iter()
-        .flatten()
-        .filter_map(|b| {
-            let name = b.get("ref")?.as_str()?;
-            let commit = b.get("commit")?.as_str()?;
-            Some(format!("{name}@{}", short(commit)))
-        })
-        .collect();
-    if let Some(commit) = source
-        .details
-        .get("files")
-        .and_then(|f| f.get("commit"))
-        .and_then(|c| c.as_str())
-    {
-        refs.push(format!("files@{}", short(commit)));
-    }
-    if refs.is_empty() {
-        "unknown".to_string()
-    } else {
-        refs.join(" ")
+    let field = |name: &str| source.details.get(name).and_then(|v| v.as_str());
+    match (field("kdm_branch"), field("module")) {
+        (Some(branch), Some(module)) => {
+            let sum = field("module_sum")
+                .map(|s| format!(" {s}"))
+                .unwrap_or_default();
+            format!("{branch} in {module}{sum}")
+        }
+        (Some(branch), None) => branch.to_string(),
+        (None, Some(module)) => module.to_string(),
+        (None, None) => "unknown".to_string(),
     }
 }
 
@@ -85,15 +73,17 @@ mod tests {
                 .is_ok(),
             "{BUILD_DATE}"
         );
-        let newest = source.details["branches"]
-            .as_array()
-            .and_then(|b| b.last())
-            .expect("versions.json names its branches");
-        let files = source.details["files"]["commit"].as_str().unwrap();
+        let module = source.details["module"]
+            .as_str()
+            .expect("versions.json names its module");
+        let branch = source.details["kdm_branch"]
+            .as_str()
+            .expect("and its KDM branch");
+        let sum = source.details["module_sum"]
+            .as_str()
+            .expect("and the module's checksum");
         assert!(
-            text.contains(newest["ref"].as_str().unwrap())
-                && text.contains(&newest["commit"].as_str().unwrap()[..12])
-                && text.contains(&files[..12]),
+            text.contains(module) && text.contains(branch) && text.contains(sum),
             "{text}"
         );
         assert!(text.contains(Catalog::embedded().rke_version()), "{text}");

@@ -685,7 +685,7 @@ fn list_version_shows_the_default_and_all_offered_minors() {
         .assert()
         .success()
         .stdout(
-            "v1.30.14-rancher1-1\nv1.31.14-rancher1-1\nv1.32.11-rancher1-1\nv1.33.5-rkers1\n\
+            "v1.30.14-rancher1-1\nv1.31.14-rancher1-1\nv1.32.13-rancher1-3\nv1.33.5-rkers1\n\
              v1.34.10-rkers1\nv1.35.6-rkers1\nv1.36.3-rkers1\nv1.37.2-rkers1\n",
         );
 }
@@ -700,6 +700,11 @@ fn system_images_of_versions_rke1_offered() {
             "v1.32.11-rancher1-1",
             "rke-extended-life/hyperkube:v1.32.11-rancher1",
         ),
+        // RKE Extended Life releases: published in RKE v1.8.14's data.json.
+        (
+            "v1.32.13-rancher1-2",
+            "rke-extended-life/hyperkube:v1.32.13-rancher1",
+        ),
     ] {
         rkers()
             .args(["config", "--system-images", "--version", version])
@@ -708,18 +713,6 @@ fn system_images_of_versions_rke1_offered() {
             .stdout(predicate::str::contains(format!("{kubernetes}\n")))
             .stdout(predicate::str::contains("rancher/rke-tools:"));
     }
-    rkers()
-        .args([
-            "config",
-            "--system-images",
-            "--version",
-            "v1.32.13-rancher1-2",
-        ])
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains(
-            "v1.32.13-rancher1-2 has no published metadata (RKE Extended Life)",
-        ));
     rkers()
         .args([
             "config",
@@ -739,6 +732,23 @@ fn system_images_of_versions_rke1_offered() {
 fn dry_run_of_an_unpublished_version_says_its_images_come_from_the_state() {
     let dir = tempfile::tempdir().unwrap();
     let version = "v1.32.13-rancher1-3";
+    // A metadata file that lists the version as shipped without metadata (the compiled-in data
+    // has its images: RKE v1.8.14's data.json publishes them).
+    let mut data = rkers::metadata::Catalog::embedded().data().clone();
+    data.system_images.remove(version);
+    data.unpublished_versions.insert(
+        version.to_string(),
+        rkers::metadata::UnpublishedVersion {
+            rke: "v1.8.14".to_string(),
+        },
+    );
+    let metadata = dir.path().join("versions.json");
+    std::fs::write(&metadata, serde_json::to_string(&data).unwrap()).unwrap();
+    let rkers = || {
+        let mut cmd = rkers();
+        cmd.env("RKERS_METADATA_FILE", &metadata);
+        cmd
+    };
     let path = write_cluster(
         dir.path(),
         "cluster.yml",

@@ -8,7 +8,7 @@
 //! No CoreDNS, flannel, calico, metrics-server or ingress-nginx image can be built here (Debian
 //! has no packages for them), so system addons (network plugin, DNS, metrics-server, ingress) are
 //! exercised through their object creation, failure path and prune only; their rendering is
-//! covered by the golden tests in src/addons/render.rs.
+//! covered by the template tests in crates/rkers-engine/src/addons/gotemplate.rs and plan.rs.
 
 mod support;
 

@@ -5,8 +5,8 @@ use std::io::Write;
 
 use rkers::metadata::{
     Catalog, CatalogData, DockerVerdict, K8sVersion, MetadataError, RANCHER_METADATA_URL_ENV,
-    RKERS_METADATA_FILE_ENV, SYSTEM_IMAGE_KEYS, ServiceOptions, addon, list_versions,
-    system_images_listing,
+    RKERS_METADATA_FILE_ENV, SYSTEM_IMAGE_KEYS, ServiceOptions, UnpublishedVersion, addon,
+    list_versions, system_images_listing,
 };
 
 /// The newest version whose Kubernetes image is public (see data/README.md).
@@ -16,7 +16,7 @@ const DEFAULT: &str = "v1.32.6-rancher1-1";
 const CURRENT: [&str; 8] = [
     "v1.30.14-rancher1-1",
     "v1.31.14-rancher1-1",
-    "v1.32.11-rancher1-1",
+    "v1.32.13-rancher1-3",
     "v1.33.5-rkers1",
     "v1.34.10-rkers1",
     "v1.35.6-rkers1",
@@ -25,7 +25,7 @@ const CURRENT: [&str; 8] = [
 ];
 #[path = "support/rke1_releases.rs"]
 mod rke1_releases;
-use rke1_releases::{PATCH_RANGES, SHIPPED_BY_RKE_1_7_AND_1_8, UNPUBLISHED};
+use rke1_releases::{PATCH_RANGES, SHIPPED_BY_RKE_1_7_AND_1_8};
 
 fn catalog() -> &'static Catalog {
     Catalog::embedded()
@@ -99,19 +99,19 @@ fn covers_every_minor_from_v1_20_to_v1_32() {
         .filter(|v| v.starts_with("v1.32."))
         .collect();
     assert_eq!(v132.first().unwrap().as_str(), "v1.32.2-rancher1-1");
-    assert_eq!(v132.last().unwrap().as_str(), "v1.32.11-rancher1-1");
+    assert_eq!(v132.last().unwrap().as_str(), "v1.32.13-rancher1-3");
     assert!(catalog().data().source.minors_not_found.is_empty());
 }
 
 #[test]
 fn every_version_rke_1_7_and_1_8_shipped_is_known() {
     let c = catalog();
+    // RKE v1.8.14's data.json has the RKE Extended Life versions too (v1.32.12, v1.32.13).
     for v in SHIPPED_BY_RKE_1_7_AND_1_8 {
-        let unpublished = UNPUBLISHED.contains(&v);
-        assert_eq!(c.is_supported(v), !unpublished, "{v}");
-        assert_eq!(c.is_unpublished(v), unpublished, "{v}");
+        assert!(c.is_supported(v), "{v}");
+        assert!(!c.is_unpublished(v), "{v}");
     }
-    assert!(!c.is_unpublished("v1.32.11-rancher1-1"));
+    assert!(c.data().unpublished_versions.is_empty());
 }
 
 #[test]
@@ -120,13 +120,6 @@ fn every_patch_of_rke_1_7_and_1_8s_minors_is_known() {
     let known: Vec<K8sVersion> = c
         .supported_versions()
         .iter()
-        .chain(
-            UNPUBLISHED
-                .iter()
-                .map(|v| v.to_string())
-                .collect::<Vec<_>>()
-                .iter(),
-        )
         .map(|v| K8sVersion::parse(v).unwrap())
         .collect();
     for (minor, first, last) in PATCH_RANGES {
@@ -269,12 +262,12 @@ fn images_match_the_spec_table_for_the_newest_versions() {
     let c = catalog();
     let img = |v: &str, k: &str| c.system_images(v).unwrap()[k].clone();
     assert_eq!(
-        img("v1.31.1-rancher1-1", "etcd"),
+        img("v1.31.2-rancher2-1", "etcd"),
         "rancher/mirrored-coreos-etcd:v3.5.15"
     );
     assert_eq!(
-        img("v1.31.1-rancher1-1", "alpine"),
-        "rancher/rke-tools:v0.1.100"
+        img("v1.31.2-rancher2-1", "alpine"),
+        "rancher/rke-tools:v0.1.105"
     );
     assert_eq!(
         img("v1.32.11-rancher1-1", "kubernetes"),
@@ -647,18 +640,19 @@ fn addon_templates_follow_kdm_ranges() {
     );
     assert_eq!(
         t(addon::FLANNEL, "v1.32.11-rancher1-1").as_deref(),
+        Some("flannel-v0.27.3")
+    );
+    assert_eq!(
+        t(addon::FLANNEL, "v1.32.12-rancher1-1").as_deref(),
         Some("flannel-v0.28.1")
+    );
+    assert_eq!(
+        t(addon::CANAL, "v1.32.13-rancher1-3").as_deref(),
+        Some("canal-v3.30.2-rancher2")
     );
     assert_eq!(
         t(addon::NGINX_INGRESS, "v1.32.2-rancher1-1").as_deref(),
         Some("nginxingress-v1.12.0-rancher1")
-    );
-    assert_eq!(
-        catalog().data().source.details["repairs"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
     );
     assert_eq!(t("nosuchaddon", DEFAULT), None);
     assert_eq!(t(addon::CALICO, "not-a-version"), None);
@@ -738,13 +732,26 @@ fn unknown_or_unpublished_version_gives_one_short_error() {
          to a versions.json that lists it"
     );
     assert!(err("banana").starts_with("banana is not a Kubernetes version rkers knows"));
-    let unpublished = err("v1.32.13-rancher1-2");
+    // A catalog file may list a version RKE1 shipped without metadata (the embedded data has
+    // none: RKE v1.8.14's data.json publishes its RKE Extended Life versions).
+    let c = catalog_with(|d| {
+        d.system_images.remove("v1.32.13-rancher1-2");
+        d.unpublished_versions.insert(
+            "v1.32.13-rancher1-2".to_string(),
+            UnpublishedVersion {
+                rke: "v1.8.13".to_string(),
+            },
+        );
+    });
+    let unpublished = system_images_listing(&c, Some("v1.32.13-rancher1-2"), false)
+        .unwrap_err()
+        .to_string();
     assert!(
         unpublished.starts_with("v1.32.13-rancher1-2 has no published metadata"),
         "{unpublished}"
     );
+    assert_eq!(c.system_images("v1.32.13-rancher1-2"), None);
     assert_eq!(catalog().system_images("v1.19.16-rancher1-1"), None);
-    assert_eq!(catalog().system_images("v1.32.13-rancher1-3"), None);
     assert!(K8sVersion::parse("v1.31").is_err());
 }
 
@@ -912,6 +919,12 @@ fn reads_a_kdm_data_json() {
         DockerVerdict::Supported
     );
     assert_eq!(c.current_versions(), ["v1.30.5-rancher1-1"]);
+    // The file brings its own template bodies, as it does for RKE1.
+    assert_eq!(
+        c.template_body("calico-v3.28.1"),
+        Some("apiVersion: v1 ...")
+    );
+    assert_eq!(c.template_body("calico-v3.30.2"), None);
 }
 
 #[test]

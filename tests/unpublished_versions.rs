@@ -1,19 +1,35 @@
-//! Versions RKE1 offered, seen by config validation with the compiled-in metadata: every one
-//! RKE v1.7.0 to v1.8.14 shipped is accepted; the RKE Extended Life ones whose metadata was never
-//! published take their images from the cluster's state or from cluster.yml, else fail with
-//! what to add; an unknown version gets one short error at its position.
+//! Versions RKE1 offered, seen by config validation: every one RKE v1.7.0 to v1.8.14 shipped is
+//! accepted; a version a metadata file lists as shipped without published metadata takes its
+//! images from the cluster's state or from cluster.yml, else fails with what to add; an unknown
+//! version gets one short error at its position. The compiled-in data lists no such version
+//! (RKE v1.8.14's data.json has them all), so the tests use a metadata file that lists one.
 
 use rkers::cluster::Cluster;
 use rkers::config::{self, RkeConfig, UnpublishedImages};
-use rkers::metadata::Catalog;
+use rkers::metadata::{Catalog, RKERS_METADATA_FILE_ENV, UnpublishedVersion};
 use rkers::output::{OutputFormat, Reporter};
 use rkers::state::{ClusterFiles, ClusterState, StateFile};
+use std::sync::LazyLock;
 
 #[path = "support/rke1_releases.rs"]
 mod rke1_releases;
 use rke1_releases::SHIPPED_BY_RKE_1_7_AND_1_8 as SHIPPED;
 
 const UNPUBLISHED: &str = "v1.32.13-rancher1-2";
+
+/// The compiled-in data with UNPUBLISHED's images taken out and the version listed as shipped
+/// by RKE v1.8.13 without metadata, as rkers' data had it before RKE v1.8.14's data.json.
+static CATALOG: LazyLock<Catalog> = LazyLock::new(|| {
+    let mut data = Catalog::embedded().data().clone();
+    data.system_images.remove(UNPUBLISHED);
+    data.unpublished_versions.insert(
+        UNPUBLISHED.to_string(),
+        UnpublishedVersion {
+            rke: "v1.8.13".to_string(),
+        },
+    );
+    Catalog::from_data(data, "test").unwrap()
+});
 
 fn cluster_yml(version: &str, extra: &str) -> String {
     format!(
@@ -28,7 +44,7 @@ fn recorded_config(version: &str) -> RkeConfig {
     let mut cfg = config::load_str(&cluster_yml("v1.32.11-rancher1-1", ""), "state")
         .unwrap()
         .config;
-    config::apply_defaults(&mut cfg, Catalog::embedded());
+    config::apply_defaults(&mut cfg, &*CATALOG);
     cfg.kubernetes_version = version.to_string();
     cfg.system_images.kubernetes = "rke-extended-life/hyperkube:v1.32.13-rancher1".to_string();
     cfg
@@ -41,7 +57,7 @@ fn check(
 ) -> (RkeConfig, Option<UnpublishedImages>, Vec<String>) {
     let loaded = config::load_str(text, "cluster.yml").unwrap();
     let mut cfg = loaded.config;
-    let catalog = Catalog::embedded();
+    let catalog: &Catalog = &CATALOG;
     config::apply_defaults(&mut cfg, catalog);
     let source = config::images_for_unpublished_version(&mut cfg, catalog, state);
     let problems = config::validate(&cfg, catalog, &loaded.locations)
@@ -57,13 +73,13 @@ fn every_version_rke_1_7_to_1_8_14_shipped_is_accepted() {
         let recorded = recorded_config(version);
         let (cfg, source, problems) = check(&cluster_yml(version, ""), Some(&recorded));
         assert!(problems.is_empty(), "{version}: {problems:?}");
-        let unpublished = Catalog::embedded().is_unpublished(version);
+        let unpublished = CATALOG.is_unpublished(version);
         assert_eq!(source.is_some(), unpublished, "{version}");
         if !unpublished {
             // Published versions take the catalog's images, whatever the state holds.
             assert_eq!(
                 cfg.system_images.kubernetes,
-                Catalog::embedded().system_images(version).unwrap()["kubernetes"],
+                CATALOG.system_images(version).unwrap()["kubernetes"],
                 "{version}"
             );
         }
@@ -83,7 +99,7 @@ fn unpublished_version_takes_the_images_the_state_recorded_for_it() {
          metadata is not published"
     );
     // The minor's published flags apply.
-    let options = Catalog::embedded()
+    let options = CATALOG
         .service_options(UNPUBLISHED, Some(&cfg.system_images.kubernetes))
         .unwrap();
     assert_eq!(options.kubeapi["service-account-issuer"], "rke");
@@ -167,6 +183,10 @@ fn unknown_version_gets_one_short_error_with_its_neighbours() {
 #[test]
 fn cluster_reads_the_state_for_an_unpublished_version_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
+    let metadata = dir.path().join("versions.json");
+    std::fs::write(&metadata, serde_json::to_string(CATALOG.data()).unwrap()).unwrap();
+    // SAFETY: no other test of this file reads the environment (they use CATALOG).
+    unsafe { std::env::set_var(RKERS_METADATA_FILE_ENV, &metadata) };
     let path = dir.path().join("cluster.yml");
     std::fs::write(&path, cluster_yml(UNPUBLISHED, "")).unwrap();
     let recorded = recorded_config(UNPUBLISHED);

@@ -262,7 +262,8 @@ fn next_minors_are_accepted_listed_and_carry_their_etcd() {
             format!("rkers/hyperkube:{}", entry.version)
         );
         assert!(images["etcd"].ends_with(&format!(":{}", entry.etcd)));
-        // The addon templates of v1.32 still apply.
+        // The addon templates of RKE1's newest v1.32 still apply (KDM's newest ranges are
+        // open-ended).
         for addon in [
             "calico",
             "canal",
@@ -273,7 +274,7 @@ fn next_minors_are_accepted_listed_and_carry_their_etcd() {
         ] {
             assert_eq!(
                 catalog.addon_template(addon, &entry.version),
-                catalog.addon_template(addon, &next.base_images),
+                catalog.addon_template(addon, "v1.32.13-rancher1-3"),
                 "{addon} at {}",
                 entry.version
             );

@@ -41,15 +41,6 @@ pub const SHIPPED_BY_RKE_1_7_AND_1_8: [&str; 32] = [
     "v1.32.13-rancher1-3",
 ];
 
-/// The RKE Extended Life versions among them whose metadata was never published: rkers takes
-/// their images from the cluster's state or from `system_images`.
-pub const UNPUBLISHED: [&str; 4] = [
-    "v1.32.12-rancher1-1",
-    "v1.32.13-rancher1-1",
-    "v1.32.13-rancher1-2",
-    "v1.32.13-rancher1-3",
-];
-
 /// The patch ranges issue 27 names per minor (v1.28.15, v1.29.10–13, v1.30.6–14, v1.31.2–14,
 /// v1.32.2–13): every patch in them has at least one `-rancherN-M` release rkers knows.
 pub const PATCH_RANGES: [(u64, u64, u64); 5] = [

@@ -14,7 +14,7 @@ pub struct AddonPlan {
     pub critical: bool,
     /// `template` is not bundled with rkers, so `manifest` cannot be rendered: it is the one
     /// the cluster runs, taken from RKE1's ConfigMap by the root package's
-    /// `addons::render::keep_deployed` (`None` until then; such a plan is never applied
+    /// `addons::plan::keep_deployed` (`None` until then; such a plan is never applied
     /// unresolved).
     pub unbundled: bool,
 }

@@ -164,6 +164,10 @@ pub struct CatalogData {
     /// Versions RKE1 shipped without published metadata.
     #[serde(default)]
     pub unpublished_versions: BTreeMap<String, UnpublishedVersion>,
+    /// Template name → Go template body, when the file brings its own (a KDM data.json's
+    /// `templateKeys`); rkers' own data embeds its bodies apart (data/addon-templates.json).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub template_bodies: BTreeMap<String, String>,
 }
 
 /// Verdict of the Docker version check (§8.3).
@@ -534,6 +538,11 @@ impl Catalog {
             Some(newest) if docker > *newest => Ok(DockerVerdict::NewerThanKnown),
             _ => Ok(DockerVerdict::Unsupported),
         }
+    }
+
+    /// The Go template body the metadata file brings for template `name`, if it has one.
+    pub fn template_body(&self, name: &str) -> Option<&str> {
+        self.data.template_bodies.get(name).map(String::as_str)
     }
 
     /// The template KDM selects for `addon` (see [`addon`]) at `version`, if any range matches.

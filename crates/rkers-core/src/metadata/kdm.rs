@@ -1,5 +1,6 @@
 //! Reading a KDM `data.json` (the file RKE's `RANCHER_METADATA_URL` points at) into
-//! [`CatalogData`], so an operator's existing local KDM file keeps working with rkers.
+//! [`CatalogData`], its addon template bodies included, so an operator's existing local KDM
+//! file keeps working with rkers and brings its own templates.
 
 use std::collections::BTreeMap;
 
@@ -161,9 +162,12 @@ pub(crate) fn convert(value: &Value, rke_version: &str) -> Result<CatalogData, K
     }
 
     let mut addon_templates = BTreeMap::new();
-    for (addon, ranges) in kdm.templates {
-        if addon != TEMPLATE_BODIES_KEY {
-            addon_templates.insert(addon, ranges);
+    let mut template_bodies = BTreeMap::new();
+    for (addon, entries) in kdm.templates {
+        if addon == TEMPLATE_BODIES_KEY {
+            template_bodies.extend(entries);
+        } else {
+            addon_templates.insert(addon, entries);
         }
     }
 
@@ -203,6 +207,7 @@ pub(crate) fn convert(value: &Value, rke_version: &str) -> Result<CatalogData, K
         addon_templates,
         system_images,
         unpublished_versions: BTreeMap::new(),
+        template_bodies,
     })
 }
 

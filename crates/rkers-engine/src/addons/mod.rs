@@ -3,27 +3,35 @@
 //!
 //! RKE1 renders KDM's Go templates into a ConfigMap per addon and runs a Job that calls
 //! `kubectl apply` on it; those Jobs cannot start before a node runs pods, fail with a bare
-//! timeout and never prune (§32 pain point 2, §33.14). rkers renders the same manifests
-//! (templates/, ported by scripts/port-addon-templates, checked object by object against Go's own
-//! rendering in data/addons-golden) and applies them itself with server-side apply (field
+//! timeout and never prune (§32 pain point 2, §33.14). rkers renders the same manifests from
+//! the same Go template bodies KDM ships (data/addon-templates.json, generated from the pinned
+//! RKE module by data/generate), and applies them itself with server-side apply (field
 //! manager `rkers`). It keeps RKE1's ConfigMap per addon (`kube-system/<resource>`, key
 //! `<resource>`), so RKE1 still sees the addons as deployed, and uses the manifest stored there
 //! as the inventory of the previous run: objects it listed that the new rendering lacks are
 //! deleted, and an addon turned off (`none`, the other DNS provider, empty `addons`) has all of
 //! them deleted.
 //!
-//! * [`render`] — pure: config + KDM catalog → manifests per addon.
+//! * [`plan`] — pure: config + KDM catalog → manifests per addon, and what to keep when rkers
+//!   lacks a template.
+//! * [`vars`] — the variables RKE1 hands each template.
+//! * [`gotemplate`] — KDM's Go template bodies rendered as RKE1 renders them (gotmpl and RKE's
+//!   function map); `yaml` is its `toYaml`; `ported` the three bodies gotmpl cannot parse.
 //! * [`apply`] — server-side apply, prune, the RKE1 ConfigMaps.
 //! * [`wait`] — readiness of each addon's workloads and, on failure, the pods' states, events
 //!   and last log lines; CNI readiness of the nodes.
 
 pub mod apply;
+pub mod gotemplate;
 mod goyaml_scalar;
-pub mod render;
+pub mod plan;
+mod ported;
+pub mod vars;
 pub mod wait;
+mod yaml;
 
 pub use apply::{AddonChange, apply_addon, parse_manifest};
-pub use render::plan_addons;
+pub use plan::plan_addons;
 
 /// RKE1's resource names (ConfigMap and Job names) of each addon (§34).
 pub mod resource {

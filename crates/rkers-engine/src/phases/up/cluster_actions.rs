@@ -5,7 +5,7 @@
 
 use super::UpError;
 use super::state::Loaded;
-use crate::addons::render::ManifestsUnread;
+use crate::addons::plan::ManifestsUnread;
 use crate::cluster::Cluster;
 use crate::config::RkeConfig;
 use crate::diff::Action;
@@ -133,7 +133,7 @@ async fn keep_deployed(
         }
         Err(e) => Err(e),
     };
-    let (addons, notes) = crate::addons::render::keep_deployed(addons, read)?;
+    let (addons, notes) = crate::addons::plan::keep_deployed(addons, read)?;
     for note in notes {
         reporter.warn(note);
     }
