@@ -52,17 +52,22 @@ fn build_module(component: &str, version: &str) -> PathBuf {
     PathBuf::from(stdout.lines().last().expect("a bin directory"))
 }
 
-/// Every container on every host as `host name id started-at`, one-shot containers that RKE
-/// leaves exited included: none may change.
+/// Every container on every host as `host name id started-at`: RKE's, one-shot ones it leaves
+/// exited included, and the pods' running ones (an exited pod container is kubelet's to
+/// garbage-collect, whoever runs the cluster). None may change.
 fn containers(sb: &Instance) -> Vec<String> {
     let mut all = Vec::new();
     for host in HOSTS {
         let (ok, text) = sb.on_host(
             host,
-            "docker ps -aq | xargs -r docker inspect --format '{{.Name}} {{.Id}} {{.State.StartedAt}}'",
+            "docker ps -aq | xargs -r docker inspect --format '{{.Name}} {{.Id}} {{.State.StartedAt}} {{.State.Running}}'",
         );
         assert!(ok, "{host}: docker inspect: {text}");
-        all.extend(text.lines().map(|l| format!("{host} {l}")));
+        all.extend(text.lines().filter_map(|l| {
+            let (container, running) = l.rsplit_once(' ')?;
+            (!container.starts_with("/k8s_") || running == "true")
+                .then(|| format!("{host} {container}"))
+        }));
     }
     all.sort();
     all
