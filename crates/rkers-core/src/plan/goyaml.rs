@@ -15,7 +15,7 @@ pub fn to_go_yaml(value: &Value) -> String {
         Value::Object(map) if !map.is_empty() => write_mapping(&mut out, map, 0),
         Value::Array(items) if !items.is_empty() => write_sequence(&mut out, items, 0),
         other => {
-            out.push_str(&inline(other));
+            out.push_str(&inline(other, 0));
             out.push('\n');
         }
     }
@@ -34,7 +34,7 @@ fn write_mapping(out: &mut String, map: &serde_json::Map<String, Value>, indent:
         if !(i == 0 && out.ends_with("- ")) {
             out.push_str(&" ".repeat(indent));
         }
-        out.push_str(&scalar_string(key));
+        out.push_str(&scalar_string(key, None));
         out.push(':');
         write_value_after_key(out, value, indent);
     }
@@ -52,7 +52,7 @@ fn write_value_after_key(out: &mut String, value: &Value, indent: usize) {
         }
         other => {
             out.push(' ');
-            out.push_str(&inline(other));
+            out.push_str(&inline(other, indent + 2));
             out.push('\n');
         }
     }
@@ -69,7 +69,7 @@ fn write_sequence(out: &mut String, items: &[Value], indent: usize) {
                 write_sequence_inline_start(out, inner, indent + 2);
             }
             other => {
-                out.push_str(&inline(other));
+                out.push_str(&inline(other, indent + 2));
                 out.push('\n');
             }
         }
@@ -88,19 +88,21 @@ fn write_sequence_inline_start(out: &mut String, items: &[Value], indent: usize)
                 write_sequence_inline_start(out, inner, indent + 2)
             }
             other => {
-                out.push_str(&inline(other));
+                out.push_str(&inline(other, indent + 2));
                 out.push('\n');
             }
         }
     }
 }
 
-fn inline(value: &Value) -> String {
+/// A scalar or an empty collection after a key or a `- `; `block_indent` is the indentation of
+/// a literal block's lines.
+fn inline(value: &Value, block_indent: usize) -> String {
     match value {
         Value::Null => "null".to_string(),
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => number(n),
-        Value::String(s) => scalar_string(s),
+        Value::String(s) => scalar_string(s, Some(block_indent)),
         Value::Object(_) => "{}".to_string(),
         Value::Array(_) => "[]".to_string(),
     }
@@ -118,13 +120,47 @@ fn number(n: &serde_json::Number) -> String {
         // go-yaml reads integral JSON numbers back as integers.
         return format!("{}", f as i64);
     }
-    format!("{f}")
+    go_float(f)
+}
+
+/// Go's `strconv.FormatFloat(f, 'g', -1, 64)`, as go-yaml writes a float: the shortest digits,
+/// in %e form when the exponent is below -4 or at least 6 (`eprec` of the shortest form).
+fn go_float(f: f64) -> String {
+    if f.is_nan() {
+        return ".nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 {
+            ".inf".into()
+        } else {
+            "-.inf".into()
+        };
+    }
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
+    } else {
+        format!("{f}")
+    }
 }
 
 /// Quoting as go-yaml v2 does it: plain when the text would read back as the same string,
 /// double quotes when it would resolve to another type (`"true"`, `""`, `"1.5"`), single quotes
 /// when the emitter cannot write it plain (leading indicator, `: `, ` #`, surrounding blanks).
-fn scalar_string(s: &str) -> String {
+/// A text with line breaks and nothing else unprintable is a literal block (`|-`) where a block
+/// may stand (`block_indent`: a value, not a key), as go-yaml writes it.
+fn scalar_string(s: &str, block_indent: Option<usize>) -> String {
+    let only_breaks = |s: &str| s.chars().all(|c| c == '\n' || !c.is_control());
+    if let Some(indent) = block_indent
+        && s.contains('\n')
+        && resolves_to_string(s)
+        && only_breaks(s)
+    {
+        return literal(s, indent);
+    }
     if s.contains('\n') || !resolves_to_string(s) || s.chars().any(|c| c.is_control()) {
         return double_quoted(s);
     }
@@ -133,6 +169,24 @@ fn scalar_string(s: &str) -> String {
     } else {
         format!("'{}'", s.replace('\'', "''"))
     }
+}
+
+fn literal(s: &str, indent: usize) -> String {
+    let chomp = match s.len() - s.trim_end_matches('\n').len() {
+        0 => "-",
+        1 => "",
+        _ => "+",
+    };
+    let pad = " ".repeat(indent);
+    let mut out = format!("|{chomp}");
+    for line in s.strip_suffix('\n').unwrap_or(s).split('\n') {
+        out.push('\n');
+        if !line.is_empty() {
+            out.push_str(&pad);
+            out.push_str(line);
+        }
+    }
+    out
 }
 
 fn double_quoted(s: &str) -> String {
@@ -330,14 +384,25 @@ mod tests {
 
     #[test]
     fn quoting() {
-        assert_eq!(scalar_string(""), "\"\"");
-        assert_eq!(scalar_string("true"), "\"true\"");
-        assert_eq!(scalar_string("5000"), "\"5000\"");
-        assert_eq!(scalar_string("latest"), "latest");
-        assert_eq!(scalar_string("a: b"), "'a: b'");
-        assert_eq!(scalar_string("-x"), "-x");
-        assert_eq!(scalar_string("- x"), "'- x'");
-        assert_eq!(scalar_string("1:20"), "\"1:20\"");
+        assert_eq!(scalar_string("", None), "\"\"");
+        assert_eq!(scalar_string("true", None), "\"true\"");
+        assert_eq!(scalar_string("5000", None), "\"5000\"");
+        assert_eq!(scalar_string("latest", None), "latest");
+        assert_eq!(scalar_string("a: b", None), "'a: b'");
+        assert_eq!(scalar_string("-x", None), "-x");
+        assert_eq!(scalar_string("- x", None), "'- x'");
+        assert_eq!(scalar_string("1:20", None), "\"1:20\"");
+    }
+
+    #[test]
+    fn literal_blocks_and_floats_as_ghodss_yaml_writes_them() {
+        // As ghodss/yaml v1.0.0 with yaml.v2 v2.4.0 wrote it (RKE1's toYaml).
+        let v = serde_json::json!({"multi": "a\nb", "f": [2.5, 1e21, 0.000001, 1234567.5, 100000.5],
+            "l": [[3, 4], "x\n"], "ctrl": "a\u{1}b", "tab": "\tx"});
+        assert_eq!(
+            to_go_yaml(&v),
+            "ctrl: \"a\\x01b\"\nf:\n- 2.5\n- 1e+21\n- 1e-06\n- 1.2345675e+06\n- 100000.5\nl:\n- - 3\n  - 4\n- |\n  x\nmulti: |-\n  a\n  b\ntab: \"\\tx\"\n"
+        );
     }
 
     #[test]

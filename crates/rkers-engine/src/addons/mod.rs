@@ -23,7 +23,6 @@
 
 pub mod apply;
 pub mod gotemplate;
-mod goyaml_scalar;
 pub mod plan;
 mod ported;
 pub mod vars;
