@@ -123,6 +123,19 @@ fn wait_settled(kubectl: &Path, kubeconfig: &Path, after: &str) {
     }
 }
 
+/// Fails unless the dry run's only action is saving the state.
+fn assert_plans_nothing(dry: &str, who: &str) {
+    let planned: Vec<&str> = actions(dry)
+        .into_iter()
+        .filter(|a| !a.contains("save the state"))
+        .collect();
+    assert!(
+        planned.is_empty(),
+        "{who} plans actions:\n{}\n\nwhole dry run:\n{dry}",
+        planned.join("\n")
+    );
+}
+
 /// The lines of a dry run that are actions (`  - ...`), outside the adoption summary.
 fn actions(dry: &str) -> Vec<&str> {
     dry.lines()
@@ -210,15 +223,7 @@ fn a_cluster_the_real_rke_v1_8_built_is_adopted_without_a_restart_and_rke_still_
         !dry.contains("recreate container") && !dry.contains("restart container"),
         "the adoption restarts containers RKE {RKE} built:\n{dry}"
     );
-    let planned: Vec<&str> = actions(&dry)
-        .into_iter()
-        .filter(|a| !a.contains("save the state"))
-        .collect();
-    assert!(
-        planned.is_empty(),
-        "the adoption of RKE {RKE}'s cluster plans actions:\n{}\n\nwhole dry run:\n{dry}",
-        planned.join("\n")
-    );
+    assert_plans_nothing(&dry, &format!("the adoption of RKE {RKE}'s cluster"));
     assert_eq!(containers(&sb), before, "the dry run changed a container");
 
     // 3. The run keeps every container, IDs and start times.
@@ -271,15 +276,7 @@ fn a_cluster_the_real_rke_v1_8_built_is_adopted_without_a_restart_and_rke_still_
     let on_29 = containers(&sb);
     let (ok, dry) = rkers_cmd(&["up", "--dry-run"]);
     assert!(ok, "rkers up --dry-run on Docker 29 failed:\n{dry}");
-    let planned: Vec<&str> = actions(&dry)
-        .into_iter()
-        .filter(|a| !a.contains("save the state"))
-        .collect();
-    assert!(
-        planned.is_empty(),
-        "on Docker 29 rkers plans actions:\n{}\n\nwhole dry run:\n{dry}",
-        planned.join("\n")
-    );
+    assert_plans_nothing(&dry, "on Docker 29 rkers");
     let (ok, out) = rkers_cmd(&["up", "--yes"]);
     assert!(ok, "rkers up --yes on Docker 29 failed:\n{out}");
     assert_eq!(

@@ -40,12 +40,10 @@ fn only_the_checksum_algorithm_changed(change: &FieldChange) -> bool {
     if added.iter().chain(&removed).any(Option::is_none) || removed.is_empty() {
         return false;
     }
-    removed.iter().flatten().all(|(name, len)| {
-        added
-            .iter()
-            .flatten()
-            .any(|(n, l)| n == name && *l != *len && (*l, *len) != (0, 0))
-    })
+    removed
+        .iter()
+        .flatten()
+        .all(|(name, len)| added.iter().flatten().any(|(n, l)| n == name && l != len))
 }
 
 /// The newer-default reason for one field change of `container`, if it is one.

@@ -189,12 +189,6 @@ impl<'a> ClusterView<'a> {
         )
     }
 
-    /// `RKE_KUBE_PROXY_BR_NETFILTER=true` when `network.enable_br_netfilter` is on (RKE v1.8's
-    /// `BuildKubeProxyProcess`, on Linux and Windows hosts alike).
-    pub(crate) fn br_netfilter_env(&self) -> Option<String> {
-        br_netfilter_env(self.cfg)
-    }
-
     pub(super) fn kube_proxy(&self, host: &Host, facts: &HostFacts, prefix: &str) -> ContainerSpec {
         let proxy = &self.cfg.services.kubeproxy;
         let mut args = map(&[
@@ -246,7 +240,7 @@ impl<'a> ClusterView<'a> {
                         .extra_env
                         .iter()
                         .cloned()
-                        .chain(self.br_netfilter_env()),
+                        .chain(br_netfilter_env(self.cfg)),
                 ),
                 binds: uniq(binds),
                 volumes_from: strings(&[SERVICE_SIDEKICK]),
@@ -369,7 +363,8 @@ mod websockets_gate_tests {
     }
 }
 
-/// See [`ClusterView::br_netfilter_env`]; the Windows plan asks too.
+/// `RKE_KUBE_PROXY_BR_NETFILTER=true` when `network.enable_br_netfilter` is on (RKE v1.8's
+/// `BuildKubeProxyProcess`, on Linux and Windows hosts alike).
 pub(crate) fn br_netfilter_env(cfg: &crate::config::RkeConfig) -> Option<String> {
     (cfg.network.enable_br_netfilter == Some(true))
         .then(|| "RKE_KUBE_PROXY_BR_NETFILTER=true".to_string())
