@@ -160,3 +160,47 @@ fn the_keys_that_differ_are_those_of_the_operations_cluster_yml() {
         "{keys:?}"
     );
 }
+
+/// What cluster.yml leaves to the state (`network.enable_br_netfilter`, settled by `up` and
+/// written to the state) is no difference: the next `up` settles it from the rolled-back config
+/// the same way. Set in cluster.yml to another value, it is one.
+#[test]
+fn a_key_the_state_settles_differs_only_when_cluster_yml_sets_it_otherwise() {
+    let reporter = Reporter::with_sink(Arc::new(|_| {}));
+    let differing = |recorded: bool, current: &str| -> Vec<String> {
+        let mut state = state_after_a_change(false);
+        let mut back = config::load_str(RECORDED, CONFIG_NAME).unwrap().config;
+        config::apply_defaults(&mut back, Catalog::embedded());
+        back.network.enable_br_netfilter = Some(recorded);
+        state.extra.insert(
+            crate::state::PREVIOUS_KEY.into(),
+            serde_json::json!({ "rkeConfig": back.to_state_json() }),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let prepared = phases::rollback::prepare(
+            Some(&state),
+            false,
+            ClusterFiles::from_config_path(&dir.path().join(CONFIG_NAME)),
+            Catalog::embedded().clone(),
+            CONFIG_STATE_NAME,
+            &reporter,
+        )
+        .unwrap();
+        let current = config::load_str(current, CONFIG_NAME).unwrap().config;
+        phases::rollback::cluster_yml_differences(Ok(current), &prepared.cluster)
+            .unwrap()
+            .into_iter()
+            .map(|d| d.key)
+            .collect()
+    };
+    for recorded in [true, false] {
+        assert_eq!(
+            differing(recorded, RECORDED),
+            Vec::<String>::new(),
+            "{recorded}"
+        );
+    }
+    let set_off = format!("{RECORDED}network:\n  enable_br_netfilter: false\n");
+    assert_eq!(differing(true, &set_off), ["network.enable_br_netfilter"]);
+    assert_eq!(differing(false, &set_off), Vec::<String>::new());
+}

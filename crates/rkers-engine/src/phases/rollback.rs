@@ -126,16 +126,20 @@ pub async fn run(
     }
 }
 
-/// The keys where the user's cluster.yml (`current` as read, defaulted here as `up` defaults
-/// it) differs from the rolled-back config; `Err` is why the file could not be read, so could
-/// not be compared.
+/// The keys where the user's cluster.yml (`current` as read, defaulted and settled here as the
+/// next `up` would, with the rolled-back config as the state's) differs from the rolled-back
+/// config; `Err` is why the file could not be read, so could not be compared.
 pub fn cluster_yml_differences(
     current: Result<RkeConfig, ConfigError>,
     rolled_back: &Cluster,
 ) -> Result<Vec<KeyDifference>, ConfigError> {
     let mut current = current?;
     config::apply_defaults(&mut current, &rolled_back.catalog);
-    Ok(config::key_differences(&current, &rolled_back.config))
+    config::settle_br_netfilter(&mut current, Some(&rolled_back.config));
+    // A recorded config from before the key existed reads as the `up` after this settles it.
+    let mut back = rolled_back.config.clone();
+    config::settle_br_netfilter(&mut back, Some(&rolled_back.config));
+    Ok(config::key_differences(&current, &back))
 }
 
 /// Tells the user which cluster.yml keys to change back, as one event (its `data` lists them
