@@ -686,7 +686,7 @@ fn list_version_shows_the_default_and_all_offered_minors() {
         .success()
         .stdout(
             "v1.30.14-rancher1-1\nv1.31.14-rancher1-1\nv1.32.13-rancher1-3\nv1.33.5-rkers1\n\
-             v1.34.10-rkers1\nv1.35.6-rkers1\nv1.36.3-rkers1\nv1.37.2-rkers1\n",
+             v1.34.10-rkers1\nv1.35.8-rkers1\nv1.36.3-rkers1\nv1.37.2-rkers1\n",
         );
 }
 

@@ -19,7 +19,7 @@ const CURRENT: [&str; 8] = [
     "v1.32.13-rancher1-3",
     "v1.33.5-rkers1",
     "v1.34.10-rkers1",
-    "v1.35.6-rkers1",
+    "v1.35.8-rkers1",
     "v1.36.3-rkers1",
     "v1.37.2-rkers1",
 ];

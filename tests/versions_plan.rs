@@ -35,7 +35,7 @@ const ONE_PER_MINOR: [&str; 13] = [
 const NEXT_PER_MINOR: [&str; 5] = [
     "v1.33.5-rkers1",
     "v1.34.10-rkers1",
-    "v1.35.6-rkers1",
+    "v1.35.8-rkers1",
     "v1.36.3-rkers1",
     "v1.37.2-rkers1",
 ];
@@ -192,7 +192,7 @@ fn a_minor_without_flag_changes_plans_the_previous_minors_flags() {
     let next = NextData::embedded();
     let catalog = Catalog::embedded();
     for (old, new, minor) in [
-        ("v1.35.6-rkers1", "v1.36.3-rkers1", 36),
+        ("v1.35.8-rkers1", "v1.36.3-rkers1", 36),
         ("v1.36.3-rkers1", "v1.37.2-rkers1", 37),
     ] {
         let entry = next.minor(1, minor).unwrap();
