@@ -23,98 +23,14 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use support::docker_host::Instance;
-
-const VERSION: &str = "v1.32.9-rancher1-1";
-const RKE: &str = "v1.8.14";
-const HOSTS: [&str; 3] = ["host1", "host2", "host3"];
-
-fn run(cmd: &mut Command) -> (bool, String) {
-    support::outcome(cmd.output().expect("run a command"))
-}
-
-/// The bin directory scripts/build-modules prints last (a cache hit once built).
-fn build_module(component: &str, version: &str) -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-modules");
-    let out = Command::new("bash")
-        .arg(script)
-        .args([component, version])
-        .output()
-        .expect("run scripts/build-modules");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "scripts/build-modules {component} {version} failed:\n{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // Progress goes to stderr; the last line on stdout is the bin directory.
-    PathBuf::from(stdout.lines().last().expect("a bin directory"))
-}
-
-/// Every container on every host as `host name id started-at`: RKE's, one-shot ones it leaves
-/// exited included, and the pods' running ones (an exited pod container is kubelet's to
-/// garbage-collect, whoever runs the cluster). None may change.
-fn containers(sb: &Instance) -> Vec<String> {
-    let mut all = Vec::new();
-    for host in HOSTS {
-        let (ok, text) = sb.on_host(
-            host,
-            "docker ps -aq | xargs -r docker inspect --format '{{.Name}} {{.Id}} {{.State.StartedAt}} {{.State.Running}}'",
-        );
-        assert!(ok, "{host}: docker inspect: {text}");
-        all.extend(text.lines().filter_map(|l| {
-            let (container, running) = l.rsplit_once(' ')?;
-            (!container.starts_with("/k8s_") || running == "true")
-                .then(|| format!("{host} {container}"))
-        }));
-    }
-    all.sort();
-    all
-}
-
-/// Fails naming the lines that differ (`-` before, `+` after) when `after` is not `before`.
-fn assert_same(before: &[String], after: &[String], what: &str) {
-    let gone: Vec<String> = before
-        .iter()
-        .filter(|l| !after.contains(l))
-        .map(|l| format!("- {l}"))
-        .collect();
-    let new: Vec<String> = after
-        .iter()
-        .filter(|l| !before.contains(l))
-        .map(|l| format!("+ {l}"))
-        .collect();
-    assert!(
-        gone.is_empty() && new.is_empty(),
-        "{what}:\n{}\n{}",
-        gone.join("\n"),
-        new.join("\n")
-    );
-}
-
-/// Every pod as `namespace/name uid`: a pod replaced (an addon rolled out, a job run again) has
-/// another UID; one whose container kubelet restarted keeps its UID.
-fn pods(kubectl: &Path, kubeconfig: &Path) -> Vec<String> {
-    let (ok, out) = run(Command::new(kubectl)
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args([
-            "get",
-            "pods",
-            "-A",
-            "-o",
-            "jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {.metadata.uid}{\"\\n\"}{end}",
-        ]));
-    assert!(ok, "kubectl get pods: {out}");
-    let mut all: Vec<String> = out.lines().map(str::to_string).collect();
-    all.sort();
-    assert!(!all.is_empty(), "no pods");
-    all
-}
+use support::rke1_real::{
+    RKE, RkeCluster, VERSION, actions, assert_plans_nothing, assert_same, run,
+};
 
 /// Whether RKE's own `up` keeps this container when nothing changed: its one-shot containers
 /// (the state deployer, the addon jobs' pods) run again, and it removes and starts
@@ -124,66 +40,6 @@ fn rke_keeps(line: &str) -> bool {
     !line.contains("/cluster-state-deployer ")
         && !line.contains("deploy-job")
         && !line.contains("/etcd-rolling-snapshots ")
-}
-
-/// Waits until the three nodes are Ready and every pod is Running with all its containers ready
-/// (or Completed, RKE's addon jobs), so that nothing is recorded mid-start.
-fn wait_settled(kubectl: &Path, kubeconfig: &Path, after: &str) {
-    let get = |args: &[&str]| {
-        run(Command::new(kubectl)
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .args(args))
-    };
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        let (nodes_ok, nodes) = get(&["get", "nodes", "--no-headers"]);
-        let (pods_ok, pods) = get(&["get", "pods", "-A", "--no-headers"]);
-        let ready = nodes_ok
-            && nodes
-                .lines()
-                .filter(|l| l.split_whitespace().nth(1) == Some("Ready"))
-                .count()
-                == 3;
-        let settled = pods_ok
-            && pods.lines().count() > 0
-            && pods.lines().all(|l| {
-                let f: Vec<&str> = l.split_whitespace().collect();
-                f.get(3) == Some(&"Completed")
-                    || (f.get(3) == Some(&"Running")
-                        && f.get(2)
-                            .is_some_and(|r| r.split_once('/').is_some_and(|(a, b)| a == b)))
-            });
-        if ready && settled {
-            eprintln!("after {after}:\n{nodes}");
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not settled 300 s after {after}:\n{nodes}\n{pods}"
-        );
-        std::thread::sleep(Duration::from_secs(3));
-    }
-}
-
-/// Fails unless the dry run's only action is saving the state.
-fn assert_plans_nothing(dry: &str, who: &str) {
-    let planned: Vec<&str> = actions(dry)
-        .into_iter()
-        .filter(|a| !a.contains("save the state"))
-        .collect();
-    assert!(
-        planned.is_empty(),
-        "{who} plans actions:\n{}\n\nwhole dry run:\n{dry}",
-        planned.join("\n")
-    );
-}
-
-/// The lines of a dry run that are actions (`  - ...`), outside the adoption summary.
-fn actions(dry: &str) -> Vec<&str> {
-    dry.lines()
-        .filter(|l| l.trim_start().starts_with("- "))
-        .collect()
 }
 
 #[test]
@@ -197,14 +53,10 @@ fn a_cluster_the_real_rke_v1_8_built_is_adopted_without_a_restart_and_rke_still_
         return;
     };
     let started = Instant::now();
-    let yml = sb.sandbox(&["images", VERSION]);
-    let yml = PathBuf::from(yml.lines().last().expect("a cluster.yml path"));
-    let rke = build_module("rke", RKE).join("rke");
-    let kubectl = build_module("kubernetes", "v1.32.9").join("kubectl");
-    let rkers = PathBuf::from(env!("CARGO_BIN_EXE_rkers"));
+    let c = RkeCluster::prepare(&sb, PathBuf::from(env!("CARGO_BIN_EXE_rkers")));
 
     // RKE's metadata and rkers' name the same images, so the sandbox's serve both.
-    let images = |bin: &Path| {
+    let images = |bin: &PathBuf| {
         let (ok, out) =
             run(Command::new(bin).args(["config", "--system-images", "--version", VERSION]));
         assert!(ok, "{} config --system-images: {out}", bin.display());
@@ -217,49 +69,19 @@ fn a_cluster_the_real_rke_v1_8_built_is_adopted_without_a_restart_and_rke_still_
         list
     };
     assert_eq!(
-        images(&rke),
-        images(&rkers),
+        images(&c.rke),
+        images(&c.rkers),
         "RKE {RKE} and rkers ask for other images"
     );
 
-    let work = sb.dir.join("e2e-rke1");
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work).unwrap();
-    let config = work.join("cluster.yml");
-    // RKE waits for each addon's deploy job for addon_job_timeout seconds (30 by default), which a
-    // loaded two-core machine outlasts; rkers reads the same key.
-    let text = std::fs::read_to_string(&yml).unwrap();
-    assert!(!text.contains("addon_job_timeout"), "{text}");
-    std::fs::write(&config, format!("{text}addon_job_timeout: 300\n")).unwrap();
-    let kubeconfig = work.join("kube_config_cluster.yml");
-
     // 1. RKE builds the cluster.
-    let t = Instant::now();
-    let (ok, out) =
-        run(Command::new(&rke)
-            .current_dir(&work)
-            .args(["up", "--config", "cluster.yml"]));
-    assert!(ok, "rke up failed:\n{out}");
-    eprintln!("rke {RKE} up {VERSION}: {:.1}s", t.elapsed().as_secs_f64());
-    let settle = |after: &str| {
-        wait_settled(&kubectl, &kubeconfig, after);
-    };
-    settle("rke up");
-    let rke_state = std::fs::read_to_string(work.join("cluster.rkestate")).unwrap();
-    let before = containers(&sb);
-
-    let rkers_cmd = |args: &[&str]| {
-        run(Command::new(&rkers)
-            .current_dir(&work)
-            .args(args)
-            .arg("--config")
-            .arg(&config)
-            .arg("--known-hosts")
-            .arg(sb.dir.join("ssh/known_hosts")))
-    };
+    c.rke_up();
+    c.wait_settled("rke up");
+    let rke_state = std::fs::read_to_string(c.work.join("cluster.rkestate")).unwrap();
+    let before = c.containers();
 
     // 2. The dry run: an adoption with nothing to do to a container or an addon.
-    let (ok, dry) = rkers_cmd(&["up", "--dry-run"]);
+    let (ok, dry) = c.rkers(&["up", "--dry-run"]);
     assert!(ok, "rkers up --dry-run failed:\n{dry}");
     assert!(dry.contains("Adopting"), "{dry}");
     assert!(
@@ -267,23 +89,23 @@ fn a_cluster_the_real_rke_v1_8_built_is_adopted_without_a_restart_and_rke_still_
         "the adoption restarts containers RKE {RKE} built:\n{dry}"
     );
     assert_plans_nothing(&dry, &format!("the adoption of RKE {RKE}'s cluster"));
-    assert_eq!(containers(&sb), before, "the dry run changed a container");
+    assert_eq!(c.containers(), before, "the dry run changed a container");
 
     // 3. The run keeps every container, IDs and start times.
     let t = Instant::now();
-    let (ok, out) = rkers_cmd(&["up", "--yes"]);
+    let (ok, out) = c.rkers(&["up", "--yes"]);
     assert!(ok, "rkers up --yes failed:\n{out}");
     eprintln!("rkers up (adoption): {:.1}s", t.elapsed().as_secs_f64());
     assert_same(
         &before,
-        &containers(&sb),
+        &c.containers(),
         "rkers up restarted or replaced a container",
     );
-    let written = std::fs::read_to_string(work.join("cluster.rkestate")).unwrap();
+    let written = std::fs::read_to_string(c.work.join("cluster.rkestate")).unwrap();
     assert_ne!(written, rke_state, "rkers wrote no state");
 
     // 4. Nothing left to do.
-    let (ok, dry) = rkers_cmd(&["up", "--dry-run"]);
+    let (ok, dry) = c.rkers(&["up", "--dry-run"]);
     assert!(ok, "{dry}");
     assert!(!dry.contains("Adopting"), "{dry}");
     assert!(
@@ -292,12 +114,9 @@ fn a_cluster_the_real_rke_v1_8_built_is_adopted_without_a_restart_and_rke_still_
     );
 
     // 5. RKE runs on the state rkers wrote, and restarts nothing either.
-    let (ok, out) =
-        run(Command::new(&rke)
-            .current_dir(&work)
-            .args(["up", "--config", "cluster.yml"]));
-    assert!(ok, "rke up on the state rkers wrote failed:\n{out}");
-    let after_rke: Vec<String> = containers(&sb)
+    c.rke_up();
+    let after_rke: Vec<String> = c
+        .containers()
         .into_iter()
         .filter(|l| rke_keeps(l))
         .collect();
@@ -308,43 +127,20 @@ fn a_cluster_the_real_rke_v1_8_built_is_adopted_without_a_restart_and_rke_still_
         "rke up after rkers restarted a container",
     );
 
-    // 6. The hosts' Docker upgraded in place to 29.7.1, one host after the other as an operator
-    //    would (dockerd restarts: every container restarts with it, same IDs); rkers then finds
-    //    nothing to do on Docker 29 either, and restarts nothing.
-    for host in HOSTS {
-        sb.sandbox(&["docker", host, "29"]);
-        let (ok, server) = sb.on_host(host, "docker version --format '{{.Server.Version}}'");
-        assert!(ok && server.trim() == "29.7.1", "{host}: Docker {server}");
-        settle(&format!("{host}'s Docker 29.7.1"));
-    }
-    // Right after a Docker restart the API server can still hold the pods' statuses from before
-    // it, so "settled" can come before kubelet has started the pods' containers again: wait
-    // until the containers stay the same for 15 s as well (seen here: host3's pods started
-    // again a few seconds after their nodes read Ready and their pods Running).
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        let first = containers(&sb);
-        std::thread::sleep(Duration::from_secs(15));
-        settle("15 s more on Docker 29.7.1");
-        if containers(&sb) == first {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the containers still change 300 s after the Docker upgrades"
-        );
-    }
+    // 6. The hosts' Docker upgraded in place to 29.7.1; rkers then finds nothing to do on
+    //    Docker 29 either, and restarts nothing.
+    c.docker_29_everywhere();
     let rke_containers = |all: Vec<String>| -> Vec<String> {
         all.into_iter().filter(|l| !l.contains(" /k8s_")).collect()
     };
-    let on_29 = containers(&sb);
-    let pods_on_29 = pods(&kubectl, &kubeconfig);
-    let (ok, dry) = rkers_cmd(&["up", "--dry-run"]);
+    let on_29 = c.containers();
+    let pods_on_29 = c.pods();
+    let (ok, dry) = c.rkers(&["up", "--dry-run"]);
     assert!(ok, "rkers up --dry-run on Docker 29 failed:\n{dry}");
     assert_plans_nothing(&dry, "on Docker 29 rkers");
-    let (ok, out) = rkers_cmd(&["up", "--yes"]);
+    let (ok, out) = c.rkers(&["up", "--yes"]);
     assert!(ok, "rkers up --yes on Docker 29 failed:\n{out}");
-    let after_29 = containers(&sb);
+    let after_29 = c.containers();
     assert_same(
         &rke_containers(on_29.clone()),
         &rke_containers(after_29.clone()),
@@ -352,7 +148,7 @@ fn a_cluster_the_real_rke_v1_8_built_is_adopted_without_a_restart_and_rke_still_
     );
     assert_same(
         &pods_on_29,
-        &pods(&kubectl, &kubeconfig),
+        &c.pods(),
         "rkers up on Docker 29 replaced a pod",
     );
     for line in after_29.iter().filter(|l| !on_29.contains(l)) {

@@ -10,6 +10,7 @@
 
 pub mod docker_host;
 pub mod e2e;
+pub mod rke1_real;
 
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
