@@ -91,17 +91,17 @@ pub fn nothing(_: &str) -> bool {
 /// `dont_care` is true are left out of the comparison (etcd's `--initial-cluster*` flags, which
 /// RKE1 flips between a member add and the next run while etcd ignores them, §33.6).
 ///
-/// `image_env` is the default environment of the desired image as the host's Docker reports it,
-/// or `None` when the image is not on the host (then the container is recreated, as in RKE1:
-/// a new image is needed anyway).
+/// `images` are the default environments of the images involved as the host's Docker reports
+/// them; when the desired image is not on the host the container is recreated, as in RKE1 (a
+/// new image is needed anyway).
 pub fn compare(
     desired: &ContainerView,
     observed: &ContainerView,
-    image_env: Option<&[String]>,
+    images: ImageEnvs,
     dont_care: fn(&str) -> bool,
 ) -> Vec<FieldChange> {
     let mut changes = Vec::new();
-    if desired.image != observed.image || image_env.is_none() {
+    if desired.image != observed.image || images.desired.is_none() {
         changes.push(FieldChange {
             field: "image",
             added: vec![desired.image.clone()],
@@ -131,7 +131,24 @@ pub fn compare(
     };
     set_field("entrypoint", &desired.entrypoint, &observed.entrypoint, &[]);
     set_field("cmd", &desired.cmd, &observed.cmd, &[]);
-    set_field("env", &desired.env, &observed.env, image_env.unwrap_or(&[]));
+    match images.desired {
+        Some(image_env) => set_field("env", &desired.env, &observed.env, image_env),
+        None => {
+            // What the new image brings is known once it is pulled: until then the change shows
+            // only the variables set for the container, never the old image's own (its `PATH`)
+            // as removed, which the new container gets again from its image.
+            let from_image = |v: &&String| {
+                !desired.env.contains(v) && images.running.is_none_or(|env| env.contains(v))
+            };
+            let set: Vec<String> = observed
+                .env
+                .iter()
+                .filter(|v| !from_image(v))
+                .cloned()
+                .collect();
+            set_field("env", &desired.env, &set, &[]);
+        }
+    }
     set_field("binds", &desired.binds, &observed.binds, &[]);
     let want_sec: BTreeSet<&String> = desired.security_opt.iter().collect();
     let have_sec: BTreeSet<&String> = observed.security_opt.iter().collect();
@@ -156,6 +173,28 @@ pub fn compare(
     changes
 }
 
+/// The default environments of the images a container comparison involves, as far as the host
+/// has them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ImageEnvs<'a> {
+    /// The desired image's, or `None` when the host lacks it (it is pulled first).
+    pub desired: Option<&'a [String]>,
+    /// The image the container runs now, when the desired one is missing: its variables in the
+    /// running container came from it, not from the container's settings. `None` when unknown
+    /// (then every variable not set for the new container is taken to be the image's).
+    pub running: Option<&'a [String]>,
+}
+
+impl<'a> ImageEnvs<'a> {
+    /// The desired image is on the host, with this environment.
+    pub fn present(env: &'a [String]) -> ImageEnvs<'a> {
+        ImageEnvs {
+            desired: Some(env),
+            running: None,
+        }
+    }
+}
+
 /// The action that brings one container to its desired state, or `None` when it is in it.
 pub fn container_action(
     name: &str,
@@ -163,7 +202,7 @@ pub fn container_action(
     desired: &ContainerView,
     start: bool,
     observed: Option<&ObservedContainer>,
-    image_env: Option<&[String]>,
+    images: ImageEnvs,
     dont_care: fn(&str) -> bool,
 ) -> Option<Action> {
     let Some(observed) = observed else {
@@ -174,7 +213,7 @@ pub fn container_action(
             spec: Box::new(spec.clone()),
         });
     };
-    let mut changes = compare(desired, &observed.config, image_env, dont_care);
+    let mut changes = compare(desired, &observed.config, images, dont_care);
     for change in &mut changes {
         change.why = newer_default_for_change(name, change);
     }
@@ -240,7 +279,7 @@ mod tests {
             .env
             .push("RKE_KUBELET_DOCKER_CONFIG=b2xkOnBhc3N3b3Jk".into());
         observed.cmd.push("--registry-password=old-secret".into());
-        let changes = compare(&desired, &observed, Some(&[]), nothing);
+        let changes = compare(&desired, &observed, ImageEnvs::present(&[]), nothing);
         let shown: Vec<String> = changes.iter().map(ToString::to_string).collect();
         let text = shown.join("\n");
         for secret in [
@@ -271,7 +310,7 @@ mod tests {
         observed.binds.reverse();
         observed.env.insert(0, "PATH=/usr/bin".into());
         let image_env = strings(&["PATH=/usr/bin"]);
-        assert!(compare(&desired, &observed, Some(&image_env), nothing).is_empty());
+        assert!(compare(&desired, &observed, ImageEnvs::present(&image_env), nothing).is_empty());
     }
 
     #[test]
@@ -279,7 +318,7 @@ mod tests {
         let desired = kubelet();
         let mut observed = kubelet();
         observed.env.push("PATH=/usr/bin".into());
-        let changes = compare(&desired, &observed, Some(&[]), nothing);
+        let changes = compare(&desired, &observed, ImageEnvs::present(&[]), nothing);
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].field, "env");
         assert_eq!(changes[0].removed, ["PATH=/usr/bin"]);
@@ -290,16 +329,52 @@ mod tests {
         let desired = kubelet();
         let mut observed = kubelet();
         observed.entrypoint[2] = "--v=4".into();
-        let changes = compare(&desired, &observed, Some(&[]), nothing);
+        let changes = compare(&desired, &observed, ImageEnvs::present(&[]), nothing);
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].to_string(), "entrypoint: +--v=2 ---v=4");
     }
 
     #[test]
     fn missing_image_on_host_means_recreate() {
-        let changes = compare(&kubelet(), &kubelet(), None, nothing);
+        let changes = compare(&kubelet(), &kubelet(), ImageEnvs::default(), nothing);
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].field, "image");
+    }
+
+    /// An upgrade whose image is not on the host yet: the old image's `PATH` is not shown as
+    /// removed (the new container gets the new image's), a variable the container no longer
+    /// sets is, and one it newly sets is shown as added.
+    #[test]
+    fn with_the_new_image_missing_the_env_change_is_the_containers_own() {
+        let mut desired = kubelet();
+        desired.image = "rancher/hyperkube:v1.33.5".into();
+        desired.env.push("RKE_NEW=1".into());
+        let mut observed = kubelet();
+        observed.env.push("PATH=/old/image/path".into());
+        observed.env.push("RKE_GONE=1".into());
+        let old_image = strings(&["PATH=/old/image/path"]);
+        let images = ImageEnvs {
+            desired: None,
+            running: Some(&old_image),
+        };
+        let changes: Vec<String> = compare(&desired, &observed, images, nothing)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            changes,
+            [
+                format!("image: +rancher/hyperkube:v1.33.5 -{}", kubelet().image),
+                "env: +RKE_NEW=1 -RKE_GONE=1".to_string()
+            ]
+        );
+        // The old image's environment unknown too: only what the container newly sets.
+        let unknown = ImageEnvs::default();
+        let changes: Vec<String> = compare(&desired, &observed, unknown, nothing)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(changes[1], "env: +RKE_NEW=1");
     }
 
     #[test]
@@ -307,11 +382,14 @@ mod tests {
         let desired = kubelet();
         let mut observed = kubelet();
         observed.security_opt.push("label=disable".into());
-        assert!(compare(&desired, &observed, Some(&[]), nothing).is_empty());
+        assert!(compare(&desired, &observed, ImageEnvs::present(&[]), nothing).is_empty());
         observed
             .security_opt
             .push("label=type:rke_container_t".into());
-        assert_eq!(compare(&desired, &observed, Some(&[]), nothing).len(), 1);
+        assert_eq!(
+            compare(&desired, &observed, ImageEnvs::present(&[]), nothing).len(),
+            1
+        );
     }
 
     #[test]
@@ -332,12 +410,15 @@ mod tests {
             compare(
                 &desired,
                 &observed,
-                Some(&[]),
+                ImageEnvs::present(&[]),
                 crate::plan::is_etcd_dont_care_arg
             )
             .is_empty()
         );
-        assert_eq!(compare(&desired, &observed, Some(&[]), nothing).len(), 1);
+        assert_eq!(
+            compare(&desired, &observed, ImageEnvs::present(&[]), nothing).len(),
+            1
+        );
     }
 
     #[test]
@@ -357,7 +438,7 @@ mod tests {
             &desired,
             true,
             Some(&observed),
-            Some(&[]),
+            ImageEnvs::present(&[]),
             nothing,
         );
         assert!(
@@ -381,7 +462,7 @@ mod tests {
             &desired,
             true,
             Some(&observed),
-            Some(&[]),
+            ImageEnvs::present(&[]),
             nothing,
         );
         assert!(
@@ -396,7 +477,7 @@ mod tests {
                 &desired,
                 true,
                 Some(&observed),
-                Some(&[]),
+                ImageEnvs::present(&[]),
                 nothing
             ),
             None
@@ -419,7 +500,7 @@ mod tests {
                 &desired,
                 false,
                 Some(&observed),
-                Some(&[]),
+                ImageEnvs::present(&[]),
                 nothing
             ),
             None

@@ -182,6 +182,13 @@ pub(super) fn host_actions(
     for (name, spec) in &h.containers {
         let observed = obs.containers.get(name).map(observed_view);
         let image_env = obs.images.get(&spec.image).cloned().flatten();
+        let running_env = observed
+            .as_ref()
+            .and_then(|o| obs.images.get(&o.config.image).cloned().flatten());
+        let images = diff::ImageEnvs {
+            desired: image_env.as_deref(),
+            running: running_env.as_deref(),
+        };
         let dont_care: fn(&str) -> bool = if name == plan::ETCD {
             plan::is_etcd_dont_care_arg
         } else {
@@ -193,7 +200,7 @@ pub(super) fn host_actions(
             &view(spec),
             spec.start,
             observed.as_ref(),
-            image_env.as_deref(),
+            images,
             dont_care,
         ) {
             if name == plan::ETCD && matches!(a, Action::CreateContainer { .. }) {

@@ -97,6 +97,32 @@ pub(super) async fn observe(
                 Seen::Container(_, None) | Seen::Stale(_, false) => {}
             }
         }
+        // Where a container's new image is not on the host yet, the image it runs now tells
+        // which of its variables came from that image (the dry run's env change leaves those
+        // out): asked only then, so only on upgrades.
+        // By the image's ID, which still names it when its tag has gone.
+        let running_images: BTreeMap<String, String> = h
+            .containers
+            .iter()
+            .filter(|(_, spec)| obs.images.get(&spec.image).is_none_or(Option::is_none))
+            .filter_map(|(name, _)| obs.containers.get(name))
+            .filter(|c| !obs.images.contains_key(&c.image))
+            .map(|c| {
+                let id = if c.image_id.is_empty() {
+                    &c.image
+                } else {
+                    &c.image_id
+                };
+                (c.image.clone(), id.clone())
+            })
+            .collect();
+        for (image, id) in running_images {
+            let env = match docker.raw().inspect_image(&id).await {
+                Ok(i) => Some(i.config.and_then(|c| c.env).unwrap_or_default()),
+                Err(_) => None,
+            };
+            obs.images.insert(image, env);
+        }
         // etcd's data directory is made in the host's shell where that shell sees the
         // filesystem its Docker does and labels nothing (no SELinux).
         let needs_root_answer = h.containers.contains_key(plan::ETCD)
