@@ -19,10 +19,20 @@
 //!   data lists for that minor, and none that it lists is still served;
 //! - a no-op `rkers up --dry-run` plans nothing, and `rkers doctor` reports no failure.
 //!
+//! Issue 48's item 4 on the same real binaries:
+//! - before the first step goes through, it is tried with a flag the new kube-apiserver refuses:
+//!   the run fails naming the host, kube-apiserver and its log line, and the previous
+//!   kube-apiserver is back and serving (the nodes still at the old kubelet); the step then
+//!   goes on without the flag;
+//! - after the last step, `rkers rollback --restore-snapshot` brings the previous minor back,
+//!   etcd included (the snapshot the step took), with the data written before it; `rkers up`
+//!   then goes to the newest minor again.
+//!
 //! Each step's cluster.yml is what `scripts/sandbox images <version>` writes for that version:
 //! the same cluster with another `kubernetes_version` (and from v1.35, on this machine's cgroup
 //! v1 kernel, kubelet's `fail-cgroupv1: "false"`, which rkers asks for before such a step).
-//! It runs in `scripts/test-versions --chain`, not in `scripts/test`: it takes about half an hour.
+//! It runs in `scripts/test-versions --chain [--until v1.NN]`, not in `scripts/test`: it takes
+//! about half an hour. `RKERS_CHAIN_UNTIL=v1.NN` (`--until`) stops the chain at that minor.
 
 mod support;
 
@@ -37,8 +47,13 @@ use std::time::{Duration, Instant};
 use support::docker_host::Instance;
 use support::rke1_real::{RkeCluster, VERSION, actions, assert_plans_nothing, assert_same};
 
-/// The minors after v1.32 that rkers offers, oldest first: the chain's steps.
+/// The minors after v1.32 that rkers offers, oldest first: the chain's steps; up to the minor
+/// `RKERS_CHAIN_UNTIL` names (`v1.34`), when set.
 fn chain_versions(c: &RkeCluster) -> Vec<String> {
+    let until = std::env::var("RKERS_CHAIN_UNTIL")
+        .ok()
+        .map(|v| minor(&v))
+        .unwrap_or(u32::MAX);
     let out = std::process::Command::new(&c.rkers)
         .args(["config", "--list-version", "--all"])
         .output()
@@ -47,12 +62,12 @@ fn chain_versions(c: &RkeCluster) -> Vec<String> {
     let text = String::from_utf8_lossy(&out.stdout);
     let chain: Vec<String> = text
         .lines()
-        .filter(|v| minor(v) > 32)
+        .filter(|v| minor(v) > 32 && minor(v) <= until)
         .map(str::to_string)
         .collect();
     assert!(
-        chain.len() >= 5,
-        "rkers offers no minors after v1.32: {text}"
+        chain.len() >= 2,
+        "fewer than two minors after v1.32 (RKERS_CHAIN_UNTIL: up to v1.{until}): {text}"
     );
     chain
 }
@@ -252,6 +267,48 @@ fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Result<T,
     }
 }
 
+/// The API server's version (`v1.33.5`), as it answers now.
+fn server_version(c: &RkeCluster) -> Result<String, String> {
+    let (ok, out) = c.kubectl(&["version", "-o", "json"]);
+    if !ok {
+        return Err(out);
+    }
+    let v: serde_json::Value = serde_json::from_str(&out).map_err(|e| format!("{e}: {out}"))?;
+    v["serverVersion"]["gitVersion"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or(out)
+}
+
+/// Waits until the three nodes are Ready with kubelet `k8s`; returns their lines.
+fn nodes_at(c: &RkeCluster, k8s: &str) -> String {
+    eventually(
+        &format!("three Ready {k8s} nodes"),
+        Duration::from_secs(300),
+        || {
+            let (ok, text) = c.kubectl(&[
+                "get",
+                "nodes",
+                "-o",
+                "jsonpath={range .items[*]}{.metadata.name} {.status.nodeInfo.kubeletVersion} {.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}",
+            ]);
+            let lines: Vec<&str> = text.lines().collect();
+            let all = ok
+                && lines.len() == 3
+                && lines.iter().all(|l| l.ends_with(&format!(" {k8s} True")));
+            all.then(|| text.clone()).ok_or(text)
+        },
+    )
+}
+
+/// Fails unless every ConfigMap of `data` still holds its value.
+fn assert_data(c: &RkeCluster, data: &[(String, String)], when: &str) {
+    for (name, value) in data {
+        let (ok, out) = c.kubectl(&["get", "configmap", name, "-o", "jsonpath={.data.value}"]);
+        assert!(ok && out == *value, "{name} {when}: {out}");
+    }
+}
+
 #[test]
 fn from_rke_v1_8_to_the_newest_minor_one_minor_at_a_time_while_the_workload_answers() {
     let Some(sb) = Instance::fresh_with(
@@ -326,6 +383,15 @@ fn from_rke_v1_8_to_the_newest_minor_one_minor_at_a_time_while_the_workload_answ
         ]);
         assert!(ok, "{out}");
     }
+    let (ok, host1_address) = c.kubectl(&[
+        "get",
+        "node",
+        "host1",
+        "-o",
+        "jsonpath={.status.addresses[?(@.type==\"InternalIP\")].address}",
+    ]);
+    assert!(ok, "{host1_address}");
+    let host1_address = host1_address.trim().to_string();
     let (ok, host2) = c.kubectl(&[
         "get",
         "node",
@@ -347,6 +413,55 @@ fn from_rke_v1_8_to_the_newest_minor_one_minor_at_a_time_while_the_workload_answ
     let prober = Prober::start(target);
 
     let mut figures = Vec::new();
+
+    // Item 4: the first step with a flag its kube-apiserver refuses fails and undoes itself.
+    let before_version = server_version(&c).expect("the API server answers");
+    let refused = configs[0].replace(
+        "services:\n",
+        "services:\n  kube-api:\n    extra_args:\n      rkers-chain-no-such-flag: \"1\"\n",
+    );
+    assert!(
+        refused != configs[0] && !configs[0].contains("  kube-api:"),
+        "{}",
+        configs[0]
+    );
+    std::fs::write(&c.config, &refused).unwrap();
+    let (sent0, failed0) = prober.counts();
+    let t = Instant::now();
+    let (ok, out) = c.rkers(&["up", "--yes"]);
+    let took = t.elapsed().as_secs_f64();
+    assert!(
+        !ok,
+        "up to {} with a refused flag succeeded:\n{out}",
+        chain[0]
+    );
+    for needed in [
+        "the new kube-apiserver failed its health check",
+        "unknown flag: --rkers-chain-no-such-flag",
+        "the previous kube-apiserver runs again under its name",
+        host1_address.as_str(),
+    ] {
+        assert!(out.contains(needed), "`{needed}` not in:\n{out}");
+    }
+    let back = eventually(
+        "the previous kube-apiserver serving",
+        Duration::from_secs(120),
+        || server_version(&c),
+    );
+    assert_eq!(back, before_version, "after the failed step");
+    nodes_at(&c, before_version.as_str());
+    c.wait_settled("the failed step");
+    assert_data(&c, &data, "after the failed step");
+    let (sent1, failed1) = prober.counts();
+    figures.push(format!(
+        "{} with a refused kube-apiserver flag: failed and undone in {took:.1}s, {} requests, \
+         {} failed; {before_version} serving again",
+        chain[0],
+        sent1 - sent0,
+        failed1 - failed0
+    ));
+    eprintln!("{}", figures[0]);
+
     let mut serving = served(&c);
     for (version, config) in chain.iter().zip(&configs) {
         let k8s = version.split('-').next().unwrap();
@@ -366,23 +481,7 @@ fn from_rke_v1_8_to_the_newest_minor_one_minor_at_a_time_while_the_workload_answ
         c.kubectl = support::rke1_real::build_module("kubernetes", k8s).join("kubectl");
 
         // Nodes Ready with the new kubelet.
-        let nodes = eventually(
-            &format!("three Ready {k8s} nodes"),
-            Duration::from_secs(300),
-            || {
-                let (ok, text) = c.kubectl(&[
-                    "get",
-                    "nodes",
-                    "-o",
-                    "jsonpath={range .items[*]}{.metadata.name} {.status.nodeInfo.kubeletVersion} {.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}",
-                ]);
-                let lines: Vec<&str> = text.lines().collect();
-                let all = ok
-                    && lines.len() == 3
-                    && lines.iter().all(|l| l.ends_with(&format!(" {k8s} True")));
-                all.then(|| text.clone()).ok_or(text)
-            },
-        );
+        let nodes = nodes_at(&c, k8s);
         c.wait_settled(&format!("rkers up to {version}"));
         let (sent1, failed1) = prober.counts();
 
@@ -418,10 +517,7 @@ fn from_rke_v1_8_to_the_newest_minor_one_minor_at_a_time_while_the_workload_answ
             new_snapshots.iter().any(|s| s.starts_with("rkers-pre-")),
             "no snapshot before the change to {version}: {new_snapshots:?}"
         );
-        for (name, value) in &data {
-            let (ok, out) = c.kubectl(&["get", "configmap", name, "-o", "jsonpath={.data.value}"]);
-            assert!(ok && out == *value, "{name} at {version}: {out}");
-        }
+        assert_data(&c, &data, &format!("at {version}"));
 
         // What the new API server stopped serving is what rkers' data says.
         let now_serving = served(&c);
@@ -460,6 +556,48 @@ fn from_rke_v1_8_to_the_newest_minor_one_minor_at_a_time_while_the_workload_answ
         eprintln!("{line}\n{nodes}");
         figures.push(line);
     }
+    // Item 4: `rollback` over the last minor, etcd restored from the snapshot that step took,
+    // then the last step again.
+    let (last, previous) = (&chain[chain.len() - 1], &chain[chain.len() - 2]);
+    let previous_k8s = previous.split('-').next().unwrap();
+    let last_k8s = last.split('-').next().unwrap();
+    let (sent0, failed0) = prober.counts();
+    let t = Instant::now();
+    let (ok, out) = c.rkers(&["rollback", "--restore-snapshot"]);
+    let took = t.elapsed().as_secs_f64();
+    assert!(
+        ok,
+        "rkers rollback --restore-snapshot from {last} failed:\n{out}"
+    );
+    c.kubectl = support::rke1_real::build_module("kubernetes", previous_k8s).join("kubectl");
+    let back = eventually(
+        "the previous minor's kube-apiserver serving",
+        Duration::from_secs(300),
+        || server_version(&c),
+    );
+    assert_eq!(back, previous_k8s, "after the rollback");
+    nodes_at(&c, previous_k8s);
+    c.wait_settled("the rollback");
+    assert_data(&c, &data, "after the rollback");
+    let (sent1, failed1) = prober.counts();
+    let line = format!(
+        "rollback {last} -> {previous} (etcd restored): {took:.1}s, {} requests, {} failed",
+        sent1 - sent0,
+        failed1 - failed0
+    );
+    eprintln!("{line}");
+    figures.push(line);
+    std::fs::write(&c.config, &configs[configs.len() - 1]).unwrap();
+    let (ok, out) = c.rkers(&["up", "--yes"]);
+    assert!(
+        ok,
+        "rkers up to {last} again after the rollback failed:\n{out}"
+    );
+    c.kubectl = support::rke1_real::build_module("kubernetes", last_k8s).join("kubectl");
+    nodes_at(&c, last_k8s);
+    c.wait_settled(&format!("{last} again"));
+    assert_data(&c, &data, &format!("at {last} again"));
+
     let (sent, failed) = prober.counts();
     drop(prober);
     eprintln!(
