@@ -58,24 +58,30 @@ fn a_sample_of_the_conformance_suite_passes_on_a_v1_32_cluster() {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/conformance");
     // Ginkgo matches the focus anywhere in a spec's text (a `^` never matches there); the sample's
     // names are each a whole conformance spec's, and the script keeps the focus to those.
-    let focus = SPECS
-        .iter()
-        .map(|s| literal(s))
-        .collect::<Vec<_>>()
-        .join("|");
+    let focus = SPECS.map(literal).join("|");
     let started = Instant::now();
     let out = Command::new("bash")
         .arg(&script)
-        .args([VERSION, "--focus", &focus, "--fresh", "--down", "--no-serial", "--procs", "5"])
+        .args([
+            VERSION,
+            "--focus",
+            &focus,
+            "--fresh",
+            "--down",
+            "--no-serial",
+            "--procs",
+            "5",
+        ])
         .envs(sb.envs().iter().map(|(k, v)| (k, v)))
         .env("RKERS_BIN", env!("CARGO_BIN_EXE_rkers"))
         .output()
         .expect("run scripts/conformance");
     let (ok, text) = support::outcome(out);
+    let lines: Vec<&str> = text.lines().collect();
     eprintln!(
         "scripts/conformance: {:.0}s\n{}",
         started.elapsed().as_secs_f64(),
-        text.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
+        lines[lines.len().saturating_sub(30)..].join("\n")
     );
     assert!(ok, "scripts/conformance failed:\n{text}");
     let reports = text
@@ -85,7 +91,10 @@ fn a_sample_of_the_conformance_suite_passes_on_a_v1_32_cluster() {
     let summary = std::fs::read_to_string(PathBuf::from(reports).join("summary.json")).unwrap();
     let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
     assert_eq!(summary["failed"], 0, "{summary}");
-    assert_eq!(summary["skipped"], 0, "a spec of the sample skipped itself: {summary}");
+    assert_eq!(
+        summary["skipped"], 0,
+        "a spec of the sample skipped itself: {summary}"
+    );
     let passes: Vec<&str> = summary["passes"]
         .as_array()
         .expect("summary.json lists the passed specs")
@@ -94,7 +103,9 @@ fn a_sample_of_the_conformance_suite_passes_on_a_v1_32_cluster() {
         .collect();
     for spec in SPECS {
         assert!(
-            passes.iter().any(|p| p.starts_with(&format!("[It] {spec}"))),
+            passes
+                .iter()
+                .any(|p| p.starts_with(&format!("[It] {spec}"))),
             "{spec}: did not pass (renamed upstream?); passed: {passes:#?}"
         );
     }
