@@ -57,6 +57,11 @@ impl Instance {
         })
     }
 
+    /// The environment scripts/sandbox reads for this instance, for scripts that run it themselves.
+    pub fn envs(&self) -> &[(String, String)] {
+        &self.envs
+    }
+
     /// Runs scripts/sandbox for this instance; panics with its output on failure.
     pub fn sandbox(&self, args: &[&str]) -> String {
         let out = Command::new("bash")
