@@ -125,15 +125,13 @@ async fn the_dry_run_goes_to_the_recorded_config_and_saves_nothing() {
     assert_eq!(store.load().unwrap().version, before);
 }
 
-/// The comparison the rollback reports: the operation's cluster.yml, defaulted, against the
-/// recorded config.
-#[test]
-fn the_keys_that_differ_are_those_of_the_operations_cluster_yml() {
+/// The keys where `current` (a cluster.yml) differs from the config `state`'s rollback goes
+/// back to, as the rollback reports them.
+fn keys_differing(state: &StateFile, current: &str) -> Vec<String> {
     let reporter = Reporter::with_sink(Arc::new(|_| {}));
-    let state = state_after_a_change(true);
     let dir = tempfile::tempdir().unwrap();
     let prepared = phases::rollback::prepare(
-        Some(&state),
+        Some(state),
         false,
         ClusterFiles::from_config_path(&dir.path().join(CONFIG_NAME)),
         Catalog::embedded().clone(),
@@ -141,13 +139,19 @@ fn the_keys_that_differ_are_those_of_the_operations_cluster_yml() {
         &reporter,
     )
     .unwrap();
-    let current = config::load_str(CURRENT, CONFIG_NAME).unwrap().config;
-    let keys: Vec<String> =
-        phases::rollback::cluster_yml_differences(Ok(current), &prepared.cluster)
-            .unwrap()
-            .into_iter()
-            .map(|d| d.key)
-            .collect();
+    let current = config::load_str(current, CONFIG_NAME).unwrap().config;
+    phases::rollback::cluster_yml_differences(Ok(current), &prepared.cluster)
+        .unwrap()
+        .into_iter()
+        .map(|d| d.key)
+        .collect()
+}
+
+/// The comparison the rollback reports: the operation's cluster.yml, defaulted, against the
+/// recorded config.
+#[test]
+fn the_keys_that_differ_are_those_of_the_operations_cluster_yml() {
+    let keys = keys_differing(&state_after_a_change(true), CURRENT);
     // The node's name and internal address default to its address, on both sides.
     assert_eq!(
         keys,
@@ -166,7 +170,6 @@ fn the_keys_that_differ_are_those_of_the_operations_cluster_yml() {
 /// the same way. Set in cluster.yml to another value, it is one.
 #[test]
 fn a_key_the_state_settles_differs_only_when_cluster_yml_sets_it_otherwise() {
-    let reporter = Reporter::with_sink(Arc::new(|_| {}));
     let differing = |recorded: bool, current: &str| -> Vec<String> {
         let mut state = state_after_a_change(false);
         let mut back = config::load_str(RECORDED, CONFIG_NAME).unwrap().config;
@@ -176,22 +179,7 @@ fn a_key_the_state_settles_differs_only_when_cluster_yml_sets_it_otherwise() {
             crate::state::PREVIOUS_KEY.into(),
             serde_json::json!({ "rkeConfig": back.to_state_json() }),
         );
-        let dir = tempfile::tempdir().unwrap();
-        let prepared = phases::rollback::prepare(
-            Some(&state),
-            false,
-            ClusterFiles::from_config_path(&dir.path().join(CONFIG_NAME)),
-            Catalog::embedded().clone(),
-            CONFIG_STATE_NAME,
-            &reporter,
-        )
-        .unwrap();
-        let current = config::load_str(current, CONFIG_NAME).unwrap().config;
-        phases::rollback::cluster_yml_differences(Ok(current), &prepared.cluster)
-            .unwrap()
-            .into_iter()
-            .map(|d| d.key)
-            .collect()
+        keys_differing(&state, current)
     };
     for recorded in [true, false] {
         assert_eq!(
