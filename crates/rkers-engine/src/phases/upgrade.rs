@@ -240,6 +240,9 @@ where
     }
     .await;
     let uncordoned = match cordon {
+        Cordon::ByRkers if result.is_err() => uncordon_once_the_api_answers(api, &h.hostname)
+            .await
+            .map(drop),
         Cordon::ByRkers => api.uncordon_after_upgrade(&h.hostname).await.map(drop),
         Cordon::AlreadyCordoned => Ok(()),
     };
@@ -251,6 +254,28 @@ where
         });
     }
     result
+}
+
+/// How long an uncordon after a failed upgrade waits for the Kubernetes API: a control plane
+/// host's previous kube-apiserver, put back by the failed step's undo, starts serving again
+/// some seconds later (measured on the real v1.32.9 binaries: the first try, right after the
+/// undo, found no API and left the node cordoned).
+const UNCORDON_AFTER_FAILURE: Duration = Duration::from_secs(120);
+
+/// Uncordons the node after its upgrade failed, asking again every 2 s while the API does not
+/// answer, for at most [`UNCORDON_AFTER_FAILURE`]; the last error when it never does.
+async fn uncordon_once_the_api_answers(
+    api: &KubeApi,
+    hostname: &str,
+) -> Result<bool, KubeApiError> {
+    let deadline = tokio::time::Instant::now() + UNCORDON_AFTER_FAILURE;
+    loop {
+        match api.uncordon_after_upgrade(hostname).await {
+            Ok(done) => return Ok(done),
+            Err(e) if tokio::time::Instant::now() >= deadline => return Err(e),
+            Err(_) => tokio::time::sleep(Duration::from_secs(2)).await,
+        }
+    }
 }
 
 /// A node rkers cordoned, uncordoned when its upgrade is dropped midway (the run was
