@@ -27,7 +27,6 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use support::docker_host::Instance;
 use support::rke1_real::{
     RKE, RkeCluster, VERSION, actions, assert_plans_nothing, assert_same, run,
 };
@@ -44,12 +43,7 @@ fn rke_keeps(line: &str) -> bool {
 
 #[test]
 fn a_cluster_the_real_rke_v1_8_built_is_adopted_without_a_restart_and_rke_still_runs_on_it() {
-    let Some(sb) = Instance::fresh_with(
-        "RKERS_REAL_E2E",
-        &[
-            "--hosts", "3", "--roles", "default", "--cni", "none", "--docker", "system",
-        ],
-    ) else {
+    let Some(sb) = support::rke1_real::fresh_instance() else {
         return;
     };
     let started = Instant::now();

@@ -44,7 +44,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use support::docker_host::Instance;
 use support::rke1_real::{RkeCluster, VERSION, actions, assert_plans_nothing, assert_same};
 
 /// The minors after v1.32 that rkers offers, oldest first: the chain's steps; up to the minor
@@ -311,12 +310,7 @@ fn assert_data(c: &RkeCluster, data: &[(String, String)], when: &str) {
 
 #[test]
 fn from_rke_v1_8_to_the_newest_minor_one_minor_at_a_time_while_the_workload_answers() {
-    let Some(sb) = Instance::fresh_with(
-        "RKERS_REAL_E2E",
-        &[
-            "--hosts", "3", "--roles", "default", "--cni", "none", "--docker", "system",
-        ],
-    ) else {
+    let Some(sb) = support::rke1_real::fresh_instance() else {
         return;
     };
     let started = Instant::now();

@@ -13,6 +13,17 @@ pub const RKE: &str = "v1.8.14";
 pub const VERSION: &str = "v1.32.9-rancher1-1";
 pub const HOSTS: [&str; 3] = ["host1", "host2", "host3"];
 
+/// The `RKERS_REAL_E2E` instance, fresh: three hosts with the default roles, no stand-in CNI,
+/// Debian's Docker 20.10 (RKE v1.8's own Docker client speaks API 1.41 at most).
+pub fn fresh_instance() -> Option<Instance> {
+    Instance::fresh_with(
+        "RKERS_REAL_E2E",
+        &[
+            "--hosts", "3", "--roles", "default", "--cni", "none", "--docker", "system",
+        ],
+    )
+}
+
 pub fn run(cmd: &mut Command) -> (bool, String) {
     super::outcome(cmd.output().expect("run a command"))
 }
