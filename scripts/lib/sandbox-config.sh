@@ -73,9 +73,14 @@ services:
     cluster_cidr: ${SANDBOX_POD_PREFIX}.0.0/16
   kubelet:
     extra_args:
-      # Every sandbox host shares this machine's one disk, build caches included: the default
-      # 10%/15% free-space eviction thresholds would taint every node with disk-pressure.
-      eviction-hard: "memory.available<100Mi,nodefs.available<1%,imagefs.available<1%"
+      # Every sandbox host shares this machine's one disk, build caches included, and that disk
+      # is itself shared: its free space, a few GB of 252, moves with other machines' use. The
+      # default 10%/15% free-space eviction thresholds (and even 1%) taint every node with
+      # disk-pressure and leave new pods Pending; only a disk that is really full evicts here.
+      eviction-hard: "memory.available<100Mi,nodefs.available<512Mi,imagefs.available<512Mi"
+      # Image garbage collection starts at 85% of the disk in use, which this disk always is:
+      # every kubelet would delete every image no container uses, every five minutes.
+      image-gc-high-threshold: "100"
       # Dozens of sandbox kubelets share the machine's two cores: cAdvisor's per-container
       # housekeeping every 30 s instead of 10 s keeps an idle host light.
       housekeeping-interval: "30s"
