@@ -1,7 +1,10 @@
-//! Waiting for addons: each addon's DaemonSets and Deployments become ready within
-//! `addon_job_timeout`, and after the network plugin every node reports its network ready. On
-//! timeout the error says why: each unready pod's state, its events (e.g. an ImagePullBackOff
-//! naming the image) and its last log lines (§32 pain point 2).
+//! Waiting for addons: each addon's DaemonSets and Deployments become ready, and after the
+//! network plugin every node reports its network ready. The wait fails after
+//! `addon_job_timeout` without progress (RKE1's 45 s by default), or after `PATIENCE_LIMIT` times
+//! that in all: a pod still pulling its image on a slow link or a busy host is not a failure, a
+//! pod stuck in ImagePullBackOff or CrashLoopBackOff is (§32 pain point 2, "make timeouts
+//! adaptive"). On failure the error says why: each unready pod's state, its events (e.g. an
+//! ImagePullBackOff naming the image) and its last log lines.
 
 use super::AddonError;
 use super::apply::ObjectId;
@@ -14,6 +17,101 @@ use std::time::{Duration, Instant};
 
 const POLL: Duration = Duration::from_secs(2);
 const LOG_LINES: i64 = 5;
+/// The whole wait is at most this many times `addon_job_timeout`, progress or not.
+pub const PATIENCE_LIMIT: u32 = 8;
+
+/// The clock of one wait: it runs out after `quiet` without a milestone not seen before, or
+/// after `PATIENCE_LIMIT` times `quiet` in all. Milestones are facts that only accumulate while
+/// a rollout moves (a pod scheduled, a container started, a count of ready pods reached), so a
+/// container that crashes and restarts, or an image pull that fails again, is no progress.
+#[derive(Debug)]
+pub struct Patience {
+    started: Instant,
+    last_progress: Instant,
+    quiet: Duration,
+    seen: std::collections::BTreeSet<String>,
+}
+
+impl Patience {
+    pub fn new(now: Instant, quiet: Duration) -> Patience {
+        Patience {
+            started: now,
+            last_progress: now,
+            quiet,
+            seen: Default::default(),
+        }
+    }
+
+    /// Records what was observed at `now`; true when something of it was not seen before.
+    pub fn observe(&mut self, now: Instant, milestones: impl IntoIterator<Item = String>) -> bool {
+        let mut progress = false;
+        for m in milestones {
+            progress |= self.seen.insert(m);
+        }
+        if progress {
+            self.last_progress = now;
+        }
+        progress
+    }
+
+    /// Why the wait is over at `now`, or `None` while it goes on.
+    pub fn expired(&self, now: Instant) -> Option<String> {
+        let waited = now.saturating_duration_since(self.started).as_secs();
+        if now.saturating_duration_since(self.started) >= self.quiet * PATIENCE_LIMIT {
+            Some(format!(
+                "{waited}s ({PATIENCE_LIMIT} × addon_job_timeout, still progressing)"
+            ))
+        } else if now.saturating_duration_since(self.last_progress) >= self.quiet {
+            Some(format!(
+                "{waited}s ({}s without progress: addon_job_timeout)",
+                self.quiet.as_secs()
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// What pods matching `selector` in `namespace` have reached: scheduled, each container started
+/// (running, or an init container that completed), each container ready.
+async fn pod_milestones(
+    api: &KubeApi,
+    namespace: &str,
+    selector: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let pods_api: Api<Pod> = Api::namespaced(api.client.clone(), namespace);
+    let Ok(pods) = pods_api
+        .list(&ListParams::default().labels(&label_selector(selector)))
+        .await
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for pod in pods.items {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_ref()) {
+            out.push(format!("{uid} scheduled on {node}"));
+        }
+        let status = pod.status.unwrap_or_default();
+        for cs in status
+            .init_container_statuses
+            .iter()
+            .flatten()
+            .chain(status.container_statuses.iter().flatten())
+        {
+            let state = cs.state.clone().unwrap_or_default();
+            let started = state.running.is_some()
+                || state.terminated.as_ref().is_some_and(|t| t.exit_code == 0);
+            if started {
+                out.push(format!("{uid} {} started", cs.name));
+            }
+            if cs.ready {
+                out.push(format!("{uid} {} ready", cs.name));
+            }
+        }
+    }
+    out
+}
 
 /// A workload of an addon and why it is not ready yet (`None` = ready).
 async fn workload_pending(
@@ -88,7 +186,7 @@ pub async fn wait_workloads(
                 && matches!(o.kind.as_str(), "Deployment" | "DaemonSet")
         })
         .collect();
-    let deadline = Instant::now() + timeout;
+    let mut patience = Patience::new(Instant::now(), timeout);
     loop {
         let mut pending = Vec::new();
         for id in &workloads {
@@ -106,11 +204,19 @@ pub async fn wait_workloads(
         if pending.is_empty() {
             return Ok(());
         }
-        if Instant::now() >= deadline {
-            let mut report = format!(
-                "addon {resource}: workloads not ready after {}s:",
-                timeout.as_secs()
-            );
+        let mut milestones = Vec::new();
+        for (id, (why, selector)) in &pending {
+            milestones.push(why.clone());
+            let ns = if id.namespace.is_empty() {
+                "default"
+            } else {
+                &id.namespace
+            };
+            milestones.extend(pod_milestones(api, ns, selector).await);
+        }
+        patience.observe(Instant::now(), milestones);
+        if let Some(waited) = patience.expired(Instant::now()) {
+            let mut report = format!("addon {resource}: workloads not ready after {waited}:");
             for (id, (why, selector)) in &pending {
                 report.push_str(&format!("\n  {why}"));
                 let ns = if id.namespace.is_empty() {
@@ -244,7 +350,7 @@ pub async fn wait_nodes_network(
     timeout: Duration,
 ) -> Result<(), AddonError> {
     let nodes_api: Api<Node> = Api::all(api.client.clone());
-    let deadline = Instant::now() + timeout;
+    let mut patience = Patience::new(Instant::now(), timeout);
     loop {
         let nodes = nodes_api
             .list(&ListParams::default())
@@ -277,11 +383,19 @@ pub async fn wait_nodes_network(
         if not_ready.is_empty() {
             return Ok(());
         }
-        if Instant::now() >= deadline {
-            let mut report = format!(
-                "network plugin: nodes without a ready network after {}s:",
-                timeout.as_secs()
-            );
+        let ready = nodes
+            .items
+            .iter()
+            .filter_map(|n| n.metadata.name.clone())
+            .filter(|n| !not_ready.iter().any(|(name, _)| name == n));
+        let mut milestones: Vec<String> = ready.map(|n| format!("node {n} ready")).collect();
+        for (ns, selector) in cni_pods {
+            milestones.extend(pod_milestones(api, ns, selector).await);
+        }
+        patience.observe(Instant::now(), milestones);
+        if let Some(waited) = patience.expired(Instant::now()) {
+            let mut report =
+                format!("network plugin: nodes without a ready network after {waited}:");
             for (node, why) in &not_ready {
                 report.push_str(&format!("\n  node {node}: {why}"));
                 for (ns, selector) in cni_pods {
@@ -291,5 +405,62 @@ pub async fn wait_nodes_network(
             return Err(AddonError::NotReady(report));
         }
         tokio::time::sleep(POLL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_rollout_that_keeps_moving_outlasts_the_quiet_timeout() {
+        let t0 = Instant::now();
+        let quiet = Duration::from_secs(45);
+        let mut p = Patience::new(t0, quiet);
+        assert!(p.observe(t0, seen(&["ds 0/3 ready", "a scheduled on host1"])));
+        // 40 s later host1's container starts: the quiet clock starts again.
+        let t1 = t0 + Duration::from_secs(40);
+        assert!(p.observe(t1, seen(&["ds 0/3 ready", "a kube-flannel started"])));
+        assert_eq!(p.expired(t0 + Duration::from_secs(80)), None);
+        let over = p.expired(t1 + quiet).expect("45 s without progress");
+        assert!(
+            over.contains("85s") && over.contains("without progress"),
+            "{over}"
+        );
+    }
+
+    #[test]
+    fn a_crash_loop_is_no_progress() {
+        let t0 = Instant::now();
+        let mut p = Patience::new(t0, Duration::from_secs(45));
+        p.observe(t0, seen(&["ds 2/3 ready", "c main started"]));
+        // Restarting the same container again and again adds nothing new.
+        for s in 1..=22 {
+            let t = t0 + Duration::from_secs(2 * s);
+            assert!(!p.observe(t, seen(&["ds 2/3 ready", "c main started"])));
+        }
+        assert!(p.expired(t0 + Duration::from_secs(44)).is_none());
+        assert!(p.expired(t0 + Duration::from_secs(45)).is_some());
+    }
+
+    #[test]
+    fn progress_forever_still_ends_at_the_limit() {
+        let t0 = Instant::now();
+        let quiet = Duration::from_secs(10);
+        let mut p = Patience::new(t0, quiet);
+        let mut t = t0;
+        for i in 0..=(PATIENCE_LIMIT * 10) {
+            t = t0 + Duration::from_secs(i as u64);
+            p.observe(t, vec![format!("pod {i} scheduled on host1")]);
+            if t < t0 + quiet * PATIENCE_LIMIT {
+                assert!(p.expired(t).is_none(), "ended early at {i}s");
+            }
+        }
+        let over = p.expired(t).expect("the limit");
+        assert!(over.contains("still progressing"), "{over}");
     }
 }
