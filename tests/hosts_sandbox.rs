@@ -364,6 +364,56 @@ async fn sandbox_containers_and_byte_exact_upload() {
         .unwrap();
 }
 
+/// A container whose image went missing after the images step (a kubelet's image garbage
+/// collection, a prune) is still created: the image is pulled again. Real dockerd and registry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sandbox_a_container_whose_image_went_missing_is_created_after_a_pull() {
+    let _serial = serial();
+    let Some(sb) = sandbox() else { return };
+    let addrs = sb.node_addresses();
+    let pool = HostPool::connect(&[target(&sb, 1, &addrs[1])], &options(&sb))
+        .await
+        .unwrap();
+    let h = pool.hosts().next().unwrap();
+    let d = h.docker();
+    let name = format!("rkers-test-repull-{}", std::process::id());
+    let ssh = h.ssh().expect("an SSH host");
+    // Untagged even while containers use it: only its name is gone, as after a prune.
+    let out = ssh
+        .exec(&format!(
+            "docker rm -f {name} >/dev/null 2>&1; docker rmi -f {TOOLS_IMAGE}"
+        ))
+        .await
+        .unwrap();
+    assert!(out.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let spec = ContainerSpec {
+        image: TOOLS_IMAGE.into(),
+        entrypoint: vec!["true".into()],
+        ..Default::default()
+    };
+    let missing = d
+        .create_container(&name, &spec)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        missing.contains("404"),
+        "Docker no longer has the image: {missing}"
+    );
+    let id = d
+        .create_container_pulling(&name, &spec, &[registry_credential(&sb)])
+        .await
+        .unwrap();
+    let inspect = ssh
+        .exec(&format!("docker inspect --format '{{{{.Id}}}} {{{{.Config.Image}}}}' {name}; docker rm -f {name} >/dev/null"))
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&inspect.stdout).trim(),
+        format!("{id} {TOOLS_IMAGE}")
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sandbox_unreachable_host_is_listed_not_dropped() {
     let _serial = serial();

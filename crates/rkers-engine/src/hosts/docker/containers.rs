@@ -12,6 +12,7 @@ use futures::StreamExt;
 
 use super::DockerClient;
 use super::errors::is_not_found;
+use crate::hosts::RegistryCredential;
 use crate::hosts::container::{ContainerSpec, ObservedContainer, ToCreateBody};
 use crate::hosts::error::HostError;
 
@@ -42,6 +43,37 @@ impl DockerClient {
             .await
             .map_err(|e| self.cerr(name, "create", e))?;
         Ok(r.id)
+    }
+
+    /// [`Self::create_container`], pulling the image again when Docker no longer has it.
+    ///
+    /// The images step pulled it, but it can be gone by the time its container is made: a
+    /// kubelet whose disk is above its image garbage collection threshold deletes every image
+    /// no container uses yet, and an operator may prune. Docker answers such a create with 404;
+    /// the image is pulled (the same registries, the same retries) and the create tried once more.
+    pub async fn create_container_pulling(
+        &self,
+        name: &str,
+        spec: &ContainerSpec,
+        registries: &[RegistryCredential],
+    ) -> Result<String, HostError> {
+        let opts = || CreateContainerOptions {
+            name: Some(name.to_owned()),
+            ..Default::default()
+        };
+        match self
+            .docker
+            .create_container(Some(opts()), spec.to_create_body())
+            .await
+        {
+            Ok(r) => Ok(r.id),
+            Err(e) if is_not_found(&e) => {
+                self.ensure_image(&spec.image, registries, &mut |_| {})
+                    .await?;
+                self.create_container(name, spec).await
+            }
+            Err(e) => Err(self.cerr(name, "create", e)),
+        }
     }
 
     pub async fn start_container(&self, name: &str) -> Result<(), HostError> {

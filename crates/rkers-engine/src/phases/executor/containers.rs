@@ -12,7 +12,7 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
     ) -> Result<(), ExecFailure> {
         let docker = self.host()?.docker();
         docker.remove_container(name).await?;
-        create_and_start(docker, name, spec, start).await
+        create_and_start(docker, &self.exec.registries, name, spec, start).await
     }
 
     /// RKE1's rolling replace (§22.1): the old container is kept aside as `old-<name>` until
@@ -39,7 +39,9 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
             .is_some_and(|c| c.running || c.restarting);
         docker.stop_container(name).await?;
         docker.rename_container(name, &old).await?;
-        if let Err(failed) = create_and_start(docker, name, spec, start).await {
+        if let Err(failed) =
+            create_and_start(docker, &self.exec.registries, name, spec, start).await
+        {
             let undone = self.restore_reported(name, was_running).await;
             return Err(ExecFailure::Replace {
                 cause: Box::new(failed),
@@ -177,14 +179,18 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
     }
 }
 
-/// Creates the planned container `name`, and starts it when it is one that runs.
+/// Creates the planned container `name` (its image pulled again if it went missing since the
+/// images step), and starts it when it is one that runs.
 async fn create_and_start(
     docker: &hosts::DockerClient,
+    registries: &[hosts::target::RegistryCredential],
     name: &str,
     spec: &plan::ContainerSpec,
     start: bool,
 ) -> Result<(), ExecFailure> {
-    docker.create_container(name, &docker_spec(spec)).await?;
+    docker
+        .create_container_pulling(name, &docker_spec(spec), registries)
+        .await?;
     if start {
         docker.start_container(name).await?;
     }
