@@ -76,7 +76,7 @@ async fn workers_are_upgraded_one_at_a_time_and_never_left_cordoned() {
     }))
     .unwrap();
     pods.create(&PostParams::default(), &bare).await.unwrap();
-    let original = wait_running(&pods, "app=web", 3).await;
+    let original = wait_running(&api, "app=web", 3).await;
 
     let before = sb.container_ids(&HOSTS);
     e2e.edit(|t| {
@@ -147,7 +147,7 @@ async fn workers_are_upgraded_one_at_a_time_and_never_left_cordoned() {
         "max_unavailable_worker 1: the workers' upgrades overlap: {windows:?}"
     );
     assert_no_node_cordoned(&api).await;
-    let now = wait_running(&pods, "app=web", 3).await;
+    let now = wait_running(&api, "app=web", 3).await;
     let kept: Vec<&String> = original.intersection(&now).collect();
     assert!(
         kept.is_empty(),
@@ -163,7 +163,8 @@ async fn workers_are_upgraded_one_at_a_time_and_never_left_cordoned() {
 }
 
 /// UIDs of the Running pods matching `selector`, once there are `n` of them.
-async fn wait_running(pods: &Api<Pod>, selector: &str, n: usize) -> BTreeSet<String> {
+async fn wait_running(api: &rkers::kubeapi::KubeApi, selector: &str, n: usize) -> BTreeSet<String> {
+    let pods: Api<Pod> = Api::namespaced(api.client.clone(), "default");
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let list = pods
@@ -180,11 +181,10 @@ async fn wait_running(pods: &Api<Pod>, selector: &str, n: usize) -> BTreeSet<Str
         if running.len() == n {
             return running;
         }
-        assert!(
-            Instant::now() < deadline,
-            "{selector}: {} of {n} pods running",
-            running.len()
-        );
+        if Instant::now() >= deadline {
+            let why = support::e2e::why_pods_wait(api, "default", selector).await;
+            panic!("{selector}: {} of {n} pods running{why}", running.len());
+        }
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
 }

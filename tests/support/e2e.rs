@@ -387,6 +387,45 @@ pub async fn wait_nodes_ready(api: &KubeApi, names: &[&str], timeout: Duration) 
     }
 }
 
+/// Why pods matching `selector` in `namespace` are not ready, for a failing test's message: each
+/// one's phase, containers, events and last log lines (as `rkers up` reports an addon), then
+/// every node's conditions other than Ready=True and its taints (a node under disk-pressure
+/// takes no new pods).
+pub async fn why_pods_wait(api: &KubeApi, namespace: &str, selector: &str) -> String {
+    let labels = selector
+        .split(',')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let mut out = rkers::addons::wait::describe_pods(api, namespace, &labels, None).await;
+    let nodes: Api<Node> = Api::all(api.client.clone());
+    match nodes.list(&ListParams::default()).await {
+        Ok(list) => {
+            for node in list.items {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                let conditions: Vec<String> = node
+                    .status
+                    .iter()
+                    .flat_map(|s| s.conditions.iter().flatten())
+                    .filter(|c| (c.type_ == "Ready") != (c.status == "True"))
+                    .map(|c| format!("{}={}", c.type_, c.status))
+                    .collect();
+                let taints: Vec<String> = node
+                    .spec
+                    .iter()
+                    .flat_map(|s| s.taints.iter().flatten())
+                    .map(|t| format!("{}:{}", t.key, t.effect))
+                    .collect();
+                out.push_str(&format!(
+                    "\n    node {name}: conditions {conditions:?}, taints {taints:?}"
+                ));
+            }
+        }
+        Err(e) => out.push_str(&format!("\n    (cannot list nodes: {e})")),
+    }
+    out
+}
+
 /// The node entry of `address` in a sandbox cluster.yml, as text (with its trailing newline).
 pub fn node_entry(yml: &str, address: &str) -> String {
     let start = yml

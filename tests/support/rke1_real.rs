@@ -94,8 +94,34 @@ impl<'a> RkeCluster<'a> {
             "--config",
             "cluster.yml",
         ]));
-        assert!(ok, "rke up failed:\n{out}");
+        if !ok {
+            panic!("rke up failed:\n{out}\n{}", self.diagnosis());
+        }
         eprintln!("rke {RKE} up: {:.1}s", t.elapsed().as_secs_f64());
+    }
+
+    /// What the cluster shows when a step fails: its nodes' conditions and taints, its pods
+    /// and its latest events (RKE's own errors name only the job that timed out).
+    pub fn diagnosis(&self) -> String {
+        let mut out = String::from("the cluster at this failure:");
+        for args in [
+            &[
+                "get",
+                "nodes",
+                "-o",
+                "custom-columns=NODE:.metadata.name,CONDITIONS:.status.conditions[?(@.status==\"True\")].type,TAINTS:.spec.taints[*].key",
+            ][..],
+            &["get", "pods", "-A", "-o", "wide"][..],
+            &["get", "events", "-A", "--sort-by=.lastTimestamp"][..],
+        ] {
+            let (_, text) = self.kubectl(args);
+            let lines: Vec<&str> = text.lines().collect();
+            out.push_str(&format!("\n$ kubectl {}", args.join(" ")));
+            for line in &lines[lines.len().saturating_sub(25)..] {
+                out.push_str(&format!("\n  {line}"));
+            }
+        }
+        out
     }
 
     pub fn rkers(&self, args: &[&str]) -> (bool, String) {
