@@ -13,8 +13,16 @@ use serde_json::value::RawValue;
 use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
 
-/// `data/addon-templates.json`, written by `data/generate` from the pinned module.
-const EMBEDDED_JSON: &str = include_str!("../../../../data/addon-templates.json");
+/// `data/addon-templates.json`, written by `data/generate` from the pinned module; build.rs
+/// compresses it into the binary (about 9.8 MB of text).
+static EMBEDDED_JSON: LazyLock<String> = LazyLock::new(|| {
+    let packed = include_bytes!(concat!(env!("OUT_DIR"), "/addon-templates.json.zst"));
+    // build.rs wrote it from the JSON; the test below parses the result.
+    zstd::stream::decode_all(&packed[..])
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .unwrap_or_default()
+});
 
 #[derive(serde::Deserialize)]
 struct EmbeddedFile<'a> {
@@ -26,7 +34,7 @@ struct EmbeddedFile<'a> {
 /// decoded, so a plan does not hold every body in memory at once.
 static EMBEDDED: LazyLock<BTreeMap<&'static str, &'static RawValue>> = LazyLock::new(|| {
     // The file is generated and checked by data/generate --check; the test below parses it.
-    serde_json::from_str::<EmbeddedFile<'static>>(EMBEDDED_JSON)
+    serde_json::from_str::<EmbeddedFile<'static>>(EMBEDDED_JSON.as_str())
         .map(|f| f.templates)
         .unwrap_or_default()
 });
@@ -240,7 +248,12 @@ mod tests {
 
     #[test]
     fn the_embedded_file_has_every_template_rkers_renders() {
-        let file: serde_json::Value = serde_json::from_str(EMBEDDED_JSON).unwrap();
+        let on_disk = std::fs::read_to_string(repo().join("data/addon-templates.json")).unwrap();
+        assert!(
+            *EMBEDDED_JSON == on_disk,
+            "the binary carries data/addon-templates.json byte for byte"
+        );
+        let file: serde_json::Value = serde_json::from_str(&EMBEDDED_JSON).unwrap();
         let names = embedded_names();
         assert_eq!(names.len(), file["templates"].as_object().unwrap().len());
         for key in [
