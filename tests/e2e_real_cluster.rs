@@ -10,8 +10,12 @@
 //!    the Service answers from every host and from a pod on another host; a pod answers another
 //!    pod across hosts (flannel); a DNS name resolves from a pod (CoreDNS).
 //! 3. `kubectl top nodes` answers (metrics-server reaches every kubelet).
-//! 4. A second `up` plans no action and keeps every container.
-//! 5. `remove --force` leaves no container and none of the cluster's files on any host.
+//! 4. `rkers doctor` reads real flannel's nat rules as healthy on every node; host2's
+//!    `FLANNEL-POSTRTG` chain really deleted, flannel restores it by itself; deleted while
+//!    flannel is frozen, doctor fails naming host2 and the fix, a pod on host2 no longer reaches
+//!    outside the cluster, and the fix doctor prints brings both back.
+//! 5. A second `up` plans no action and keeps every container.
+//! 6. `remove --force` leaves no container and none of the cluster's files on any host.
 //!
 //! The sandbox instance is `RKERS_REAL_E2E` (`KEY=VALUE` words, as `tests/e2e_local.rs` takes
 //! `RKERS_LOCAL_E2E`); the version is `RKERS_REAL_E2E_VERSION` (default `v1.32.9-rancher1-1`,
@@ -22,6 +26,8 @@
 //! for v1.32; scripts/test-versions for the other versions.
 
 mod support;
+
+use std::collections::BTreeMap;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -144,6 +150,143 @@ impl Cluster {
         all.sort();
         all
     }
+}
+
+/// `rkers --output json doctor`: its exit status and each node's `flannel-nat` finding.
+fn flannel_nat(c: &Cluster) -> (bool, BTreeMap<String, serde_json::Value>) {
+    let (ok, out) = c.rkers(&["--output", "json", "doctor"]);
+    let line = out
+        .lines()
+        .rev()
+        .find(|l| l.contains("\"findings\""))
+        .unwrap_or_else(|| panic!("rkers doctor printed no report:\n{out}"));
+    let report: serde_json::Value = serde_json::from_str(line).unwrap();
+    let findings = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "flannel-nat")
+        .map(|f| {
+            (
+                f["node"].as_str().unwrap_or_default().to_string(),
+                f.clone(),
+            )
+        })
+        .collect();
+    (ok, findings)
+}
+
+/// The sandbox registry from a pod on host2 (outside the pod network: the machine has no route
+/// back to a pod address, so only flannel's masquerade gets an answer home).
+fn outbound_from(c: &Cluster, pod: &str, registry: &str) -> (bool, String) {
+    let (host, port) = registry
+        .rsplit_once(':')
+        .expect("the registry as host:port");
+    c.http_from_pod(pod, host, port.parse().expect("a port"))
+}
+
+/// Real flannel v0.27 puts its nat rules back every 5 s (its iptables resync), so an operator's
+/// lost chain heals by itself there; RKE1's older flannel lost it for good when its pod
+/// restarted (doctor warns about those images). To hold the lost state long enough to look at
+/// it, host2's flannel container is frozen (`docker pause`, this test's own device); the chain
+/// is then really deleted in host2's network namespace. doctor must name host2 and the fix, pod
+/// traffic from host2 to outside the cluster must stop, and the fix doctor prints must bring it
+/// back.
+fn flannel_nat_lost_and_fixed(c: &Cluster, pod: &str, registry: &str) {
+    let (ok, before) = flannel_nat(c);
+    assert!(ok, "doctor failed on a healthy cluster: {before:#?}");
+    assert_eq!(before.len(), 3, "{before:#?}");
+    for (node, f) in &before {
+        assert_eq!(f["status"], "ok", "{node}: {f:#}");
+    }
+    let (ok, answer) = outbound_from(c, pod, registry);
+    assert!(ok, "a pod on host2 reaches the registry before: {answer}");
+
+    let delete_chain = "for ipt in iptables-nft iptables-legacy; do \
+        $ipt -t nat -D POSTROUTING -m comment --comment 'flanneld masq' -j FLANNEL-POSTRTG 2>/dev/null; \
+        $ipt -t nat -F FLANNEL-POSTRTG 2>/dev/null; $ipt -t nat -X FLANNEL-POSTRTG 2>/dev/null; done; \
+        iptables-nft-save -t nat 2>/dev/null | grep -c FLANNEL-POSTRTG; \
+        iptables-legacy-save -t nat 2>/dev/null | grep -c FLANNEL-POSTRTG; true";
+    // Unfrozen, real flannel restores the chain by itself.
+    let t = Instant::now();
+    let (ok, text) = c.sb.on_host("host2", delete_chain);
+    assert!(ok, "{text}");
+    c.eventually(
+        "flannel restores its chain",
+        Duration::from_secs(30),
+        || {
+            let (_, now) = flannel_nat(c);
+            (now["host2"]["status"] == "ok")
+                .then_some(())
+                .ok_or(format!("{:#}", now["host2"]))
+        },
+    );
+    eprintln!(
+        "real flannel restored FLANNEL-POSTRTG on host2 within {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+
+    let flannel_container = "docker ps -q --filter name=k8s_kube-flannel_ --filter status=running";
+    let (ok, id) = c.sb.on_host("host2", flannel_container);
+    assert!(
+        ok && id.lines().count() == 1,
+        "host2's flannel container: {id}"
+    );
+    let id = id.trim().to_string();
+    let (ok, text) = c.sb.on_host("host2", &format!("docker pause {id}"));
+    assert!(ok, "{text}");
+    let (ok, text) = c.sb.on_host("host2", delete_chain);
+    assert!(ok, "{text}");
+    let (ok, after) = flannel_nat(c);
+    let f = &after["host2"];
+    assert!(!ok, "doctor passed with host2's nat chain gone: {f:#}");
+    assert_eq!(f["status"], "fail", "{f:#}");
+    assert!(
+        f["summary"]
+            .as_str()
+            .unwrap()
+            .contains("no FLANNEL-POSTRTG chain"),
+        "{f:#}"
+    );
+    for node in ["host1", "host3"] {
+        assert_eq!(after[node]["status"], "ok", "{node}: {:#}", after[node]);
+    }
+    let (ok, answer) = outbound_from(c, pod, registry);
+    assert!(
+        !ok,
+        "a pod on host2 still reaches outside without NAT: {answer}"
+    );
+
+    // The fix doctor prints: delete host2's flannel pod; its successor re-creates the rules.
+    let fix = f["fix"][0].as_str().unwrap().to_string();
+    let cmd = fix.split("   (").next().unwrap();
+    assert!(
+        cmd.starts_with("kubectl -n kube-system delete pod kube-flannel-"),
+        "{fix}"
+    );
+    let (ok, text) = c.sb.on_host("host2", &format!("docker unpause {id}"));
+    assert!(ok, "{text}");
+    let t = Instant::now();
+    let args: Vec<&str> = cmd.split_whitespace().skip(1).collect();
+    c.must(&args);
+    c.eventually("doctor finds host2 fixed", Duration::from_secs(120), || {
+        let (ok, now) = flannel_nat(c);
+        (ok && now["host2"]["status"] == "ok")
+            .then_some(())
+            .ok_or(format!("{:#}", now["host2"]))
+    });
+    c.eventually(
+        "a pod on host2 reaches outside again",
+        Duration::from_secs(60),
+        || {
+            let (ok, text) = outbound_from(c, pod, registry);
+            if ok { Ok(()) } else { Err(text) }
+        },
+    );
+    eprintln!(
+        "doctor's fix: host2's NAT and pod traffic back {:.1}s after the pod was deleted",
+        t.elapsed().as_secs_f64()
+    );
 }
 
 /// The kubectl of the same module build as the cluster (scripts/build-modules' cache).
@@ -437,7 +580,11 @@ fn a_real_cluster_from_go_modules_serves_pods_services_dns_and_metrics() {
     });
     eprintln!("kubectl top nodes:\n{top}");
 
-    // 4. A second up changes nothing.
+    // 4. The seed incident "FLANNEL-POSTRTG lost" on real flannel (docs/src/doctor.md).
+    let on_host2 = pods.iter().find(|r| r[1] == "host2").unwrap()[0].clone();
+    flannel_nat_lost_and_fixed(&c, &on_host2, &registry);
+
+    // 5. A second up changes nothing.
     let before = c.containers();
     let (ok, plan) = c.rkers(&["up", "--dry-run"]);
     assert!(ok, "{plan}");
@@ -456,7 +603,7 @@ fn a_real_cluster_from_go_modules_serves_pods_services_dns_and_metrics() {
     };
     assert_eq!(ids(&before), ids(&after), "a no-op up changed containers");
 
-    // 5. remove leaves the hosts clean.
+    // 6. remove leaves the hosts clean.
     let (ok, out) = c.rkers(&["remove", "--force"]);
     assert!(ok, "rkers remove failed:\n{out}");
     let left = c.containers();
