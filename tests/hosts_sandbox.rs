@@ -300,14 +300,19 @@ fn push_test_image(image: &str, _sb: &Sandbox) {
     docker(&["push", &local]);
 }
 
+/// A pool of one host: the sandbox's second.
+async fn host2(sb: &Sandbox) -> HostPool {
+    let addrs = sb.node_addresses();
+    HostPool::connect(&[target(sb, 1, &addrs[1])], &options(sb))
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sandbox_containers_and_byte_exact_upload() {
     let _serial = serial();
     let Some(sb) = sandbox() else { return };
-    let addrs = sb.node_addresses();
-    let pool = HostPool::connect(&[target(&sb, 1, &addrs[1])], &options(&sb))
-        .await
-        .unwrap();
+    let pool = host2(&sb).await;
     let h = pool.hosts().next().unwrap();
     let d = h.docker();
     d.ensure_image(TOOLS_IMAGE, &[registry_credential(&sb)], &mut |_| {})
@@ -370,10 +375,7 @@ async fn sandbox_containers_and_byte_exact_upload() {
 async fn sandbox_a_container_whose_image_went_missing_is_created_after_a_pull() {
     let _serial = serial();
     let Some(sb) = sandbox() else { return };
-    let addrs = sb.node_addresses();
-    let pool = HostPool::connect(&[target(&sb, 1, &addrs[1])], &options(&sb))
-        .await
-        .unwrap();
+    let pool = host2(&sb).await;
     let h = pool.hosts().next().unwrap();
     let d = h.docker();
     let name = format!("rkers-test-repull-{}", std::process::id());

@@ -72,6 +72,17 @@ impl Patience {
     }
 }
 
+/// A pod's init containers' statuses, then its containers'.
+fn container_statuses(
+    status: &k8s_openapi::api::core::v1::PodStatus,
+) -> impl Iterator<Item = &k8s_openapi::api::core::v1::ContainerStatus> {
+    status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten())
+}
+
 /// What pods matching `selector` in `namespace` have reached: scheduled, each container started
 /// (running, or an init container that completed), each container ready.
 async fn pod_milestones(
@@ -93,12 +104,7 @@ async fn pod_milestones(
             out.push(format!("{uid} scheduled on {node}"));
         }
         let status = pod.status.unwrap_or_default();
-        for cs in status
-            .init_container_statuses
-            .iter()
-            .flatten()
-            .chain(status.container_statuses.iter().flatten())
-        {
+        for cs in container_statuses(&status) {
             let state = cs.state.clone().unwrap_or_default();
             let started = state.running.is_some()
                 || state.terminated.as_ref().is_some_and(|t| t.exit_code == 0);
@@ -282,12 +288,7 @@ pub async fn describe_pods(
             "\n    pod {namespace}/{name} on {node_name}: {}",
             status.phase.as_deref().unwrap_or("Unknown")
         ));
-        for cs in status
-            .init_container_statuses
-            .iter()
-            .flatten()
-            .chain(status.container_statuses.iter().flatten())
-        {
+        for cs in container_statuses(&status) {
             let state = cs.state.clone().unwrap_or_default();
             if let Some(w) = state.waiting {
                 out.push_str(&format!(
