@@ -7,6 +7,13 @@
 # SANDBOX_INSTANCE to a short tag plus its own RKERS_SANDBOX_DIR, SANDBOX_BRIDGE,
 # SANDBOX_SUBNET_PREFIX, SANDBOX_POD_PREFIX and SANDBOX_REGISTRY_LOCAL.
 SANDBOX_INSTANCE="${SANDBOX_INSTANCE:-}"
+# An instance left with the main sandbox's bridge, subnet or directory would act on the main
+# sandbox's network: `down --purge` for instance z deleted the main bridge (seen 2026-12-06).
+if [ -n "$SANDBOX_INSTANCE" ] && { [ "$SANDBOX_BRIDGE" = rkbr0 ] || [ "$SANDBOX_SUBNET_PREFIX" = 10.77.0 ] ||
+    [ "$RKERS_SANDBOX_DIR" = /var/lib/rkers-sandbox ]; }; then
+    echo "sandbox: error: SANDBOX_INSTANCE=$SANDBOX_INSTANCE needs its own SANDBOX_BRIDGE, SANDBOX_SUBNET_PREFIX and RKERS_SANDBOX_DIR (it has the main sandbox's $SANDBOX_BRIDGE, $SANDBOX_SUBNET_PREFIX, $RKERS_SANDBOX_DIR)" >&2
+    exit 1
+fi
 # Every firewall rule the sandbox adds carries this comment, so `down` removes exactly those.
 SANDBOX_RULE_COMMENT="rkers-sandbox${SANDBOX_INSTANCE:+-$SANDBOX_INSTANCE}"
 
