@@ -87,10 +87,15 @@ pub fn expected_containers(roles: &[String]) -> Vec<&'static str> {
 
 /// A container that was restarted at least this often and last started within
 /// [`CRASH_LOOP_WINDOW`] is crash-looping: Docker's restart backoff (100 ms doubling to a minute)
-/// brings a container that exits at once there within seconds, while one that restarted while
-/// the cluster came up (kube-apiserver waiting for etcd) stays below it.
+/// brings a container that exits at once there within seconds.
 pub const CRASH_LOOP_RESTARTS: i64 = 3;
 pub const CRASH_LOOP_WINDOW: time::Duration = time::Duration::minutes(10);
+/// Restarts while the cluster comes up are not a crash loop: kube-controller-manager v1.35 exits
+/// until kube-apiserver has bootstrapped its RBAC roles, and restarted 3 times in its first 4 s on
+/// a fresh cluster here. A container whose last start came within this long of its creation and
+/// that has run since for [`SETTLED`] restarted only while starting.
+pub const START_UP: time::Duration = time::Duration::seconds(60);
+pub const SETTLED: time::Duration = time::Duration::seconds(30);
 
 /// What one RKE container's state says: `Ok` with a summary, or a status and the problem.
 /// `service-sidekick` only lends its volumes: it never runs.
@@ -122,12 +127,25 @@ pub fn container_state(
             ),
         );
     }
-    let up_for = o
-        .started_at
-        .as_deref()
-        .and_then(|t| OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok())
-        .map(|started| now - started);
+    let parse = |t: Option<&str>| {
+        t.and_then(|t| {
+            OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok()
+        })
+    };
+    let started = parse(o.started_at.as_deref());
+    let up_for = started.map(|started| now - started);
+    let only_while_starting = match (parse(o.created_at.as_deref()), started, up_for) {
+        (Some(created), Some(started), Some(up)) => started - created < START_UP && up >= SETTLED,
+        _ => false,
+    };
     match up_for {
+        Some(up) if restarts >= CRASH_LOOP_RESTARTS && only_while_starting => (
+            Status::Ok,
+            format!(
+                "{name} running for {}s (restarted {restarts} times while starting)",
+                up.whole_seconds()
+            ),
+        ),
         Some(up) if restarts >= CRASH_LOOP_RESTARTS && up < CRASH_LOOP_WINDOW => (
             Status::Fail,
             format!(
@@ -759,6 +777,19 @@ mod tests {
             state(observed(false, false, 0, "2026-11-27T11:59:40Z")),
             Status::Fail
         );
+        // Restarted 3 times within 4 s of its creation (kube-controller-manager before the RBAC
+        // roles exist), running since: not a crash loop, unless it has not run long since.
+        let at_start = |started: &str| crate::hosts::ObservedContainer {
+            created_at: Some("2026-11-27T11:58:00Z".into()),
+            ..observed(true, false, 3, started)
+        };
+        assert_eq!(state(at_start("2026-11-27T11:58:04Z")), Status::Ok);
+        assert_eq!(state(at_start("2026-11-27T11:59:45Z")), Status::Fail);
+        let just_started = crate::hosts::ObservedContainer {
+            created_at: Some("2026-11-27T11:59:40Z".into()),
+            ..observed(true, false, 3, "2026-11-27T11:59:50Z")
+        };
+        assert_eq!(state(just_started), Status::Fail, "up only 10 s");
         let sidekick = container_state(plan::SERVICE_SIDEKICK, &observed(false, false, 0, ""), now);
         assert_eq!(sidekick.0, Status::Ok);
     }

@@ -93,6 +93,9 @@ pub struct ObservedContainer {
     /// When it last started (RFC 3339, as Docker reports it).
     #[serde(default)]
     pub started_at: Option<String>,
+    /// When it was created (RFC 3339, as Docker reports it).
+    #[serde(default)]
+    pub created_at: Option<String>,
     /// Image reference from the container's config (as it was requested).
     pub image: String,
     /// Image ID (`sha256:...`).
@@ -136,6 +139,9 @@ impl ObservedContainer {
             restart_count: r.restart_count.unwrap_or(0),
             started_at: state
                 .started_at
+                .filter(|s| !s.is_empty() && !s.starts_with("0001-")),
+            created_at: r
+                .created
                 .filter(|s| !s.is_empty() && !s.starts_with("0001-")),
             image: config.image.unwrap_or_default(),
             image_id: r.image.unwrap_or_default(),
