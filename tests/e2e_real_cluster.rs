@@ -152,8 +152,9 @@ impl Cluster {
     }
 }
 
-/// `rkers --output json doctor`: its exit status and each node's `flannel-nat` finding.
-fn flannel_nat(c: &Cluster) -> (bool, BTreeMap<String, serde_json::Value>) {
+/// `rkers --output json doctor`: whether it passed (else its failed findings, one per line) and
+/// each node's `flannel-nat` finding.
+fn flannel_nat(c: &Cluster) -> (Result<(), String>, BTreeMap<String, serde_json::Value>) {
     let (ok, out) = c.rkers(&["--output", "json", "doctor"]);
     let line = out
         .lines()
@@ -173,7 +174,15 @@ fn flannel_nat(c: &Cluster) -> (bool, BTreeMap<String, serde_json::Value>) {
             )
         })
         .collect();
-    (ok, findings)
+    let failed: Vec<String> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["status"] == "fail")
+        .map(|f| format!("{} {}: {}", f["check"], f["node"], f["summary"]))
+        .collect();
+    let passed = if ok { Ok(()) } else { Err(failed.join("\n")) };
+    (passed, findings)
 }
 
 /// The sandbox registry from a pod on host2 (outside the pod network: the machine has no route
@@ -193,8 +202,10 @@ fn outbound_from(c: &Cluster, pod: &str, registry: &str) -> (bool, String) {
 /// traffic from host2 to outside the cluster must stop, and the fix doctor prints must bring it
 /// back.
 fn flannel_nat_lost_and_fixed(c: &Cluster, pod: &str, registry: &str) {
-    let (ok, before) = flannel_nat(c);
-    assert!(ok, "doctor failed on a healthy cluster: {before:#?}");
+    let (passed, before) = flannel_nat(c);
+    if let Err(failed) = passed {
+        panic!("doctor failed on a healthy cluster:\n{failed}");
+    }
     assert_eq!(before.len(), 3, "{before:#?}");
     for (node, f) in &before {
         assert_eq!(f["status"], "ok", "{node}: {f:#}");
@@ -213,7 +224,7 @@ fn flannel_nat_lost_and_fixed(c: &Cluster, pod: &str, registry: &str) {
     assert!(ok, "{text}");
     c.eventually(
         "flannel restores its chain",
-        Duration::from_secs(30),
+        Duration::from_secs(90),
         || {
             let (_, now) = flannel_nat(c);
             (now["host2"]["status"] == "ok")
@@ -237,9 +248,12 @@ fn flannel_nat_lost_and_fixed(c: &Cluster, pod: &str, registry: &str) {
     assert!(ok, "{text}");
     let (ok, text) = c.sb.on_host("host2", delete_chain);
     assert!(ok, "{text}");
-    let (ok, after) = flannel_nat(c);
+    let (passed, after) = flannel_nat(c);
     let f = &after["host2"];
-    assert!(!ok, "doctor passed with host2's nat chain gone: {f:#}");
+    assert!(
+        passed.is_err(),
+        "doctor passed with host2's nat chain gone: {f:#}"
+    );
     assert_eq!(f["status"], "fail", "{f:#}");
     assert!(
         f["summary"]
@@ -270,8 +284,8 @@ fn flannel_nat_lost_and_fixed(c: &Cluster, pod: &str, registry: &str) {
     let args: Vec<&str> = cmd.split_whitespace().skip(1).collect();
     c.must(&args);
     c.eventually("doctor finds host2 fixed", Duration::from_secs(120), || {
-        let (ok, now) = flannel_nat(c);
-        (ok && now["host2"]["status"] == "ok")
+        let (passed, now) = flannel_nat(c);
+        (passed.is_ok() && now["host2"]["status"] == "ok")
             .then_some(())
             .ok_or(format!("{:#}", now["host2"]))
     });
