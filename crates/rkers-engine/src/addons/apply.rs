@@ -40,6 +40,15 @@ impl std::fmt::Display for ObjectId {
 }
 
 impl ObjectId {
+    /// The namespace a namespaced object lives in: its own, else `default`.
+    pub fn namespace_or_default(&self) -> &str {
+        if self.namespace.is_empty() {
+            "default"
+        } else {
+            &self.namespace
+        }
+    }
+
     pub fn of(v: &Value) -> Option<ObjectId> {
         Some(ObjectId {
             api_version: v.get("apiVersion")?.as_str()?.to_string(),

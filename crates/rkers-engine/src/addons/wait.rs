@@ -124,11 +124,7 @@ async fn workload_pending(
     api: &KubeApi,
     id: &ObjectId,
 ) -> Result<Option<(String, BTreeMap<String, String>)>, kube::Error> {
-    let ns = if id.namespace.is_empty() {
-        "default"
-    } else {
-        &id.namespace
-    };
+    let ns = id.namespace_or_default();
     match id.kind.as_str() {
         "Deployment" => {
             let d = Api::<Deployment>::namespaced(api.client.clone(), ns)
@@ -213,11 +209,7 @@ pub async fn wait_workloads(
         let mut milestones = Vec::new();
         for (id, (why, selector)) in &pending {
             milestones.push(why.clone());
-            let ns = if id.namespace.is_empty() {
-                "default"
-            } else {
-                &id.namespace
-            };
+            let ns = id.namespace_or_default();
             milestones.extend(pod_milestones(api, ns, selector).await);
         }
         patience.observe(Instant::now(), milestones);
@@ -225,11 +217,7 @@ pub async fn wait_workloads(
             let mut report = format!("addon {resource}: workloads not ready after {waited}:");
             for (id, (why, selector)) in &pending {
                 report.push_str(&format!("\n  {why}"));
-                let ns = if id.namespace.is_empty() {
-                    "default"
-                } else {
-                    &id.namespace
-                };
+                let ns = id.namespace_or_default();
                 report.push_str(&describe_pods(api, ns, selector, None).await);
             }
             return Err(AddonError::NotReady(report));
