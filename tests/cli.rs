@@ -415,6 +415,7 @@ fn doctor_refuses_an_unknown_host_and_a_restore_without_backup() {
     for extra in [
         &["--host", "10.9.9.9"][..],
         &["--fix", "calico-runtime", "--host", "nope"],
+        &["--fix", "flannel-nat", "--host", "nope"],
     ] {
         rkers()
             .arg("doctor")
@@ -455,7 +456,9 @@ fn doctor_refuses_an_unknown_host_and_a_restore_without_backup() {
         .assert()
         .code(2)
         .stderr(
-            predicate::str::contains("calico-runtime").and(predicate::str::contains("webhooks")),
+            predicate::str::contains("calico-runtime")
+                .and(predicate::str::contains("flannel-nat"))
+                .and(predicate::str::contains("webhooks")),
         );
 }
 
@@ -587,9 +590,9 @@ fn every_dry_run_fails_as_its_run_does_when_no_host_can_be_reached() {
     let path = write_cluster(dir.path(), "cluster.yml", &config);
     applied_state(&path);
     // (the command, whether its failure names the host: `rollback` is refused before, as
-    // there is no previous run to go back to; `doctor --fix webhooks` reads the kubeconfig,
-    // which no `up` wrote)
-    let commands: [(&[&str], bool); 10] = [
+    // there is no previous run to go back to; `doctor --fix webhooks` and `flannel-nat` read
+    // the kubeconfig first, which no `up` wrote)
+    let commands: [(&[&str], bool); 11] = [
         (&["up"], true),
         (&["remove", "--force"], true),
         (&["cert", "rotate"], true),
@@ -598,6 +601,7 @@ fn every_dry_run_fails_as_its_run_does_when_no_host_can_be_reached() {
         (&["etcd", "snapshot-restore", "--name", "s1"], true),
         (&["util", "get-state-file"], true),
         (&["doctor", "--fix", "calico-runtime"], true),
+        (&["doctor", "--fix", "flannel-nat"], false),
         (&["doctor", "--fix", "webhooks"], false),
         (&["rollback"], false),
     ];

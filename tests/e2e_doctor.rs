@@ -549,15 +549,56 @@ async fn incident2_flannel_nat_chain_gone() {
         "ok"
     );
 
-    // 2. the fix doctor prints: delete host3's flannel pod; its successor re-creates the rules.
-    let fix = f["fix"][0].as_str().unwrap();
-    let cmd = fix.split("   (").next().unwrap();
-    assert!(
-        cmd.starts_with("kubectl -n kube-system delete pod kube-flannel-"),
-        "{fix}"
+    // 2. the fixes doctor prints: `rkers doctor --fix flannel-nat` for host3, or by hand,
+    // delete host3's flannel pod (its successor re-creates the rules).
+    let host3_ip = cluster.env.ip(3);
+    assert_eq!(
+        f["fix"][0],
+        format!("rkers doctor --fix flannel-nat --host {host3_ip}   (or by hand:)"),
+        "{f:#}"
     );
-    let args: Vec<&str> = cmd.split_whitespace().skip(1).collect();
-    kubectl_ok(&cluster, &args);
+    let by_hand = f["fix"][1].as_str().unwrap();
+    assert!(
+        by_hand.starts_with("kubectl -n kube-system delete pod kube-flannel-"),
+        "{by_hand}"
+    );
+    let pod = by_hand.split_whitespace().nth(4).unwrap().to_string();
+
+    // The fix's dry run names host3's pod and changes nothing.
+    let (ok, out) = cluster.rkers(&["doctor", "--fix", "flannel-nat", "--dry-run"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(&format!(
+            "delete pod kube-system/{pod} on node host3 (outbound NAT is broken"
+        )),
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("delete pod ").count(),
+        1,
+        "only host3's pod: {out}"
+    );
+    assert!(
+        out.contains("host1: nat table has FLANNEL-POSTRTG"),
+        "{out}"
+    );
+    let (_, report, text) = doctor_json(&cluster, &["--host", "host3"]);
+    assert_eq!(
+        finding(&report, "flannel-nat", Some("host3"))["status"],
+        "fail",
+        "the dry run changed nothing: {text}"
+    );
+
+    // The fix (this cluster's flannel is a stand-in that writes the rules when it starts).
+    let (ok, out) = cluster.rkers(&["doctor", "--fix", "flannel-nat"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(&format!(
+            "host3: running: kubectl -n kube-system delete pod {pod}"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("host3: fixed in "), "{out}");
     wait_all_ready(&cluster, "app=flannel");
 
     // 3. fixed.

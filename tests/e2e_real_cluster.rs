@@ -13,7 +13,8 @@
 //! 4. `rkers doctor` reads real flannel's nat rules as healthy on every node; host2's
 //!    `FLANNEL-POSTRTG` chain really deleted, flannel restores it by itself; deleted while
 //!    flannel is frozen, doctor fails naming host2 and the fix, a pod on host2 no longer reaches
-//!    outside the cluster, and the fix doctor prints brings both back.
+//!    outside the cluster; `rkers doctor --fix flannel-nat` (its dry run first, which changes
+//!    nothing) brings both back.
 //! 5. A second `up` plans no action and keeps every container.
 //! 6. `remove --force` leaves no container and none of the cluster's files on any host.
 //!
@@ -199,8 +200,9 @@ fn outbound_from(c: &Cluster, pod: &str, registry: &str) -> (bool, String) {
 /// restarted (doctor warns about those images). To hold the lost state long enough to look at
 /// it, host2's flannel container is frozen (`docker pause`, this test's own device); the chain
 /// is then really deleted in host2's network namespace. doctor must name host2 and the fix, pod
-/// traffic from host2 to outside the cluster must stop, and the fix doctor prints must bring it
-/// back.
+/// traffic from host2 to outside the cluster must stop, and `rkers doctor --fix flannel-nat`,
+/// run while the container is still frozen (an old flannel that never restores its rules),
+/// must bring it back.
 fn flannel_nat_lost_and_fixed(c: &Cluster, pod: &str, registry: &str) {
     let (passed, before) = flannel_nat(c);
     if let Err(failed) = passed {
@@ -271,24 +273,55 @@ fn flannel_nat_lost_and_fixed(c: &Cluster, pod: &str, registry: &str) {
         "a pod on host2 still reaches outside without NAT: {answer}"
     );
 
-    // The fix doctor prints: delete host2's flannel pod; its successor re-creates the rules.
-    let fix = f["fix"][0].as_str().unwrap().to_string();
-    let cmd = fix.split("   (").next().unwrap();
+    // The fix doctor prints: `rkers doctor --fix flannel-nat --host <host2>`, or by hand,
+    // delete host2's flannel pod (its successor re-creates the rules).
     assert!(
-        cmd.starts_with("kubectl -n kube-system delete pod kube-flannel-"),
-        "{fix}"
+        f["fix"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("rkers doctor --fix flannel-nat --host "),
+        "{f:#}"
     );
-    let (ok, text) = c.sb.on_host("host2", &format!("docker unpause {id}"));
-    assert!(ok, "{text}");
+    let by_hand = f["fix"][1].as_str().unwrap();
+    assert!(
+        by_hand.starts_with("kubectl -n kube-system delete pod kube-flannel-"),
+        "{by_hand}"
+    );
+    let pod_name = by_hand.split_whitespace().nth(4).unwrap().to_string();
+    // Its dry run names host2's pod alone and changes nothing: the container is still frozen.
+    let (ok, out) = c.rkers(&["doctor", "--fix", "flannel-nat", "--dry-run"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(&format!(
+            "delete pod kube-system/{pod_name} on node host2 (outbound NAT is broken"
+        )),
+        "{out}"
+    );
+    assert_eq!(out.matches("delete pod ").count(), 1, "{out}");
+    let (_, still) = flannel_nat(c);
+    assert_eq!(
+        still["host2"]["status"], "fail",
+        "the dry run changed nothing: {:#}",
+        still["host2"]
+    );
+    // The fix runs with host2's flannel still frozen, as an old flannel that never restores
+    // its rules: Docker thaws a paused container to stop it, so the pod's deletion goes through.
     let t = Instant::now();
-    let args: Vec<&str> = cmd.split_whitespace().skip(1).collect();
-    c.must(&args);
-    c.eventually("doctor finds host2 fixed", Duration::from_secs(120), || {
-        let (passed, now) = flannel_nat(c);
-        (passed.is_ok() && now["host2"]["status"] == "ok")
-            .then_some(())
-            .ok_or(format!("{:#}", now["host2"]))
-    });
+    let (ok, out) = c.rkers(&["doctor", "--fix", "flannel-nat"]);
+    assert!(ok, "rkers doctor --fix flannel-nat failed:\n{out}");
+    assert!(
+        out.contains(&format!(
+            "host2: running: kubectl -n kube-system delete pod {pod_name}"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("host2: fixed in "), "{out}");
+    let (passed, now) = flannel_nat(c);
+    assert!(
+        passed.is_ok() && now["host2"]["status"] == "ok",
+        "doctor after the fix: {:#}",
+        now["host2"]
+    );
     c.eventually(
         "a pod on host2 reaches outside again",
         Duration::from_secs(60),
@@ -298,7 +331,7 @@ fn flannel_nat_lost_and_fixed(c: &Cluster, pod: &str, registry: &str) {
         },
     );
     eprintln!(
-        "doctor's fix: host2's NAT and pod traffic back {:.1}s after the pod was deleted",
+        "rkers doctor --fix flannel-nat: host2's NAT and pod traffic back {:.1}s after it started",
         t.elapsed().as_secs_f64()
     );
 }

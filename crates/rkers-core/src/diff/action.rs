@@ -193,6 +193,14 @@ pub enum Action {
     DeletePods {
         labels: Vec<String>,
     },
+    /// One node's CNI pod deleted so its DaemonSet starts a successor there (`doctor --fix
+    /// flannel-nat`: the successor writes the node's nat rules again). Keyed by the node's host.
+    DeletePod {
+        namespace: String,
+        name: String,
+        node: String,
+        reason: String,
+    },
     /// Pseudo-host `cluster`: store the state in the cluster's `full-cluster-state` Secret.
     SaveStateSecret {
         reason: String,
@@ -750,6 +758,12 @@ impl std::fmt::Display for Action {
             Action::DeleteWebhookConfiguration { kind, name } => {
                 write!(f, "delete {}/{name}", kind.resource())
             }
+            Action::DeletePod {
+                namespace,
+                name,
+                node,
+                reason,
+            } => write!(f, "delete pod {namespace}/{name} on node {node} ({reason})"),
             Action::CreateWebhookConfiguration {
                 kind, name, from, ..
             } => write!(

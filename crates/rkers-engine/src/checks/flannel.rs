@@ -43,9 +43,11 @@ pub fn parse_nat(lines: &[String]) -> NatState {
     s
 }
 
-/// The finding for one node from the probe's `nat <backend>` sections.
+/// The finding for one node (`node` at `address`) from the probe's `nat <backend>` sections;
+/// `pod` is the node's flannel pod (namespace, name), named in the manual fix.
 pub fn evaluate(
     node: &str,
+    address: &str,
     sections: &BTreeMap<String, Vec<String>>,
     pod: Option<(&str, &str)>,
 ) -> Finding {
@@ -97,7 +99,10 @@ pub fn evaluate(
     };
     Finding::new(CHECK, Status::Fail, Some(node), summary)
         .evidence(evidence)
-        .fix([restart])
+        .fix([
+            format!("rkers doctor --fix {CHECK} --host {address}   (or by hand:)"),
+            restart,
+        ])
 }
 
 /// `vX.Y.Z` of an image reference's tag (suffixes like `-rancher1` ignored).
@@ -176,8 +181,12 @@ mod tests {
             ("nat iptables-nft-save".to_string(), s(&[])),
         ]
         .into();
-        let f = evaluate("host3", &sections, None);
+        let f = evaluate("host3", "10.0.0.3", &sections, None);
         assert_eq!(f.status, Status::Fail);
+        assert_eq!(
+            f.fix[0],
+            "rkers doctor --fix flannel-nat --host 10.0.0.3   (or by hand:)"
+        );
         assert!(
             f.summary.contains("no FLANNEL-POSTRTG chain"),
             "{}",
@@ -200,7 +209,7 @@ mod tests {
             ("nat iptables-nft-save".to_string(), s(HEALTHY)),
         ]
         .into();
-        let f = evaluate("host3", &sections, None);
+        let f = evaluate("host3", "10.0.0.3", &sections, None);
         assert_eq!(f.status, Status::Ok);
         assert!(f.evidence.iter().all(|e| e.contains(CHAIN)));
     }

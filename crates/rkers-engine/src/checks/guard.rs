@@ -280,7 +280,7 @@ impl CniWait {
                 Ok(s) => s,
                 Err(e) => return Some(format!("cannot read the nat table: {e}")),
             };
-            let f = flannel::evaluate(hostname, &sections, None);
+            let f = flannel::evaluate(hostname, address, &sections, None);
             if f.status != super::Status::Ok {
                 return Some(f.summary);
             }

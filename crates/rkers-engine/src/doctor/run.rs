@@ -172,7 +172,7 @@ async fn host_checks(
                         .iter()
                         .find(|(n, _, _)| n == &node)
                         .map(|(_, ns, p)| (ns.as_str(), p.as_str()));
-                    out.push(flannel::evaluate(&node, &sections, pod));
+                    out.push(flannel::evaluate(&node, host.name(), &sections, pod));
                 }
             }
             Err(e) => out.push(Finding::new(

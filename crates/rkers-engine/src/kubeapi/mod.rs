@@ -430,6 +430,18 @@ pub async fn delete_pods_by_labels(api: &KubeApi, labels: &[&str]) -> Result<usi
     Ok(deleted)
 }
 
+/// Deletes one pod; one already gone is no error (its controller may have replaced it).
+pub async fn delete_pod(api: &KubeApi, namespace: &str, name: &str) -> Result<(), KubeApiError> {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, DeleteParams};
+    let pods: Api<Pod> = Api::namespaced(api.client.clone(), namespace);
+    match pods.delete(name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(api.err(&format!("delete pod {namespace}/{name}"), e)),
+    }
+}
+
 crate::error::about_no_host!(KubeApiError);
 
 #[cfg(test)]

@@ -1,12 +1,14 @@
-//! `rkers doctor --fix calico-runtime|webhooks` and `--restore-webhooks` decided: which nodes
-//! get calico's runtime repair, which blocking admission webhook configurations are backed up
-//! and deleted (never one Kubernetes or rkers' addons installed), what the backup holds, and
-//! what the restore puts back. No I/O: the engine (`rkers::doctor::fix`) probes the nodes,
+//! `rkers doctor --fix calico-runtime|flannel-nat|webhooks` and `--restore-webhooks` decided:
+//! which nodes get calico's runtime repair, whose flannel pod restarts, which blocking
+//! admission webhook configurations are backed up and deleted (never one Kubernetes or rkers'
+//! addons installed), what the backup holds, and what the restore puts back. No I/O: the engine (`rkers::doctor::fix`) probes the nodes,
 //! reads the configurations and the backup file, and applies these stages.
 //!
 //! - `--fix calico-runtime` runs one stage, the broken nodes one after the other (each printed
 //!   before it runs; the engine then restarts the calico-node pods of the nodes it fixed that
 //!   are still not ready).
+//! - `--fix flannel-nat` runs one stage: the flannel pod of each node whose nat chain is lost
+//!   deleted, one node after the other (the engine waits for each node's chain to come back).
 //! - `--fix webhooks` runs two: the backup written next to the state (merged with an earlier
 //!   one), then the configurations deleted (the engine then wakes the CNI DaemonSets and waits
 //!   for their pods).
@@ -182,6 +184,78 @@ pub fn calico_fix(repair: &CalicoRepair, nodes: &[CalicoNode]) -> Changeset<Cali
         }
     }
     changes
+}
+
+// ---------------------------------------------------------------- flannel-nat
+
+/// The stage of `--fix flannel-nat`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlannelStage {
+    /// The broken nodes' flannel (or canal) pods deleted, one node after the other, each node's
+    /// chain waited for before the next.
+    Restart,
+}
+
+impl fmt::Display for FlannelStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FlannelStage::Restart => "flannel-nat",
+        })
+    }
+}
+
+/// What doctor's nat check found on one node, and the flannel pod that runs there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlannelNode {
+    /// The host's address (the changeset's key).
+    pub host: String,
+    pub node: String,
+    /// The check passed: nothing to fix.
+    pub healthy: bool,
+    /// The check's one-line verdict.
+    pub summary: String,
+    /// The node's flannel or canal pod: namespace and name.
+    pub pod: Option<(String, String)>,
+}
+
+/// `--fix flannel-nat` decided: the pods to delete, and the broken nodes it cannot fix.
+#[derive(Debug, Default)]
+pub struct FlannelFix {
+    pub changes: Changeset<FlannelStage>,
+    /// Broken nodes with no flannel pod to restart: host and why, naming the node.
+    pub unfixable: Vec<(String, String)>,
+}
+
+/// Every node whose `FLANNEL-POSTRTG` chain (or POSTROUTING's jump to it) is missing gets its
+/// flannel pod deleted: flannel writes the chain when it starts (incidents.md §2), and the
+/// DaemonSet starts the successor at once. One node at a time, so a flannel that cannot start
+/// again stops the fix after one node.
+pub fn flannel_fix(nodes: &[FlannelNode]) -> FlannelFix {
+    let mut fix = FlannelFix::default();
+    for n in nodes.iter().filter(|n| !n.healthy) {
+        match &n.pod {
+            Some((namespace, name)) => fix.changes.push(
+                FlannelStage::Restart,
+                Pace::OneAtATime,
+                &n.host,
+                Action::DeletePod {
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    node: n.node.clone(),
+                    reason: format!("{}; its successor writes the nat rules again", n.summary),
+                },
+            ),
+            None => fix.unfixable.push((
+                n.host.clone(),
+                format!(
+                    "host {}: node {}: {}, and no flannel or canal pod runs there to restart \
+                     (is its DaemonSet scheduled on the node?)",
+                    n.host, n.node, n.summary
+                ),
+            )),
+        }
+    }
+    fix
 }
 
 // ---------------------------------------------------------------- webhooks

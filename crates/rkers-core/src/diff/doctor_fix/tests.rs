@@ -249,3 +249,72 @@ fn restore_refuses_an_empty_backup_or_an_unknown_kind() {
     .unwrap_err();
     assert_eq!(err.to_string(), "/b.json: unexpected kind \"Pod\"");
 }
+
+fn flannel_node(host: &str, healthy: bool, pod: Option<&str>) -> FlannelNode {
+    FlannelNode {
+        host: host.into(),
+        node: format!("node-{host}"),
+        healthy,
+        summary: if healthy {
+            "nat table has FLANNEL-POSTRTG and POSTROUTING jumps to it".into()
+        } else {
+            "outbound NAT is broken: the nat table has no FLANNEL-POSTRTG chain".into()
+        },
+        pod: pod.map(|p| ("kube-system".to_string(), p.to_string())),
+    }
+}
+
+#[test]
+fn only_the_nodes_that_lost_their_chain_get_their_flannel_pod_deleted_one_at_a_time() {
+    let fix = flannel_fix(&[
+        flannel_node("10.0.0.1", true, Some("kube-flannel-a")),
+        flannel_node("10.0.0.2", false, Some("kube-flannel-b")),
+        flannel_node("10.0.0.3", false, Some("kube-flannel-c")),
+    ]);
+    assert!(fix.unfixable.is_empty());
+    assert_eq!(fix.changes.stages.len(), 1);
+    let stage = &fix.changes.stages[0];
+    assert_eq!(stage.phase, FlannelStage::Restart);
+    assert_eq!(stage.pace, Pace::OneAtATime);
+    let deleted: Vec<(&str, String)> = stage
+        .hosts
+        .iter()
+        .map(|h| (h.host.as_str(), h.actions[0].to_string()))
+        .collect();
+    assert_eq!(deleted.len(), 2);
+    assert_eq!(deleted[0].0, "10.0.0.2");
+    assert!(
+        deleted[0].1.starts_with(
+            "delete pod kube-system/kube-flannel-b on node node-10.0.0.2 (outbound NAT is broken"
+        ),
+        "{}",
+        deleted[0].1
+    );
+    assert_eq!(deleted[1].0, "10.0.0.3");
+}
+
+#[test]
+fn a_broken_node_without_a_flannel_pod_is_named_not_planned() {
+    let fix = flannel_fix(&[
+        flannel_node("10.0.0.1", false, None),
+        flannel_node("10.0.0.2", true, None),
+    ]);
+    assert!(fix.changes.is_empty());
+    assert_eq!(fix.unfixable.len(), 1);
+    let (host, line) = &fix.unfixable[0];
+    assert_eq!(host, "10.0.0.1");
+    assert!(
+        line.starts_with("host 10.0.0.1: node node-10.0.0.1: outbound NAT is broken"),
+        "{line}"
+    );
+    assert!(
+        line.contains("no flannel or canal pod runs there"),
+        "{line}"
+    );
+}
+
+#[test]
+fn nodes_with_their_chain_restart_no_flannel_pod() {
+    let fix = flannel_fix(&[flannel_node("10.0.0.1", true, Some("kube-flannel-a"))]);
+    assert!(fix.changes.is_empty() && fix.unfixable.is_empty());
+}

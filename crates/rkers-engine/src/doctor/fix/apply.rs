@@ -6,13 +6,17 @@
 //! - calico: each broken node one after the other, its directories and entry written by one
 //!   helper container (it writes both, whatever was wrong), the node probed again; then the
 //!   not-ready calico-node pods of the nodes fixed are deleted so they start now;
+//! - flannel: each broken node one after the other, its flannel pod deleted, then the new pod
+//!   Ready and the node's chain back waited for; the first node whose chain does not come back
+//!   stops the fix (a flannel that cannot start would only lose more nodes);
 //! - webhooks: the backup written (mode 0600, atomically), then each configuration deleted,
 //!   the CNI DaemonSets woken and their pods waited for, and how to restore said;
 //! - restore: each configuration created again, one that exists kept as it is.
 
-use super::observe::{self, CalicoFound, WebhooksFound};
-use super::{CNI_WAIT, CalicoFix, FixError, Restore, WebhookFix, backup_path};
+use super::observe::{self, CalicoFound, FlannelFound, WebhooksFound};
+use super::{CNI_WAIT, CalicoFix, FixError, FlannelFix, Restore, WebhookFix, backup_path};
 use crate::checks::cni::{self, Cni};
+use crate::checks::guard::CniWait;
 use crate::checks::{calico, probe, webhooks};
 use crate::cluster::Cluster;
 use crate::diff::Action;
@@ -26,7 +30,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use rkers_core::changeset::{CLUSTER, LOCAL, Stage};
-use rkers_core::diff::doctor_fix::{CalicoStage, RestoreStage, WebhookStage};
+use rkers_core::diff::doctor_fix::{CalicoStage, FlannelStage, RestoreStage, WebhookStage};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -160,6 +164,104 @@ async fn restart_unready_calico(
                 }
             }
         }
+    }
+}
+
+/// The flannel repair: the API server, the hosts observe connected (their nat tables are read
+/// again after each deletion), and the wait `up` runs after each node of a rolling upgrade.
+pub(super) struct FlannelRestarter<'c> {
+    api: KubeApi,
+    reporter: Reporter,
+    hosts: BTreeMap<String, Arc<Host>>,
+    wait: Arc<CniWait>,
+    cluster: &'c Cluster,
+}
+
+pub(super) fn flannel<'c>(command: &FlannelFix<'c>, found: FlannelFound) -> FlannelRestarter<'c> {
+    FlannelRestarter {
+        wait: CniWait::for_cluster(command.cluster, found.hosts.iter()),
+        api: found.api,
+        reporter: command.reporter.clone(),
+        hosts: found
+            .hosts
+            .into_iter()
+            .map(|h| (h.name().to_string(), h))
+            .collect(),
+        cluster: command.cluster,
+    }
+}
+
+impl ApplyStage<FlannelStage> for FlannelRestarter<'_> {
+    async fn apply_stage(&self, stage: &Stage<FlannelStage>, _: &Runner) -> Vec<(String, String)> {
+        let phase = self.reporter.phase(&stage.phase.to_string());
+        let mut failed: Vec<(String, String)> = Vec::new();
+        for h in &stage.hosts {
+            if let Some((stopped_at, _)) = failed.first() {
+                failed.push((
+                    h.host.clone(),
+                    format!(
+                        "host {}: not tried: the fix stopped at host {stopped_at}",
+                        h.host
+                    ),
+                ));
+                continue;
+            }
+            for action in &h.actions {
+                if let Err(line) = self.restart(&h.host, action).await {
+                    failed.push((h.host.clone(), line));
+                    break;
+                }
+            }
+        }
+        if failed.is_empty() {
+            phase.done();
+        } else {
+            phase.fail(&format!(
+                "{} of {} nodes not fixed",
+                failed.len(),
+                stage.hosts.len()
+            ));
+        }
+        failed
+    }
+}
+
+impl FlannelRestarter<'_> {
+    /// Deletes one node's flannel pod, saying it first, and waits until the node's new pod is
+    /// Ready and its chain is back: why not, naming the host, else `Ok`.
+    async fn restart(&self, address: &str, action: &Action) -> Result<(), String> {
+        let Action::DeletePod {
+            namespace,
+            name,
+            node,
+            reason,
+        } = action
+        else {
+            return Ok(());
+        };
+        let host = self
+            .hosts
+            .get(address)
+            .ok_or_else(|| format!("host {address}: not connected"))?;
+        self.reporter.info(format!("{node}: {reason}"));
+        self.reporter.info(format!(
+            "{node}: running: kubectl -n {namespace} delete pod {name}"
+        ));
+        let started = std::time::Instant::now();
+        crate::kubeapi::delete_pod(&self.api, namespace, name)
+            .await
+            .map_err(|e| format!("host {address}: {e}"))?;
+        self.wait
+            .wait(&self.api, node, address)
+            .await
+            .map_err(|e| e.to_string())?;
+        let after = observe::nat_finding(self.cluster, host, node).await?;
+        self.reporter.info(format!(
+            "{node}: fixed in {:.1} s: {}",
+            started.elapsed().as_secs_f64(),
+            after.summary
+        ));
+        Ok(())
     }
 }
 

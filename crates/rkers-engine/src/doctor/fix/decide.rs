@@ -1,11 +1,12 @@
 //! Step 3, pure: each command's changeset, decided by the core from what was observed.
 
-use super::observe::{CalicoFound, WebhooksFound};
+use super::observe::{CalicoFound, FlannelFound, WebhooksFound};
 use super::{CalicoFix, FixError, Restore, WebhookFix, backup_path};
 use crate::checks::calico;
 use rkers_core::changeset::Changeset;
 use rkers_core::diff::doctor_fix::{
-    self, BackupFile, CalicoNode, CalicoRepair, CalicoStage, RestoreStage, WebhookStage,
+    self, BackupFile, CalicoNode, CalicoRepair, CalicoStage, FlannelStage, RestoreStage,
+    WebhookStage,
 };
 
 pub(super) fn calico(command: &CalicoFix<'_>, found: &CalicoFound) -> Changeset<CalicoStage> {
@@ -17,6 +18,12 @@ pub(super) fn calico(command: &CalicoFix<'_>, found: &CalicoFound) -> Changeset<
     };
     let nodes: Vec<CalicoNode> = found.probed.iter().map(|p| p.node.clone()).collect();
     doctor_fix::calico_fix(&repair, &nodes)
+}
+
+/// The pods to delete (the broken nodes with none are named by
+/// [`super::record::flannel_planned`], from the same decision).
+pub(super) fn flannel(found: &FlannelFound) -> Changeset<FlannelStage> {
+    doctor_fix::flannel_fix(&found.nodes).changes
 }
 
 pub(super) fn webhooks(

@@ -21,6 +21,12 @@ pub enum FixError {
     /// names the server and the object.
     #[error(transparent)]
     Api(#[from] KubeApiError),
+    /// `--fix flannel-nat` on a cluster with no flannel or canal DaemonSet.
+    #[error(
+        "no flannel or canal DaemonSet runs in this cluster (network.plugin: {plugin}): \
+         `--fix flannel-nat` restarts flannel's pods, and there are none"
+    )]
+    NoFlannel { plugin: String },
     /// Only configurations Kubernetes or rkers' addons installed block (each was warned about
     /// with its remedy: bring its backend back).
     #[error("only protected webhook configurations block pod creation")]

@@ -1,7 +1,7 @@
 //! Step 1, before any host or API call: what each command works on. `--fix calico-runtime`
-//! refuses an unknown `--host` here; the webhook commands need only the backup's path.
+//! and `--fix flannel-nat` refuse an unknown `--host` here; the webhook commands need only the backup's path.
 
-use super::{CalicoFix, FixError, Restore, WebhookFix, backup_path};
+use super::{CalicoFix, FixError, FlannelFix, Restore, WebhookFix, backup_path};
 use crate::cluster::Cluster;
 use crate::doctor::run::{DoctorOptions, select_targets};
 use crate::output::Reporter;
@@ -20,6 +20,25 @@ pub(super) fn calico<'c>(
         dry_run,
         targets,
         healthy: Vec::new(),
+        failures: Vec::new(),
+    })
+}
+
+pub(super) fn flannel<'c>(
+    cluster: &'c Cluster,
+    opts: &'c DoctorOptions,
+    dry_run: bool,
+    reporter: &Reporter,
+) -> Result<FlannelFix<'c>, FixError> {
+    let targets = select_targets(cluster, &opts.hosts, opts.agent_override)?;
+    Ok(FlannelFix {
+        cluster,
+        opts,
+        reporter: reporter.clone(),
+        dry_run,
+        targets,
+        healthy: Vec::new(),
+        nodes: Vec::new(),
         failures: Vec::new(),
     })
 }

@@ -14,6 +14,17 @@
 //!    its back-off;
 //! 5. [`record`]: the command fails naming every host not fixed.
 //!
+//! `--fix flannel-nat`:
+//! 1. [`load`]: the chosen hosts (every host, or those of `--host`);
+//! 2. [`observe`]: the API server and the flannel (or canal) DaemonSet (the fix deletes pods
+//!    through the API, so it refuses without them); each host connected and its nat table read
+//!    as `rkers doctor` reads it, with the node's flannel pod;
+//! 3. decide: [`rkers_core::diff::doctor_fix::flannel_fix`], pure; a broken node with no
+//!    flannel pod is named and not fixed;
+//! 4. [`apply`]: the broken nodes one after the other: the node's flannel pod deleted, then its
+//!    successor Ready and the node's `FLANNEL-POSTRTG` chain back waited for before the next;
+//! 5. [`record`]: the command fails naming every host not fixed.
+//!
 //! `--fix webhooks`:
 //! 1. [`observe`]: the API server, the CNI, the webhooks that block its pods, the removable
 //!    configurations read, and the backup an earlier fix left;
@@ -49,7 +60,9 @@ use crate::hosts::SshTarget;
 use crate::output::Reporter;
 use crate::phases::driver::{Command, Driver, Links, OnFailure};
 use rkers_core::changeset::Changeset;
-use rkers_core::diff::doctor_fix::{CalicoStage, Protected, RestoreStage, WebhookStage};
+use rkers_core::diff::doctor_fix::{
+    CalicoStage, FlannelStage, Protected, RestoreStage, WebhookStage,
+};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -61,6 +74,9 @@ pub enum FixCheck {
     /// Incident 1: calico's runtime directories and their tmpfiles.d entry.
     #[value(name = "calico-runtime")]
     CalicoRuntime,
+    /// Incident 2: a node's lost `FLANNEL-POSTRTG` chain, written again by a new flannel pod.
+    #[value(name = "flannel-nat")]
+    FlannelNat,
     /// Incident 3: webhooks that block pod creation in kube-system or the CNI's namespace.
     #[value(name = "webhooks")]
     Webhooks,
@@ -92,6 +108,10 @@ pub async fn fix(
     match check {
         FixCheck::CalicoRuntime => {
             let mut command = load::calico(cluster, opts, dry_run, reporter)?;
+            driver.run(&mut command).await
+        }
+        FixCheck::FlannelNat => {
+            let mut command = load::flannel(cluster, opts, dry_run, reporter)?;
             driver.run(&mut command).await
         }
         FixCheck::Webhooks => driver.run(&mut load::webhooks(cluster, reporter)).await,
@@ -163,6 +183,61 @@ impl<'c> Command for CalicoFix<'c> {
 
     fn verdict(&mut self) -> Result<(), FixError> {
         record::calico_verdict(self)
+    }
+}
+
+/// `--fix flannel-nat`, once loaded.
+struct FlannelFix<'c> {
+    cluster: &'c Cluster,
+    opts: &'c DoctorOptions,
+    reporter: Reporter,
+    dry_run: bool,
+    targets: Vec<SshTarget>,
+    /// The nodes whose check passed: node name and the check's verdict.
+    healthy: Vec<(String, String)>,
+    /// What observe found on each node it read.
+    nodes: Vec<rkers_core::diff::doctor_fix::FlannelNode>,
+    /// The hosts not fixed, each with its line: those observe could not read, the broken ones
+    /// with no flannel pod, then those whose chain did not come back.
+    failures: Vec<(String, String)>,
+}
+
+impl<'c> Command for FlannelFix<'c> {
+    type Stage = FlannelStage;
+    type Observed = observe::FlannelFound;
+    type Applier = apply::FlannelRestarter<'c>;
+    type Error = FixError;
+
+    async fn observe(&mut self, links: &mut Links) -> Result<observe::FlannelFound, FixError> {
+        observe::flannel(self, links).await
+    }
+
+    fn decide(&self, found: &observe::FlannelFound) -> Result<Changeset<FlannelStage>, FixError> {
+        Ok(decide::flannel(found))
+    }
+
+    fn planned(&mut self, changes: &Changeset<FlannelStage>) {
+        record::flannel_planned(self, changes)
+    }
+
+    async fn applier(
+        &mut self,
+        found: observe::FlannelFound,
+    ) -> Result<apply::FlannelRestarter<'c>, FixError> {
+        Ok(apply::flannel(self, found))
+    }
+
+    fn stage_failed(
+        &mut self,
+        _stage: &FlannelStage,
+        failures: &[(String, String)],
+    ) -> OnFailure<FixError> {
+        self.failures.extend_from_slice(failures);
+        OnFailure::Continue
+    }
+
+    fn verdict(&mut self) -> Result<(), FixError> {
+        record::flannel_verdict(self)
     }
 }
 

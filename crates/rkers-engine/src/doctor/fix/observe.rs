@@ -1,18 +1,20 @@
 //! Step 2, reading only. `--fix calico-runtime`: each chosen host connected (one that cannot
 //! be reached is named at the end) and probed for its calico directories and tmpfiles.d entry.
+//! `--fix flannel-nat`: the API server and the flannel DaemonSet, then each chosen host
+//! connected, its nat table read and its flannel pod found.
 //! `--fix webhooks`: the API server, the CNI, the webhooks blocking its pods, the removable
 //! configurations as the server has them, and the backup an earlier fix left.
 //! `--restore-webhooks`: the backup.
 
-use super::{CalicoFix, FixError, WebhookFix, backup_path};
+use super::{CalicoFix, FixError, FlannelFix, WebhookFix, backup_path};
 use crate::checks::probe::{self, ProbeWants};
-use crate::checks::{Status, calico, cni, webhooks};
+use crate::checks::{Status, calico, cni, flannel, webhooks};
 use crate::doctor::basics::node_name;
 use crate::doctor::run;
 use crate::hosts::Host;
 use crate::kubeapi::KubeApi;
 use crate::phases::driver::Links;
-use rkers_core::diff::doctor_fix::{CalicoNode, ConfigRef, removable};
+use rkers_core::diff::doctor_fix::{CalicoNode, ConfigRef, FlannelNode, removable};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -116,6 +118,107 @@ pub(super) async fn probe_host(
 /// What is wrong with the tmpfiles.d entry of the runtime directory, as the check says it.
 fn entry_problem(sections: &BTreeMap<String, Vec<String>>) -> Option<String> {
     calico::entry_problem(&calico::tmpfiles_lines(sections), calico::DIRECTORIES[0])
+}
+
+pub(super) struct FlannelFound {
+    pub api: KubeApi,
+    pub hosts: Vec<Arc<Host>>,
+    pub nodes: Vec<FlannelNode>,
+}
+
+const NAT_ONLY: ProbeWants = ProbeWants {
+    calico: false,
+    nat: true,
+};
+
+pub(super) async fn flannel(
+    command: &mut FlannelFix<'_>,
+    links: &mut Links,
+) -> Result<FlannelFound, FixError> {
+    let cluster = command.cluster;
+    let api = run::api(cluster)
+        .await
+        .map_err(|f| FixError::NoApi(f.summary))?;
+    let cni = cni::discover(&api, &cluster.config.network.plugin).await?;
+    let daemonsets: Vec<_> = cni.daemonsets.iter().filter(|d| d.flannel).collect();
+    if daemonsets.is_empty() {
+        return Err(FixError::NoFlannel {
+            plugin: cluster.config.network.plugin.clone(),
+        });
+    }
+    let mut pods: BTreeMap<String, (String, String)> = BTreeMap::new();
+    for ds in daemonsets {
+        for (node, found) in cni::pods_by_node(&api, ds).await {
+            // The one that is not already going away, if the node has two.
+            let pod = found
+                .iter()
+                .find(|p| p.metadata.deletion_timestamp.is_none())
+                .or(found.first());
+            if let Some(name) = pod.and_then(|p| p.metadata.name.clone()) {
+                pods.entry(node).or_insert((ds.namespace.clone(), name));
+            }
+        }
+    }
+    let (failed, pool) = run::connect(&command.targets, &command.opts.ssh).await;
+    links.keep(pool.hosts());
+    for a in &failed {
+        let why = a.error.as_ref().map(|e| e.to_string()).unwrap_or_default();
+        command.failures.push((
+            a.target.name.clone(),
+            format!("host {}: {why}", a.target.name),
+        ));
+    }
+    let mut nodes = Vec::new();
+    for host in pool.hosts() {
+        let node = node_name(&cluster.config, host.name());
+        match nat_finding(cluster, host, &node).await {
+            Ok(finding) => {
+                let healthy = finding.status == Status::Ok;
+                if healthy {
+                    command
+                        .healthy
+                        .push((node.clone(), finding.summary.clone()));
+                }
+                nodes.push(FlannelNode {
+                    host: host.name().to_string(),
+                    pod: pods.get(&node).cloned(),
+                    node,
+                    healthy,
+                    summary: finding.summary,
+                })
+            }
+            Err(line) => command.failures.push((host.name().to_string(), line)),
+        }
+    }
+    command.nodes = nodes.clone();
+    Ok(FlannelFound {
+        api,
+        hosts: pool.hosts().cloned().collect(),
+        nodes,
+    })
+}
+
+/// doctor's `flannel-nat` finding for `host`, whose node is `node`; why not, naming the host,
+/// when its nat table cannot be read.
+pub(super) async fn nat_finding(
+    cluster: &crate::cluster::Cluster,
+    host: &Host,
+    node: &str,
+) -> Result<crate::checks::Finding, String> {
+    let sections = probe::probe(
+        host.docker(),
+        &cluster.config.system_images.kubernetes,
+        &cluster.registry_credentials(),
+        NAT_ONLY,
+    )
+    .await
+    .map_err(|e| format!("host {}: cannot read its nat table: {e}", host.name()))?;
+    let finding = flannel::evaluate(node, host.name(), &sections, None);
+    if finding.status == Status::Warn {
+        // No iptables-save in the image: nothing read, nothing to fix by it.
+        return Err(format!("host {}: {}", host.name(), finding.summary));
+    }
+    Ok(finding)
 }
 
 pub(super) struct WebhooksFound {

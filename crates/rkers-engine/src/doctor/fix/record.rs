@@ -1,10 +1,10 @@
-//! Step 5: what each command says around its stages and how it ends. The calico repair fails
-//! naming every host not fixed; the webhook removal fails when only protected configurations
+//! Step 5: what each command says around its stages and how it ends. The calico and flannel
+//! repairs fail naming every host not fixed; the webhook removal fails when only protected configurations
 //! block; the restore keeps the backup as `*.restored`.
 
-use super::{CalicoFix, FixError, Restore, WebhookFix};
+use super::{CalicoFix, FixError, FlannelFix, Restore, WebhookFix};
 use rkers_core::changeset::Changeset;
-use rkers_core::diff::doctor_fix::{CalicoStage, WebhookStage};
+use rkers_core::diff::doctor_fix::{CalicoStage, FlannelStage, WebhookStage};
 
 /// After the plan: the nodes whose check passed need nothing; a dry run names the hosts it
 /// could not read (and fails on them, as the run does: [`calico_verdict`]). What the repair does beyond its
@@ -30,6 +30,43 @@ pub(super) fn calico_planned(command: &mut CalicoFix<'_>, changes: &Changeset<Ca
 
 /// The hosts not fixed (not read, or the repair failed) fail the command, and its dry run.
 pub(super) fn calico_verdict(command: &mut CalicoFix<'_>) -> Result<(), FixError> {
+    if command.failures.is_empty() {
+        return Ok(());
+    }
+    Err(FixError::NotFixed {
+        failures: std::mem::take(&mut command.failures),
+    })
+}
+
+/// After the plan: the nodes whose chain is in place need nothing; the broken nodes with no
+/// flannel pod are not fixed (named, and the command fails, in the dry run as in the run); what
+/// the run waits for after each deletion is said.
+pub(super) fn flannel_planned(command: &mut FlannelFix<'_>, changes: &Changeset<FlannelStage>) {
+    for (node, summary) in &command.healthy {
+        command
+            .reporter
+            .info(format!("{node}: {summary} — nothing to fix"));
+    }
+    command
+        .failures
+        .extend(rkers_core::diff::doctor_fix::flannel_fix(&command.nodes).unfixable);
+    if !changes.is_empty() {
+        command.reporter.info(format!(
+            "after each deletion, the node's new flannel pod Ready and its FLANNEL-POSTRTG chain \
+             back are waited for (up to {} s) before the next node",
+            crate::checks::guard::CNI_READY_AFTER_UPGRADE.as_secs()
+        ));
+    }
+    if command.dry_run {
+        for (_, line) in &command.failures {
+            command.reporter.warn(format!("not fixed: {line}"));
+        }
+    }
+}
+
+/// The hosts not fixed (not read, no flannel pod, or the chain not back) fail the command, and
+/// its dry run.
+pub(super) fn flannel_verdict(command: &mut FlannelFix<'_>) -> Result<(), FixError> {
     if command.failures.is_empty() {
         return Ok(());
     }

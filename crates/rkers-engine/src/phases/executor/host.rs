@@ -294,6 +294,13 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                 ));
                 Ok(())
             }),
+            Action::DeletePod {
+                namespace, name, ..
+            } => Box::pin(async move {
+                crate::kubeapi::delete_pod(exec.api().await?, namespace, name)
+                    .await
+                    .map_err(|e| api_failed(&e))
+            }),
             Action::SaveStateSecret { .. } => Box::pin(async move {
                 let json = exec
                     .state_json
