@@ -562,7 +562,7 @@ async fn incident2_flannel_nat_chain_gone() {
         by_hand.starts_with("kubectl -n kube-system delete pod kube-flannel-"),
         "{by_hand}"
     );
-    let pod = by_hand.split_whitespace().nth(4).unwrap().to_string();
+    let pod = by_hand.split_whitespace().nth(5).unwrap().to_string();
 
     // The fix's dry run names host3's pod and changes nothing.
     let (ok, out) = cluster.rkers(&["doctor", "--fix", "flannel-nat", "--dry-run"]);

@@ -287,7 +287,7 @@ fn flannel_nat_lost_and_fixed(c: &Cluster, pod: &str, registry: &str) {
         by_hand.starts_with("kubectl -n kube-system delete pod kube-flannel-"),
         "{by_hand}"
     );
-    let pod_name = by_hand.split_whitespace().nth(4).unwrap().to_string();
+    let pod_name = by_hand.split_whitespace().nth(5).unwrap().to_string();
     // Its dry run names host2's pod alone and changes nothing: the container is still frozen.
     let (ok, out) = c.rkers(&["doctor", "--fix", "flannel-nat", "--dry-run"]);
     assert!(ok, "{out}");
