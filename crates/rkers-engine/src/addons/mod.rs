@@ -16,7 +16,7 @@
 //!   lacks a template.
 //! * [`vars`] — the variables RKE1 hands each template.
 //! * [`gotemplate`] — KDM's Go template bodies rendered as RKE1 renders them (gotmpl and RKE's
-//!   function map); `yaml` is its `toYaml`; `ported` the three bodies gotmpl cannot parse.
+//!   function map, gotmpl patched as vendor/README.md says); `yaml` is its `toYaml`.
 //! * [`apply`] — server-side apply, prune, the RKE1 ConfigMaps.
 //! * [`wait`] — readiness of each addon's workloads and, on failure, the pods' states, events
 //!   and last log lines; CNI readiness of the nodes.
@@ -24,7 +24,6 @@
 pub mod apply;
 pub mod gotemplate;
 pub mod plan;
-mod ported;
 pub mod vars;
 pub mod wait;
 mod yaml;

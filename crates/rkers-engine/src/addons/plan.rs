@@ -3,12 +3,10 @@
 //! removal, or marked unbundled and resolved against what the cluster already runs
 //! ([`keep_deployed`]). Pure: no I/O except what the caller passes in (user addon include texts).
 
-use super::ported::environment;
 use super::vars::{dns_vars, ingress_vars, metrics_vars, network_vars, nodelocal_vars};
 use super::{AddonError, AddonPlan, resource};
 use crate::config::RkeConfig;
 use crate::metadata::{Catalog, addon as kdm};
-use minijinja::Environment;
 use std::collections::BTreeMap;
 
 /// The Go template body of `key`: the metadata file's own (a KDM data.json given at run time
@@ -20,22 +18,17 @@ fn body(catalog: &Catalog, key: &str) -> Option<String> {
         .or_else(|| super::gotemplate::embedded_body(key))
 }
 
-/// Whether rkers can render template `key`: ported, or a KDM body it has.
+/// Whether rkers can render template `key`: a KDM body it has.
 fn bundled(catalog: &Catalog, key: &str) -> bool {
-    super::ported::template_source(key).is_some() || body(catalog, key).is_some()
+    body(catalog, key).is_some()
 }
 
-/// Renders template `key` with `vars`: KDM's Go template body as RKE1 renders it, or, for the
-/// three gotmpl cannot parse, their port.
+/// Renders template `key` with `vars`: KDM's Go template body as RKE1 renders it.
 pub fn render_template(
-    env: &Environment<'static>,
     catalog: &Catalog,
     key: &str,
     vars: &serde_json::Value,
 ) -> Result<String, AddonError> {
-    if let Some(rendered) = super::ported::render(env, key, vars) {
-        return rendered;
-    }
     let body = body(catalog, key).ok_or_else(|| AddonError::NoTemplate(key.to_string()))?;
     super::gotemplate::render(key, &body, vars)
 }
@@ -56,7 +49,6 @@ pub fn normalise_user_doc(doc: &str) -> String {
 /// A system addon's plan: its template rendered with its variables, marked unbundled when
 /// rkers lacks the template, or turned off (`None`).
 fn system_plan(
-    env: &Environment<'static>,
     catalog: &Catalog,
     resource: &'static str,
     selected: Option<(String, serde_json::Value)>,
@@ -70,7 +62,7 @@ fn system_plan(
     };
     if let Some((key, vars)) = selected {
         if bundled(catalog, &key) {
-            plan.manifest = Some(render_template(env, catalog, &key, &vars)?);
+            plan.manifest = Some(render_template(catalog, &key, &vars)?);
         } else {
             plan.unbundled = true;
         }
@@ -87,9 +79,7 @@ pub fn plan_addons(
     catalog: &Catalog,
     includes: &[String],
 ) -> Result<Vec<AddonPlan>, AddonError> {
-    let env = environment();
     let mut plans = vec![system_plan(
-        &env,
         catalog,
         resource::NETWORK,
         network_vars(cfg, catalog)?,
@@ -97,12 +87,7 @@ pub fn plan_addons(
 
     let dns = dns_vars(cfg, catalog)?;
     let provider = dns.as_ref().map(|(a, _, _)| *a);
-    let dns_plan = system_plan(
-        &env,
-        catalog,
-        resource::COREDNS,
-        dns.map(|(_, k, v)| (k, v)),
-    )?;
+    let dns_plan = system_plan(catalog, resource::COREDNS, dns.map(|(_, k, v)| (k, v)))?;
     // The provider not selected goes first, as in RKE1, so that a switch removes the old one
     // even when the new one then fails. RKE1 removes nothing for `none` (§33.14); rkers removes
     // both, since `none` asks for no DNS addon.
@@ -119,24 +104,21 @@ pub fn plan_addons(
                 ..dns_plan.clone()
             }
         } else {
-            system_plan(&env, catalog, res, None)?
+            system_plan(catalog, res, None)?
         });
     }
 
     plans.push(system_plan(
-        &env,
         catalog,
         resource::NODELOCAL,
         nodelocal_vars(cfg, catalog)?,
     )?);
     plans.push(system_plan(
-        &env,
         catalog,
         resource::METRICS,
         metrics_vars(cfg, catalog)?,
     )?);
     plans.push(system_plan(
-        &env,
         catalog,
         resource::INGRESS,
         ingress_vars(cfg, catalog)?,
@@ -280,7 +262,6 @@ mod tests {
         let cases: Vec<serde_json::Value> =
             serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap())
                 .unwrap();
-        let env = environment();
         let canal: Vec<&str> = crate::addons::gotemplate::embedded_names()
             .into_iter()
             .filter(|k| k.starts_with("canal-"))
@@ -293,7 +274,7 @@ mod tests {
                 .unwrap_or_else(|| panic!("{key}: no defaults case"));
             let objects = docs(
                 key,
-                &render_template(&env, Catalog::embedded(), key, &case["vars"]).unwrap(),
+                &render_template(Catalog::embedded(), key, &case["vars"]).unwrap(),
             );
             let ids: Vec<String> = objects.iter().map(object_id).collect();
             for want in [
@@ -388,13 +369,7 @@ mod tests {
         let (cfg, catalog) = config(plugin);
         let mut plans = plan_addons(&cfg, catalog, &[]).unwrap();
         let vars = network_vars(&cfg, catalog).unwrap().unwrap().1;
-        plans[0] = system_plan(
-            &environment(),
-            catalog,
-            resource::NETWORK,
-            Some((template.into(), vars)),
-        )
-        .unwrap();
+        plans[0] = system_plan(catalog, resource::NETWORK, Some((template.into(), vars))).unwrap();
         plans
     }
 
@@ -442,7 +417,7 @@ mod tests {
         assert!(key.starts_with("canal-"), "{key}");
         assert!(!net.unbundled);
         let vars = network_vars(&cfg, catalog).unwrap().unwrap().1;
-        let rendered = render_template(&environment(), catalog, &key, &vars).unwrap();
+        let rendered = render_template(catalog, &key, &vars).unwrap();
         assert_eq!(net.manifest.as_deref(), Some(rendered.as_str()));
         assert!(rendered.contains("kind: DaemonSet"));
         // Nothing to keep: the same plans whatever the cluster holds, and no note.

@@ -2,23 +2,6 @@
 //! ghodss/yaml, i.e. yaml.v2), which is the emitter the core already has for the files RKE1
 //! writes with sigs.k8s.io/yaml ([`crate::plan::goyaml`]), less its final newline.
 
-use std::collections::BTreeMap;
-
-/// `v` with every object's keys in byte order (Go's encoding/json order).
-pub(crate) fn sorted(v: serde_json::Value) -> serde_json::Value {
-    match v {
-        serde_json::Value::Object(m) => {
-            let b: BTreeMap<String, serde_json::Value> =
-                m.into_iter().map(|(k, v)| (k, sorted(v))).collect();
-            serde_json::Value::Object(b.into_iter().collect())
-        }
-        serde_json::Value::Array(a) => {
-            serde_json::Value::Array(a.into_iter().map(sorted).collect())
-        }
-        other => other,
-    }
-}
-
 /// RKE1's `toYaml`: the value as block YAML, without the final newline.
 pub fn to_yaml(v: &serde_json::Value) -> String {
     crate::plan::goyaml::to_go_yaml(v)
