@@ -4,7 +4,9 @@
 //! metrics-server) from the images `scripts/sandbox images` builds from their modules, under the
 //! names RKE v1.8.14's own metadata asks for (the same list rkers' metadata gives, checked).
 //!
-//! 1. `rke up` succeeds and the nodes are Ready.
+//! 1. `rke up` succeeds and the nodes are Ready; every addon manifest RKE's own code rendered
+//!    (its variables from cluster.yml, its Go text/template and function map), as it stored it
+//!    in the addon's ConfigMap, holds the objects rkers renders for the same cluster.yml.
 //! 2. `rkers up --dry-run` on RKE's cluster.yml and cluster.rkestate is an adoption that restarts,
 //!    recreates and re-applies nothing.
 //! 3. `rkers up --yes`: every container on every host (RKE's and the pods') keeps its ID and its
@@ -30,6 +32,75 @@ use std::time::Instant;
 use support::rke1_real::{
     RKE, RkeCluster, VERSION, actions, assert_plans_nothing, assert_same, run,
 };
+
+/// Each system addon manifest RKE stored (ConfigMap `kube-system/<resource>`, written by its
+/// own code from cluster.yml) against rkers' rendering of the same cluster.yml, object by
+/// object: a variable rkers computes differently from RKE changes an object.
+fn same_addons_as_rke(c: &RkeCluster) {
+    use rkers::output::{OutputFormat, Reporter};
+    let reporter = Reporter::new(OutputFormat::Text, true);
+    let cluster = rkers::cluster::Cluster::load(&c.config, &reporter)
+        .unwrap_or_else(|e| panic!("rkers cannot load {}: {e}", c.config.display()));
+    let plans = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(rkers::phases::addons::addon_plans(&cluster))
+        .expect("rkers renders the addons");
+    let parse = |resource: &str, text: &str| {
+        rkers::addons::apply::parse_manifest(resource, text)
+            .unwrap_or_else(|e| panic!("{resource}: {e}"))
+    };
+    let (mut compared, mut same_bytes) = (Vec::new(), 0);
+    for plan in plans.iter().filter(|p| p.template.is_some()) {
+        let Some(ours) = &plan.manifest else { continue };
+        let resource = plan.resource;
+        let (ok, json) = c.kubectl(&[
+            "-n",
+            "kube-system",
+            "get",
+            "configmap",
+            resource,
+            "-o",
+            "json",
+        ]);
+        assert!(ok, "RKE {RKE} stored no manifest for {resource}: {json}");
+        let cm: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let theirs = cm["data"][resource]
+            .as_str()
+            .unwrap_or_else(|| panic!("ConfigMap {resource} has no data.{resource}: {json}"));
+        same_bytes += usize::from(theirs == ours);
+        let (want, got) = (parse(resource, theirs), parse(resource, ours));
+        let id = |o: &serde_json::Value| {
+            format!(
+                "{} {}/{}",
+                o["kind"].as_str().unwrap_or("?"),
+                o["metadata"]["namespace"].as_str().unwrap_or(""),
+                o["metadata"]["name"].as_str().unwrap_or("?")
+            )
+        };
+        let ids = |v: &[serde_json::Value]| v.iter().map(id).collect::<Vec<_>>();
+        assert_eq!(
+            ids(&got),
+            ids(&want),
+            "{resource}: the objects RKE {RKE} rendered"
+        );
+        for (w, g) in want.iter().zip(&got) {
+            assert_eq!(g, w, "{resource}: {} as RKE {RKE} rendered it", id(w));
+        }
+        compared.push(format!(
+            "{resource} ({})",
+            plan.template.as_deref().unwrap_or("")
+        ));
+    }
+    assert!(
+        compared.len() >= 3,
+        "the network plugin, CoreDNS and metrics-server at least: {compared:?}"
+    );
+    eprintln!(
+        "addons: {} manifests RKE {RKE} rendered are rkers' objects, {same_bytes} byte for byte: {}",
+        compared.len(),
+        compared.join(", ")
+    );
+}
 
 /// Whether RKE's own `up` keeps this container when nothing changed: its one-shot containers
 /// (the state deployer, the addon jobs' pods) run again, and it removes and starts
@@ -73,6 +144,7 @@ fn a_cluster_the_real_rke_v1_8_built_is_adopted_without_a_restart_and_rke_still_
     c.wait_settled("rke up");
     let rke_state = std::fs::read_to_string(c.work.join("cluster.rkestate")).unwrap();
     let before = c.containers();
+    same_addons_as_rke(&c);
 
     // 2. The dry run: an adoption with nothing to do to a container or an addon.
     let (ok, dry) = c.rkers(&["up", "--dry-run"]);
