@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use libfuzzer_sys::fuzz_target;
-use rkers::config::{self, RkeConfig, StaticCatalog};
+use rkers_core::config::{self, RkeConfig, StaticCatalog};
 
 /// One file per fuzzing process, rewritten for each input.
 fn input_file(data: &[u8]) -> std::path::PathBuf {

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rkers::state::StateFile;
+use rkers_core::state::StateFile;
 
 fuzz_target!(|data: &[u8]| {
     let path = std::env::temp_dir().join(format!("rkers-fuzz-{}.rkestate", std::process::id()));
