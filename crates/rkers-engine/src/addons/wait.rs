@@ -191,17 +191,43 @@ pub async fn wait_workloads(
     let mut patience = Patience::new(Instant::now(), timeout);
     loop {
         let mut pending = Vec::new();
+        let mut unread = None;
         for id in &workloads {
-            let state = workload_pending(api, id)
-                .await
-                .map_err(|e| AddonError::Api {
-                    resource: resource.to_string(),
-                    object: id.to_string(),
-                    message: e.to_string(),
-                })?;
-            if let Some(p) = state {
-                pending.push((*id, p));
+            match workload_pending(api, id).await {
+                Ok(Some(p)) => pending.push((*id, p)),
+                Ok(None) => {}
+                // A read that fails (the API server busy or restarting) is no progress, not the
+                // end: the wait fails on it only once its patience is spent.
+                Err(e) => {
+                    unread = Some(AddonError::Api {
+                        resource: resource.to_string(),
+                        object: id.to_string(),
+                        message: e.to_string(),
+                    });
+                    break;
+                }
             }
+        }
+        if let Some(error) = unread {
+            patience.observe(Instant::now(), Vec::new());
+            if let Some(waited) = patience.expired(Instant::now()) {
+                return Err(match error {
+                    AddonError::Api {
+                        resource,
+                        object,
+                        message,
+                    } => AddonError::Api {
+                        resource,
+                        object,
+                        message: format!(
+                            "{message} (reads failed until the wait ended after {waited})"
+                        ),
+                    },
+                    other => other,
+                });
+            }
+            tokio::time::sleep(POLL).await;
+            continue;
         }
         if pending.is_empty() {
             return Ok(());
@@ -451,5 +477,37 @@ mod tests {
         }
         let over = p.expired(t).expect("the limit");
         assert!(over.contains("still progressing"), "{over}");
+    }
+
+    /// An API server that does not answer (restarting, overloaded) is no reason to give up at
+    /// the first read: the wait goes on, and fails on the read's error once its patience is
+    /// spent, saying so. Nothing listens on 127.0.0.1:1.
+    #[tokio::test]
+    async fn reads_that_fail_are_retried_until_the_patience_is_spent() {
+        let kubeconfig = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n    insecure-skip-tls-verify: true\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {token: t}\n";
+        let api = KubeApi::from_kubeconfig(kubeconfig).await.unwrap();
+        let deployment = ObjectId {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: "kube-system".into(),
+            name: "metrics-server".into(),
+        };
+        let started = Instant::now();
+        let quiet = Duration::from_secs(3);
+        let err = wait_workloads(&api, "rke-metrics-addon", &[deployment], quiet)
+            .await
+            .unwrap_err();
+        assert!(
+            started.elapsed() >= quiet,
+            "gave up after {:?}",
+            started.elapsed()
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("Deployment kube-system/metrics-server")
+                && text.contains("reads failed until the wait ended after")
+                && text.contains("without progress: addon_job_timeout"),
+            "{text}"
+        );
     }
 }

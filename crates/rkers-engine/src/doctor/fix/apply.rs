@@ -87,15 +87,7 @@ impl ApplyStage<CalicoStage> for CalicoRepairer<'_> {
             )
             .await;
         }
-        if failed.is_empty() {
-            phase.done();
-        } else {
-            phase.fail(&format!(
-                "{} of {} nodes not fixed",
-                failed.len(),
-                stage.hosts.len()
-            ));
-        }
+        end_phase(phase, &failed, stage.hosts.len());
         failed
     }
 }
@@ -130,6 +122,15 @@ impl CalicoRepairer<'_> {
         self.reporter
             .info(format!("{node}: fixed: {}", after.summary));
         Ok(node)
+    }
+}
+
+/// Ends a per-node stage's phase: done, or failed with how many of its `nodes` were not fixed.
+fn end_phase(phase: crate::output::PhaseGuard, failed: &[(String, String)], nodes: usize) {
+    if failed.is_empty() {
+        phase.done();
+    } else {
+        phase.fail(&format!("{} of {nodes} nodes not fixed", failed.len()));
     }
 }
 
@@ -213,15 +214,7 @@ impl ApplyStage<FlannelStage> for FlannelRestarter<'_> {
                 }
             }
         }
-        if failed.is_empty() {
-            phase.done();
-        } else {
-            phase.fail(&format!(
-                "{} of {} nodes not fixed",
-                failed.len(),
-                stage.hosts.len()
-            ));
-        }
+        end_phase(phase, &failed, stage.hosts.len());
         failed
     }
 }

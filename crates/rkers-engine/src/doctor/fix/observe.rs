@@ -40,15 +40,7 @@ pub(super) async fn calico(
     links: &mut Links,
 ) -> Result<CalicoFound, FixError> {
     let cluster = command.cluster;
-    let (failed, pool) = run::connect(&command.targets, &command.opts.ssh).await;
-    links.keep(pool.hosts());
-    for a in &failed {
-        let why = a.error.as_ref().map(|e| e.to_string()).unwrap_or_default();
-        command.failures.push((
-            a.target.name.clone(),
-            format!("host {}: {why}", a.target.name),
-        ));
-    }
+    let pool = connect(&command.targets, command.opts, links, &mut command.failures).await;
     let mut probed = Vec::new();
     for host in pool.hosts() {
         match probe_host(cluster, host).await {
@@ -69,6 +61,26 @@ pub(super) async fn calico(
         hosts: pool.hosts().cloned().collect(),
         probed,
     })
+}
+
+/// Connects the chosen hosts, kept for the run's later stages; one that cannot be reached goes to
+/// `failures`, named with why.
+async fn connect(
+    targets: &[crate::hosts::SshTarget],
+    opts: &run::DoctorOptions,
+    links: &mut Links,
+    failures: &mut Vec<(String, String)>,
+) -> crate::hosts::HostPool {
+    let (failed, pool) = run::connect(targets, &opts.ssh).await;
+    links.keep(pool.hosts());
+    for a in &failed {
+        let why = a.error.as_ref().map(|e| e.to_string()).unwrap_or_default();
+        failures.push((
+            a.target.name.clone(),
+            format!("host {}: {why}", a.target.name),
+        ));
+    }
+    pool
 }
 
 /// A host whose calico directories could not be read (the probe container did not run or
@@ -159,15 +171,7 @@ pub(super) async fn flannel(
             }
         }
     }
-    let (failed, pool) = run::connect(&command.targets, &command.opts.ssh).await;
-    links.keep(pool.hosts());
-    for a in &failed {
-        let why = a.error.as_ref().map(|e| e.to_string()).unwrap_or_default();
-        command.failures.push((
-            a.target.name.clone(),
-            format!("host {}: {why}", a.target.name),
-        ));
-    }
+    let pool = connect(&command.targets, command.opts, links, &mut command.failures).await;
     let mut nodes = Vec::new();
     for host in pool.hosts() {
         let node = node_name(&cluster.config, host.name());
