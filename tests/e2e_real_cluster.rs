@@ -215,9 +215,13 @@ fn flannel_nat_lost_and_fixed(c: &Cluster, pod: &str, registry: &str) {
     let (ok, answer) = outbound_from(c, pod, registry);
     assert!(ok, "a pod on host2 reaches the registry before: {answer}");
 
+    // Older flannel (v0.15, v1.24's) keeps its masquerade rules in POSTROUTING itself: those go
+    // too.
     let delete_chain = "for ipt in iptables-nft iptables-legacy; do \
         $ipt -t nat -D POSTROUTING -m comment --comment 'flanneld masq' -j FLANNEL-POSTRTG 2>/dev/null; \
-        $ipt -t nat -F FLANNEL-POSTRTG 2>/dev/null; $ipt -t nat -X FLANNEL-POSTRTG 2>/dev/null; done; \
+        $ipt -t nat -F FLANNEL-POSTRTG 2>/dev/null; $ipt -t nat -X FLANNEL-POSTRTG 2>/dev/null; \
+        $ipt-save -t nat 2>/dev/null | grep -e '^-A POSTROUTING .*flanneld masq' | sed 's/^-A /-D /' | \
+        while read -r rule; do eval \"$ipt -t nat $rule\"; done; done; \
         iptables-nft-save -t nat 2>/dev/null | grep -c FLANNEL-POSTRTG; \
         iptables-legacy-save -t nat 2>/dev/null | grep -c FLANNEL-POSTRTG; true";
     // Unfrozen, real flannel restores the chain by itself.

@@ -1,12 +1,17 @@
 //! Incident 2: restarting flannel (or canal) before v0.27.0 tears down the nat table's
 //! `FLANNEL-POSTRTG` chain before the new pod re-creates it, and pods lose outbound NAT.
-//! Pure evaluation of the nat lines the probe read, and of the flannel image's version.
+//! Older flannel (v0.15, RKE1's through Kubernetes v1.24) has no such chain: its masquerade
+//! rules sit in POSTROUTING itself, with the same `flanneld masq` comment; either layout is a
+//! working NAT. Pure evaluation of the nat lines the probe read, and of the flannel image's
+//! version.
 
 use super::{Finding, Status};
 use std::collections::BTreeMap;
 
 pub const CHAIN: &str = "FLANNEL-POSTRTG";
 pub const CHECK: &str = "flannel-nat";
+/// The comment flannel puts on every nat rule of its own.
+const MASQ_COMMENT: &str = "flanneld masq";
 pub const VERSION_CHECK: &str = "flannel-version";
 /// The first flannel release that keeps its rules in place across restarts.
 pub const FIXED_IN: (u64, u64, u64) = (0, 27, 0);
@@ -16,6 +21,8 @@ pub const FIXED_IN: (u64, u64, u64) = (0, 27, 0);
 pub struct NatState {
     pub chain: bool,
     pub jump: bool,
+    /// Older flannel's layout: a `flanneld masq` MASQUERADE rule in POSTROUTING itself.
+    pub masq_in_postrouting: bool,
     /// The POSTROUTING and FLANNEL lines read, for evidence.
     pub lines: Vec<String>,
 }
@@ -35,6 +42,15 @@ pub fn parse_nat(lines: &[String]) -> NatState {
                 .any(|w| w == ["-j", CHAIN])
         {
             s.jump = true;
+        }
+        if l.starts_with("-A POSTROUTING ")
+            && l.contains(MASQ_COMMENT)
+            && l.split_whitespace()
+                .collect::<Vec<_>>()
+                .windows(2)
+                .any(|w| w == ["-j", "MASQUERADE"])
+        {
+            s.masq_in_postrouting = true;
         }
         if l.starts_with(':') || l.starts_with("-A") {
             s.lines.push(l.to_string());
@@ -81,6 +97,19 @@ pub fn evaluate(
         )
         .evidence(keep);
     }
+    if backends.iter().any(|(_, s)| s.masq_in_postrouting) {
+        let keep: Vec<String> = evidence
+            .into_iter()
+            .filter(|e| e.contains(MASQ_COMMENT))
+            .collect();
+        return Finding::ok(
+            CHECK,
+            Some(node),
+            "nat table's POSTROUTING has flannel's masquerade rules (older flannel's layout, no \
+             FLANNEL-POSTRTG chain)",
+        )
+        .evidence(keep);
+    }
     let chain = backends.iter().any(|(_, s)| s.chain);
     let summary = if chain {
         format!(
@@ -88,7 +117,8 @@ pub fn evaluate(
         )
     } else {
         format!(
-            "outbound NAT is broken: the nat table has no {CHAIN} chain (pods cannot reach outside the cluster)"
+            "outbound NAT is broken: the nat table has no {CHAIN} chain and no flannel masquerade \
+             rule in POSTROUTING (pods cannot reach outside the cluster)"
         )
     };
     let restart = match pod {
@@ -199,6 +229,42 @@ mod tests {
         assert!(
             f.evidence
                 .contains(&"iptables-nft-save -t nat: no POSTROUTING or FLANNEL lines".to_string())
+        );
+    }
+
+    /// flannel v0.15's layout (its `MasqRules`: the rules in POSTROUTING itself), RKE1's flannel
+    /// through Kubernetes v1.24.
+    const OLDER_LAYOUT: &[&str] = &[
+        ":POSTROUTING ACCEPT [0:0]",
+        "-A POSTROUTING -m comment --comment \"kubernetes postrouting rules\" -j KUBE-POSTROUTING",
+        "-A POSTROUTING -s 10.42.0.0/16 -d 10.42.0.0/16 -m comment --comment \"flanneld masq\" -j RETURN",
+        "-A POSTROUTING -s 10.42.0.0/16 ! -d 224.0.0.0/4 -m comment --comment \"flanneld masq\" -j MASQUERADE --random-fully",
+        "-A POSTROUTING ! -s 10.42.0.0/16 -d 10.42.1.0/24 -m comment --comment \"flanneld masq\" -j RETURN",
+    ];
+
+    #[test]
+    fn older_flannels_masquerade_rules_in_postrouting_are_a_working_nat() {
+        let sections: BTreeMap<String, Vec<String>> =
+            [("nat iptables-legacy-save".to_string(), s(OLDER_LAYOUT))].into();
+        let f = evaluate("host1", "10.0.0.1", &sections, None);
+        assert_eq!(f.status, Status::Ok, "{}", f.summary);
+        assert!(f.summary.contains("older flannel"), "{}", f.summary);
+        assert!(f.evidence.iter().all(|e| e.contains("flanneld masq")));
+        // Without the MASQUERADE rule (only the RETURNs left) the node has no outbound NAT.
+        let returns_only: Vec<&str> = OLDER_LAYOUT
+            .iter()
+            .copied()
+            .filter(|l| !l.contains("MASQUERADE"))
+            .collect();
+        let sections: BTreeMap<String, Vec<String>> =
+            [("nat iptables-legacy-save".to_string(), s(&returns_only))].into();
+        let f = evaluate("host1", "10.0.0.1", &sections, None);
+        assert_eq!(f.status, Status::Fail);
+        assert!(
+            f.summary
+                .contains("no FLANNEL-POSTRTG chain and no flannel masquerade"),
+            "{}",
+            f.summary
         );
     }
 
