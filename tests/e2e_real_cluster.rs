@@ -180,7 +180,21 @@ fn flannel_nat(c: &Cluster) -> (Result<(), String>, BTreeMap<String, serde_json:
         .unwrap()
         .iter()
         .filter(|f| f["status"] == "fail")
-        .map(|f| format!("{} {}: {}", f["check"], f["node"], f["summary"]))
+        .map(|f| {
+            let evidence: Vec<&str> = f["evidence"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.as_str())
+                .collect();
+            format!(
+                "{} {}: {}\n    {}",
+                f["check"],
+                f["node"],
+                f["summary"],
+                evidence.join("\n    ")
+            )
+        })
         .collect();
     let passed = if ok { Ok(()) } else { Err(failed.join("\n")) };
     (passed, findings)
@@ -215,12 +229,12 @@ fn flannel_nat_lost_and_fixed(c: &Cluster, pod: &str, registry: &str) {
     let (ok, answer) = outbound_from(c, pod, registry);
     assert!(ok, "a pod on host2 reaches the registry before: {answer}");
 
-    // Older flannel (v0.15, v1.24's) keeps its masquerade rules in POSTROUTING itself: those go
-    // too.
+    // Older flannel (v0.15, v1.24's) keeps its masquerade rules in POSTROUTING itself, without
+    // a comment: its outbound one (it spares multicast, 224.0.0.0/4) goes too.
     let delete_chain = "for ipt in iptables-nft iptables-legacy; do \
         $ipt -t nat -D POSTROUTING -m comment --comment 'flanneld masq' -j FLANNEL-POSTRTG 2>/dev/null; \
         $ipt -t nat -F FLANNEL-POSTRTG 2>/dev/null; $ipt -t nat -X FLANNEL-POSTRTG 2>/dev/null; \
-        $ipt-save -t nat 2>/dev/null | grep -e '^-A POSTROUTING .*flanneld masq' | sed 's/^-A /-D /' | \
+        $ipt-save -t nat 2>/dev/null | grep -E '^-A POSTROUTING .*(flanneld masq|224[.]0[.]0[.]0/4)' | sed 's/^-A /-D /' | \
         while read -r rule; do eval \"$ipt -t nat $rule\"; done; done; \
         iptables-nft-save -t nat 2>/dev/null | grep -c FLANNEL-POSTRTG; \
         iptables-legacy-save -t nat 2>/dev/null | grep -c FLANNEL-POSTRTG; true";

@@ -1,8 +1,7 @@
 //! Incident 2: restarting flannel (or canal) before v0.27.0 tears down the nat table's
 //! `FLANNEL-POSTRTG` chain before the new pod re-creates it, and pods lose outbound NAT.
 //! Older flannel (v0.15, RKE1's through Kubernetes v1.24) has no such chain: its masquerade
-//! rules sit in POSTROUTING itself, with the same `flanneld masq` comment; either layout is a
-//! working NAT. Pure evaluation of the nat lines the probe read, and of the flannel image's
+//! rules sit in POSTROUTING itself (without a comment in v0.15); either layout is a working NAT. Pure evaluation of the nat lines the probe read, and of the flannel image's
 //! version.
 
 use super::{Finding, Status};
@@ -10,8 +9,11 @@ use std::collections::BTreeMap;
 
 pub const CHAIN: &str = "FLANNEL-POSTRTG";
 pub const CHECK: &str = "flannel-nat";
-/// The comment flannel puts on every nat rule of its own.
+/// The comment flannel puts on every nat rule of its own (since v0.16; v0.15 put none).
 const MASQ_COMMENT: &str = "flanneld masq";
+/// flannel's outbound masquerade spares multicast, in every version: `-s <cluster cidr> ! -d
+/// 224.0.0.0/4 -j MASQUERADE`; no other rule RKE1's nodes carry has it.
+const MULTICAST_SPARED: [&str; 3] = ["!", "-d", "224.0.0.0/4"];
 pub const VERSION_CHECK: &str = "flannel-version";
 /// The first flannel release that keeps its rules in place across restarts.
 pub const FIXED_IN: (u64, u64, u64) = (0, 27, 0);
@@ -43,12 +45,10 @@ pub fn parse_nat(lines: &[String]) -> NatState {
         {
             s.jump = true;
         }
+        let words: Vec<&str> = l.split_whitespace().collect();
         if l.starts_with("-A POSTROUTING ")
-            && l.contains(MASQ_COMMENT)
-            && l.split_whitespace()
-                .collect::<Vec<_>>()
-                .windows(2)
-                .any(|w| w == ["-j", "MASQUERADE"])
+            && words.windows(2).any(|w| w == ["-j", "MASQUERADE"])
+            && (l.contains(MASQ_COMMENT) || words.windows(3).any(|w| w == MULTICAST_SPARED))
         {
             s.masq_in_postrouting = true;
         }
@@ -100,7 +100,7 @@ pub fn evaluate(
     if backends.iter().any(|(_, s)| s.masq_in_postrouting) {
         let keep: Vec<String> = evidence
             .into_iter()
-            .filter(|e| e.contains(MASQ_COMMENT))
+            .filter(|e| e.contains(MASQ_COMMENT) || e.contains("224.0.0.0/4"))
             .collect();
         return Finding::ok(
             CHECK,
@@ -232,14 +232,16 @@ mod tests {
         );
     }
 
-    /// flannel v0.15's layout (its `MasqRules`: the rules in POSTROUTING itself), RKE1's flannel
-    /// through Kubernetes v1.24.
+    /// The nat table of a real v1.24.17 node here (flannel v0.15.1, RKE1's through Kubernetes
+    /// v1.24): its rules in POSTROUTING itself, without a comment; Docker's own masquerade beside.
     const OLDER_LAYOUT: &[&str] = &[
         ":POSTROUTING ACCEPT [0:0]",
         "-A POSTROUTING -m comment --comment \"kubernetes postrouting rules\" -j KUBE-POSTROUTING",
-        "-A POSTROUTING -s 10.42.0.0/16 -d 10.42.0.0/16 -m comment --comment \"flanneld masq\" -j RETURN",
-        "-A POSTROUTING -s 10.42.0.0/16 ! -d 224.0.0.0/4 -m comment --comment \"flanneld masq\" -j MASQUERADE --random-fully",
-        "-A POSTROUTING ! -s 10.42.0.0/16 -d 10.42.1.0/24 -m comment --comment \"flanneld masq\" -j RETURN",
+        "-A POSTROUTING -s 172.17.0.0/16 ! -o docker0 -j MASQUERADE",
+        "-A POSTROUTING -s 10.79.0.0/16 -d 10.79.0.0/16 -j RETURN",
+        "-A POSTROUTING -s 10.79.0.0/16 ! -d 224.0.0.0/4 -j MASQUERADE --random-fully",
+        "-A POSTROUTING ! -s 10.79.0.0/16 -d 10.79.1.0/24 -j RETURN",
+        "-A POSTROUTING ! -s 10.79.0.0/16 -d 10.79.0.0/16 -j MASQUERADE --random-fully",
     ];
 
     #[test]
@@ -249,12 +251,17 @@ mod tests {
         let f = evaluate("host1", "10.0.0.1", &sections, None);
         assert_eq!(f.status, Status::Ok, "{}", f.summary);
         assert!(f.summary.contains("older flannel"), "{}", f.summary);
-        assert!(f.evidence.iter().all(|e| e.contains("flanneld masq")));
-        // Without the MASQUERADE rule (only the RETURNs left) the node has no outbound NAT.
+        assert!(
+            f.evidence.iter().all(|e| e.contains("224.0.0.0/4")),
+            "{:?}",
+            f.evidence
+        );
+        // Without flannel's outbound rule, Docker's masquerade of its own bridge is no NAT for
+        // pods.
         let returns_only: Vec<&str> = OLDER_LAYOUT
             .iter()
             .copied()
-            .filter(|l| !l.contains("MASQUERADE"))
+            .filter(|l| !l.contains("224.0.0.0/4"))
             .collect();
         let sections: BTreeMap<String, Vec<String>> =
             [("nat iptables-legacy-save".to_string(), s(&returns_only))].into();
