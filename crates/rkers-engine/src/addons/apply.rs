@@ -122,6 +122,34 @@ const POD_SPEC_PATHS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// A Deployment whose replica count another field manager set (the DNS autoscaler, an
+/// operator's `kubectl scale`) keeps it: the applied copy leaves `spec.replicas` out, so rkers
+/// neither changes it nor reads the difference as a change. KDM's CoreDNS templates before
+/// `coredns-v1.8.3-rancher3` (Kubernetes v1.24 and older) say `replicas: 1` while the autoscaler
+/// beside them scales the Deployment: applied as written, every `up` set it back to one, and a
+/// no-op `up` on a real v1.24 cluster planned that change. RKE1 does not re-apply an addon
+/// whose manifest did not change. A Deployment rkers itself scaled last gets the manifest's count.
+pub fn leave_replicas_to_their_scaler(object: &mut Value, existing: Option<&DynamicObject>) {
+    let deployment = object["kind"] == "Deployment"
+        && object["apiVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("apps/"));
+    let scaled_elsewhere = existing.is_some_and(|o| {
+        o.metadata.managed_fields.iter().flatten().any(|m| {
+            m.manager.as_deref() != Some(FIELD_MANAGER)
+                && m.fields_v1
+                    .as_ref()
+                    .is_some_and(|f| f.0.pointer("/f:spec/f:replicas").is_some())
+        })
+    });
+    if deployment
+        && scaled_elsewhere
+        && let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut)
+    {
+        spec.remove("replicas");
+    }
+}
+
 /// Writes the `protocol: TCP` that the API server would default into Service ports and
 /// container ports that omit it. Server-side apply needs it before defaulting: `protocol` is part
 /// of those lists' merge keys, and API servers before 1.21 refuse such an element ("associative
@@ -358,9 +386,10 @@ pub async fn apply_addon(api: &KubeApi, plan: &AddonPlan) -> Result<AddonChange,
         let existing_version = existing
             .as_ref()
             .and_then(|o| o.metadata.resource_version.clone());
-        let before = existing.map(|o| content_of(&o));
         let mut obj = obj.clone();
         fill_port_protocols(&mut obj);
+        leave_replicas_to_their_scaler(&mut obj, existing.as_ref());
+        let before = existing.map(|o| content_of(&o));
         let after = if is_apiservice(id) && !apply_apiservices {
             create_or_replace(&target, id, &obj, existing_version).await
         } else {
@@ -450,6 +479,7 @@ pub async fn observe_addon(
         }
         let mut obj = obj.clone();
         fill_port_protocols(&mut obj);
+        leave_replicas_to_their_scaler(&mut obj, Some(&existing));
         // A dry run the server refuses (an immutable field, e.g. a Job's template) is a change
         // too: applying it is what tells how it ends.
         let after = target.patch(&id.name, &params, &Patch::Apply(&obj)).await;
@@ -552,6 +582,40 @@ mod tests {
             .map(|o| ObjectId::of(o).unwrap().to_string())
             .collect();
         assert_eq!(ids, ["ConfigMap x/a", "Namespace ns1"]);
+    }
+
+    #[test]
+    fn a_deployment_another_manager_scaled_keeps_its_replicas() {
+        let manifest = || {
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                   "metadata": {"name": "coredns", "namespace": "kube-system"},
+                   "spec": {"replicas": 1, "selector": {}}})
+        };
+        let live = |manager: &str| -> DynamicObject {
+            serde_json::from_value(json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "coredns", "namespace": "kube-system", "managedFields": [
+                    {"manager": "rkers", "operation": "Apply", "apiVersion": "apps/v1",
+                     "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:selector": {}}}},
+                    {"manager": manager, "operation": "Update", "apiVersion": "apps/v1",
+                     "subresource": "scale", "fieldsType": "FieldsV1",
+                     "fieldsV1": {"f:spec": {"f:replicas": {}}}}]},
+                "spec": {"replicas": 2}
+            }))
+            .unwrap()
+        };
+        // The DNS autoscaler set it: rkers leaves the count alone.
+        let mut obj = manifest();
+        leave_replicas_to_their_scaler(&mut obj, Some(&live("cluster-proportional-autoscaler")));
+        assert!(obj["spec"].get("replicas").is_none(), "{obj}");
+        assert_eq!(obj["spec"]["selector"], json!({}));
+        // rkers set it last, or the Deployment is new: the manifest's count.
+        let mut obj = manifest();
+        leave_replicas_to_their_scaler(&mut obj, Some(&live(FIELD_MANAGER)));
+        assert_eq!(obj["spec"]["replicas"], 1);
+        let mut obj = manifest();
+        leave_replicas_to_their_scaler(&mut obj, None);
+        assert_eq!(obj["spec"]["replicas"], 1);
     }
 
     #[test]
