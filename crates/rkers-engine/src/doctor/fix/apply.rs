@@ -248,7 +248,9 @@ impl FlannelRestarter<'_> {
             .wait(&self.api, node, address)
             .await
             .map_err(|e| e.to_string())?;
-        let after = observe::nat_finding(self.cluster, host, node).await?;
+        let after = observe::nat_finding(self.cluster, host, node)
+            .await
+            .map_err(|e| e.to_string())?;
         self.reporter.info(format!(
             "{node}: fixed in {:.1} s: {}",
             started.elapsed().as_secs_f64(),

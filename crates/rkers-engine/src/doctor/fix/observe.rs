@@ -191,7 +191,9 @@ pub(super) async fn flannel(
                     summary: finding.summary,
                 })
             }
-            Err(line) => command.failures.push((host.name().to_string(), line)),
+            Err(e) => command
+                .failures
+                .push((host.name().to_string(), e.to_string())),
         }
     }
     command.nodes = nodes.clone();
@@ -202,13 +204,26 @@ pub(super) async fn flannel(
     })
 }
 
-/// doctor's `flannel-nat` finding for `host`, whose node is `node`; why not, naming the host,
-/// when its nat table cannot be read.
+/// Why a host's nat table gave no finding; each names the host.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum NatUnread {
+    #[error("host {host}: cannot read its nat table: {source}")]
+    Probe {
+        host: String,
+        #[source]
+        source: crate::hosts::HostError,
+    },
+    /// The probe ran but read nothing (no iptables-save in the Kubernetes image).
+    #[error("host {host}: {summary}")]
+    Nothing { host: String, summary: String },
+}
+
+/// doctor's `flannel-nat` finding for `host`, whose node is `node`.
 pub(super) async fn nat_finding(
     cluster: &crate::cluster::Cluster,
     host: &Host,
     node: &str,
-) -> Result<crate::checks::Finding, String> {
+) -> Result<crate::checks::Finding, NatUnread> {
     let sections = probe::probe(
         host.docker(),
         &cluster.config.system_images.kubernetes,
@@ -216,11 +231,16 @@ pub(super) async fn nat_finding(
         NAT_ONLY,
     )
     .await
-    .map_err(|e| format!("host {}: cannot read its nat table: {e}", host.name()))?;
+    .map_err(|source| NatUnread::Probe {
+        host: host.name().to_string(),
+        source,
+    })?;
     let finding = flannel::evaluate(node, host.name(), &sections, None);
     if finding.status == Status::Warn {
-        // No iptables-save in the image: nothing read, nothing to fix by it.
-        return Err(format!("host {}: {}", host.name(), finding.summary));
+        return Err(NatUnread::Nothing {
+            host: host.name().to_string(),
+            summary: finding.summary,
+        });
     }
     Ok(finding)
 }
