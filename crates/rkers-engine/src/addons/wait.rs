@@ -191,39 +191,28 @@ pub async fn wait_workloads(
     let mut patience = Patience::new(Instant::now(), timeout);
     loop {
         let mut pending = Vec::new();
+        // The object whose read failed (the API server busy or restarting), and why: no
+        // progress, not the end; the wait fails on it only once its patience is spent.
         let mut unread = None;
         for id in &workloads {
             match workload_pending(api, id).await {
                 Ok(Some(p)) => pending.push((*id, p)),
                 Ok(None) => {}
-                // A read that fails (the API server busy or restarting) is no progress, not the
-                // end: the wait fails on it only once its patience is spent.
                 Err(e) => {
-                    unread = Some(AddonError::Api {
-                        resource: resource.to_string(),
-                        object: id.to_string(),
-                        message: e.to_string(),
-                    });
+                    unread = Some((id.to_string(), e.to_string()));
                     break;
                 }
             }
         }
-        if let Some(error) = unread {
+        if let Some((object, message)) = unread {
             patience.observe(Instant::now(), Vec::new());
             if let Some(waited) = patience.expired(Instant::now()) {
-                return Err(match error {
-                    AddonError::Api {
-                        resource,
-                        object,
-                        message,
-                    } => AddonError::Api {
-                        resource,
-                        object,
-                        message: format!(
-                            "{message} (reads failed until the wait ended after {waited})"
-                        ),
-                    },
-                    other => other,
+                return Err(AddonError::Api {
+                    resource: resource.to_string(),
+                    object,
+                    message: format!(
+                        "{message} (reads failed until the wait ended after {waited})"
+                    ),
                 });
             }
             tokio::time::sleep(POLL).await;

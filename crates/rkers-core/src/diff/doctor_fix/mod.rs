@@ -218,23 +218,15 @@ pub struct FlannelNode {
     pub pod: Option<(String, String)>,
 }
 
-/// `--fix flannel-nat` decided: the pods to delete, and the broken nodes it cannot fix.
-#[derive(Debug, Default)]
-pub struct FlannelFix {
-    pub changes: Changeset<FlannelStage>,
-    /// Broken nodes with no flannel pod to restart: host and why, naming the node.
-    pub unfixable: Vec<(String, String)>,
-}
-
 /// Every node whose `FLANNEL-POSTRTG` chain (or POSTROUTING's jump to it) is missing gets its
 /// flannel pod deleted: flannel writes the chain when it starts (incidents.md §2), and the
 /// DaemonSet starts the successor at once. One node at a time, so a flannel that cannot start
-/// again stops the fix after one node.
-pub fn flannel_fix(nodes: &[FlannelNode]) -> FlannelFix {
-    let mut fix = FlannelFix::default();
+/// again stops the fix after one node. A broken node without a pod is [`flannel_unfixable`].
+pub fn flannel_fix(nodes: &[FlannelNode]) -> Changeset<FlannelStage> {
+    let mut changes = Changeset::default();
     for n in nodes.iter().filter(|n| !n.healthy) {
-        match &n.pod {
-            Some((namespace, name)) => fix.changes.push(
+        if let Some((namespace, name)) = &n.pod {
+            changes.push(
                 FlannelStage::Restart,
                 Pace::OneAtATime,
                 &n.host,
@@ -244,18 +236,29 @@ pub fn flannel_fix(nodes: &[FlannelNode]) -> FlannelFix {
                     node: n.node.clone(),
                     reason: format!("{}; its successor writes the nat rules again", n.summary),
                 },
-            ),
-            None => fix.unfixable.push((
+            );
+        }
+    }
+    changes
+}
+
+/// The broken nodes `--fix flannel-nat` cannot fix: no flannel pod runs there to restart. Host
+/// and why, naming the node.
+pub fn flannel_unfixable(nodes: &[FlannelNode]) -> Vec<(String, String)> {
+    nodes
+        .iter()
+        .filter(|n| !n.healthy && n.pod.is_none())
+        .map(|n| {
+            (
                 n.host.clone(),
                 format!(
                     "host {}: node {}: {}, and no flannel or canal pod runs there to restart \
                      (is its DaemonSet scheduled on the node?)",
                     n.host, n.node, n.summary
                 ),
-            )),
-        }
-    }
-    fix
+            )
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------- webhooks

@@ -266,14 +266,15 @@ fn flannel_node(host: &str, healthy: bool, pod: Option<&str>) -> FlannelNode {
 
 #[test]
 fn only_the_nodes_that_lost_their_chain_get_their_flannel_pod_deleted_one_at_a_time() {
-    let fix = flannel_fix(&[
+    let nodes = [
         flannel_node("10.0.0.1", true, Some("kube-flannel-a")),
         flannel_node("10.0.0.2", false, Some("kube-flannel-b")),
         flannel_node("10.0.0.3", false, Some("kube-flannel-c")),
-    ]);
-    assert!(fix.unfixable.is_empty());
-    assert_eq!(fix.changes.stages.len(), 1);
-    let stage = &fix.changes.stages[0];
+    ];
+    assert!(flannel_unfixable(&nodes).is_empty());
+    let changes = flannel_fix(&nodes);
+    assert_eq!(changes.stages.len(), 1);
+    let stage = &changes.stages[0];
     assert_eq!(stage.phase, FlannelStage::Restart);
     assert_eq!(stage.pace, Pace::OneAtATime);
     let deleted: Vec<(&str, String)> = stage
@@ -295,13 +296,14 @@ fn only_the_nodes_that_lost_their_chain_get_their_flannel_pod_deleted_one_at_a_t
 
 #[test]
 fn a_broken_node_without_a_flannel_pod_is_named_not_planned() {
-    let fix = flannel_fix(&[
+    let nodes = [
         flannel_node("10.0.0.1", false, None),
         flannel_node("10.0.0.2", true, None),
-    ]);
-    assert!(fix.changes.is_empty());
-    assert_eq!(fix.unfixable.len(), 1);
-    let (host, line) = &fix.unfixable[0];
+    ];
+    assert!(flannel_fix(&nodes).is_empty());
+    let unfixable = flannel_unfixable(&nodes);
+    assert_eq!(unfixable.len(), 1);
+    let (host, line) = &unfixable[0];
     assert_eq!(host, "10.0.0.1");
     assert!(
         line.starts_with("host 10.0.0.1: node node-10.0.0.1: outbound NAT is broken"),
@@ -315,6 +317,6 @@ fn a_broken_node_without_a_flannel_pod_is_named_not_planned() {
 
 #[test]
 fn nodes_with_their_chain_restart_no_flannel_pod() {
-    let fix = flannel_fix(&[flannel_node("10.0.0.1", true, Some("kube-flannel-a"))]);
-    assert!(fix.changes.is_empty() && fix.unfixable.is_empty());
+    let nodes = [flannel_node("10.0.0.1", true, Some("kube-flannel-a"))];
+    assert!(flannel_fix(&nodes).is_empty() && flannel_unfixable(&nodes).is_empty());
 }

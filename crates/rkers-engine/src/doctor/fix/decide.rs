@@ -21,9 +21,9 @@ pub(super) fn calico(command: &CalicoFix<'_>, found: &CalicoFound) -> Changeset<
 }
 
 /// The pods to delete (the broken nodes with none are named by
-/// [`super::record::flannel_planned`], from the same decision).
+/// [`super::record::flannel_planned`] with [`doctor_fix::flannel_unfixable`]).
 pub(super) fn flannel(found: &FlannelFound) -> Changeset<FlannelStage> {
-    doctor_fix::flannel_fix(&found.nodes).changes
+    doctor_fix::flannel_fix(&found.nodes)
 }
 
 pub(super) fn webhooks(

@@ -49,7 +49,9 @@ pub(super) fn flannel_planned(command: &mut FlannelFix<'_>, changes: &Changeset<
     }
     command
         .failures
-        .extend(rkers_core::diff::doctor_fix::flannel_fix(&command.nodes).unfixable);
+        .extend(rkers_core::diff::doctor_fix::flannel_unfixable(
+            &command.nodes,
+        ));
     if !changes.is_empty() {
         command.reporter.info(format!(
             "after each deletion, the node's new flannel pod Ready and its FLANNEL-POSTRTG chain \
