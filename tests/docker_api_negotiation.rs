@@ -1,9 +1,16 @@
-//! rkers' own Docker client against daemons with the API ranges of Docker 20.10, 29 and a
-//! release newer than bollard knows. Docker 29 cannot run here (the sandbox has 20.10), so the
-//! daemon is a test double that answers `/version`, `/info` and `/_ping` and refuses any other
-//! API version the way dockerd's version middleware does ("client version X is too old / too
-//! new"). What is checked: the connection negotiates, every request it makes is one the daemon
-//! accepts, the facts carry the daemon's own range, and the API check decides from it.
+//! rkers' own Docker client against real daemons: Debian's dockerd 20.10 and Docker 29 built from
+//! its Go modules (scripts/build-modules docker), each started here on a socket of its own (no
+//! network set up, no container run); Docker 29 once with the minimum API version of 29.0–29.2
+//! (1.44, given as `DOCKER_MIN_API_VERSION`, which dockerd 29 reads) and once with its own
+//! (1.40, from 29.3). What is checked: the connection negotiates, the facts carry the daemon's
+//! own range, and the API check decides from it: the runtime each Kubernetes version speaks is
+//! accepted or refused with the reason and the remedy.
+//!
+//! A Docker newer than bollard knows does not exist yet: that one daemon is a test double that
+//! answers `/version`, `/info` and `/_ping` and refuses any other API version the way dockerd's
+//! version middleware does ("client version X is too old / too new").
+
+mod support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -161,22 +168,167 @@ fn runtime(k8s: &str, cri_dockerd: bool, tools: &str) -> RuntimeClient {
     }
 }
 
-#[tokio::test]
-async fn docker_29_is_driven_and_checked_from_its_own_range() {
-    let daemon = FakeDocker::new("29.0.1", "1.44", "1.52");
-    let (client, facts) = connect(&daemon).await;
-    assert_eq!(client.api_version(), "1.52");
-    assert!(daemon.refused().is_empty(), "{:?}", daemon.refused());
-    assert!(!daemon.seen.lock().unwrap().is_empty());
-    assert_eq!(facts.docker_version, "29.0.1");
-    assert_eq!(facts.engine_api_version, "1.52");
+/// A dockerd of its own: its data, exec root and socket in a temporary directory, no bridge and
+/// no iptables rules; stopped when dropped.
+struct RealDocker {
+    child: std::process::Child,
+    socket: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl RealDocker {
+    /// `dockerd` from `bin` (with the containerd and runc beside it first on its PATH), with
+    /// `env`; `None` (the test skipped) when not root.
+    fn start(bin: &std::path::Path, env: &[(&str, &str)]) -> Option<RealDocker> {
+        if !support::is_root() {
+            support::skip("starting a dockerd needs root");
+            return None;
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("rkers-dockerd-")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let socket = dir.path().join("docker.sock");
+        let log = std::fs::File::create(dir.path().join("dockerd.log")).unwrap();
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let child = std::process::Command::new(bin.join("dockerd"))
+            .arg("--data-root")
+            .arg(dir.path().join("data"))
+            .arg("--exec-root")
+            .arg(dir.path().join("exec"))
+            .arg("--pidfile")
+            .arg(dir.path().join("dockerd.pid"))
+            .arg("--host")
+            .arg(format!("unix://{}", socket.display()))
+            .args(["--bridge=none", "--iptables=false", "--ip6tables=false"])
+            .env("PATH", path)
+            .envs(env.iter().copied())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start dockerd");
+        let daemon = RealDocker {
+            child,
+            socket,
+            _dir: dir,
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while !daemon.socket.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "dockerd ({}) made no socket in 60 s: {}",
+                bin.display(),
+                std::fs::read_to_string(daemon._dir.path().join("dockerd.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        Some(daemon)
+    }
+
+    fn opener(&self) -> StreamOpener {
+        let socket = self.socket.clone();
+        Arc::new(move || {
+            let socket = socket.clone();
+            Box::pin(async move {
+                let stream = tokio::net::UnixStream::connect(&socket).await?;
+                Ok(Box::new(stream) as rkers::hosts::ssh::BoxedStream)
+            })
+        })
+    }
+
+    /// The client and facts once the daemon answers (it may still be starting).
+    async fn connect(&self) -> (DockerClient, HostFacts) {
+        let mut last = String::new();
+        for _ in 0..60 {
+            match DockerClient::connect_with(
+                "local",
+                "dockerd",
+                self.opener(),
+                Duration::from_secs(5),
+            )
+            .await
+            {
+                Ok(client) => {
+                    let facts = HostFacts::gather(&client).await.expect("host facts");
+                    return (client, facts);
+                }
+                Err(e) => last = e.to_string(),
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        panic!(
+            "dockerd at {} never answered: {last}",
+            self.socket.display()
+        );
+    }
+}
+
+impl Drop for RealDocker {
+    fn drop(&mut self) {
+        // SAFETY: kill has no memory preconditions; the PID is our own child's.
+        unsafe {
+            libc_kill(self.child.id() as i32, 15);
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+unsafe extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, signal: i32) -> i32;
+}
+
+/// The bin directory of the Docker 29 release the sandbox builds (`scripts/sandbox
+/// docker-version 29`), built from its modules when missing (a cache hit under scripts/test).
+fn docker_29() -> (String, std::path::PathBuf) {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/sandbox");
+    let out = std::process::Command::new("bash")
+        .arg(script)
+        .args(["docker-version", "29"])
+        .output()
+        .expect("scripts/sandbox docker-version");
+    assert!(out.status.success(), "{out:?}");
+    let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let bin = support::rke1_real::build_module("docker", &version);
+    (version, bin)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn docker_29_with_the_floor_of_29_0_to_29_2_refuses_dockershim_and_takes_cri_dockerd() {
+    let (release, bin) = docker_29();
+    let Some(daemon) = RealDocker::start(&bin, &[("DOCKER_MIN_API_VERSION", "1.44")]) else {
+        return;
+    };
+    let (client, facts) = daemon.connect().await;
+    let docker = release.trim_start_matches('v');
+    assert_eq!(facts.docker_version, docker);
     assert_eq!(facts.engine_min_api_version, "1.44");
+    let api = ApiVersion::parse(&facts.engine_api_version).unwrap();
+    assert!(api >= ApiVersion::new(1, 52), "{api}");
+    // rkers speaks the daemon's newest version bollard knows, and every request it makes now
+    // is accepted.
+    let spoken = ApiVersion::parse(client.api_version()).unwrap();
+    assert!(
+        spoken >= ApiVersion::new(1, 44) && spoken <= api,
+        "{spoken}"
+    );
     client.ping().await.unwrap();
-    assert!(daemon.refused().is_empty(), "{:?}", daemon.refused());
 
     // cri-dockerd 0.3.16 (rke-tools v0.1.108) speaks 1.44: works.
     let (check, refusal) = docker_api_check(
-        "fake",
+        "local",
         &facts,
         &runtime("v1.31.14-rancher1-1", true, "v0.1.108"),
         false,
@@ -185,29 +337,80 @@ async fn docker_29_is_driven_and_checked_from_its_own_range() {
     assert_eq!(check.spoken_api, ApiVersion::parse("1.44"));
     // kubelet v1.23's dockershim speaks 1.41: refused, with the reason and the remedy.
     let (check, refusal) = docker_api_check(
-        "fake",
+        "local",
         &facts,
         &runtime("v1.23.16-rancher2-3", false, "v0.1.89"),
         false,
     );
     let error = refusal.expect("refused").to_string();
     assert!(
-        error.starts_with(
-            "host fake: Docker 29.0.1 accepts Engine API ≥ 1.44; kubelet v1.23's dockershim speaks ≤ 1.41: "
-        ) && error.contains("min-api-version"),
+        error.starts_with(&format!(
+            "host local: Docker {docker} accepts Engine API ≥ 1.44; kubelet v1.23's dockershim speaks ≤ 1.41: "
+        )) && error.contains("min-api-version"),
         "{error}"
     );
     assert!(matches!(check.verdict, Verdict::Refused { .. }));
+    // What the refusal tells the operator to do works: dockerd 29 accepts the API of v1.23's
+    // dockershim once its minimum is lowered.
+    drop(client);
+    drop(daemon);
+    let Some(lowered) = RealDocker::start(&bin, &[("DOCKER_MIN_API_VERSION", "1.41")]) else {
+        return;
+    };
+    let (_, facts) = lowered.connect().await;
+    assert_eq!(facts.engine_min_api_version, "1.41");
+    let (check, refusal) = docker_api_check(
+        "local",
+        &facts,
+        &runtime("v1.23.16-rancher2-3", false, "v0.1.89"),
+        false,
+    );
+    assert!(refusal.is_none(), "{check:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn docker_29_from_29_3_takes_dockershim_too() {
+    let (release, bin) = docker_29();
+    let Some(daemon) = RealDocker::start(&bin, &[]) else {
+        return;
+    };
+    let (_, facts) = daemon.connect().await;
+    assert_eq!(facts.docker_version, release.trim_start_matches('v'));
+    assert_eq!(facts.engine_min_api_version, "1.40");
+    let (check, refusal) = docker_api_check(
+        "local",
+        &facts,
+        &runtime("v1.23.16-rancher2-3", false, "v0.1.89"),
+        false,
+    );
+    assert!(refusal.is_none(), "{check:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn debians_docker_20_10() {
+    let Some(daemon) = RealDocker::start(std::path::Path::new("/usr/sbin"), &[]) else {
+        return;
+    };
+    let (client, facts) = daemon.connect().await;
+    assert_eq!(client.api_version(), "1.41");
+    assert!(
+        facts.docker_version.starts_with("20.10."),
+        "{}",
+        facts.docker_version
+    );
+    assert_eq!(facts.engine_api_version, "1.41");
+    assert_eq!(facts.engine_min_api_version, "1.12");
+    let (check, refusal) = docker_api_check(
+        "local",
+        &facts,
+        &runtime("v1.20.15-rancher2-2", false, "v0.1.72"),
+        false,
+    );
+    assert!(refusal.is_none(), "{check:?}");
 }
 
 #[tokio::test]
-async fn docker_20_10_and_a_docker_newer_than_bollard() {
-    let old = FakeDocker::new("20.10.24", "1.12", "1.41");
-    let (client, facts) = connect(&old).await;
-    assert_eq!(client.api_version(), "1.41");
-    assert!(old.refused().is_empty(), "{:?}", old.refused());
-    assert_eq!(facts.engine_min_api_version, "1.12");
-
+async fn a_docker_newer_than_bollard() {
     let newer = FakeDocker::new("31.0.0", "1.44", "1.60");
     let (client, facts) = connect(&newer).await;
     // bollard keeps its own newest version when the daemon's is newer still.
