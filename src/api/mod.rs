@@ -8,9 +8,10 @@
 //! process: no current directory, no environment variable, no prompt on stdin. Two operations
 //! on two clusters run concurrently in one process.
 //!
-//! The phases work on the files RKE1 keeps next to cluster.yml; each operation gives them a
-//! private scratch directory, seeded with the stored state and removed afterwards, and saves
-//! what they leave there into the store.
+//! The phases work on the files RKE1 keeps next to cluster.yml; each operation keeps the two
+//! that hold keys (the state and the admin kubeconfig) in memory, seeded with the stored state,
+//! and saves what the phases leave into the store. The rest (`known_hosts`) goes to a private
+//! scratch directory removed afterwards.
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), rkers::api::ApiError> {

@@ -1,6 +1,6 @@
-//! One operation's plumbing: the run lock, a private scratch directory seeded from the store,
-//! the cluster the phases see, cancellation, saving what the run left by compare-and-swap, and
-//! the one `result` event.
+//! One operation's plumbing: the run lock, the state and kubeconfig in memory seeded from the
+//! store, a private scratch directory, the cluster the phases see, cancellation, saving what
+//! the run left by compare-and-swap, and the one `result` event.
 
 use std::future::Future;
 use std::path::Path;
@@ -130,8 +130,8 @@ const SCRATCH_OWNER: &str = ".owner.lock";
 /// its run may be between making the directory and locking.
 const SCRATCH_UNLOCKED_AGE: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// A run's scratch directory, private to the user (0700: the state with the CA keys and the
-/// kubeconfig are written in it), removed when dropped, and locked while its run lives.
+/// A run's scratch directory, private to the user (0700), removed when dropped, and locked
+/// while its run lives. The state and the kubeconfig are not in it: they stay in memory.
 pub(crate) struct Scratch {
     dir: tempfile::TempDir,
     /// Dropped after `dir`: the lock lasts until the directory is gone.
@@ -240,7 +240,9 @@ impl Run {
         }
         let scratch = Scratch::new(op.scratch_parent.as_deref())
             .map_err(|e| ApiError::Failed(format!("cannot make a scratch directory: {e}")))?;
-        let files = ClusterFiles::from_config_path(&scratch.path().join(CONFIG_NAME));
+        // The state and the admin kubeconfig stay in memory: the store holds the state, and
+        // the outcome hands the kubeconfig back, so neither key-holding file touches a disk.
+        let files = ClusterFiles::from_config_path(&scratch.path().join(CONFIG_NAME)).in_memory();
 
         // Read first: a version without published metadata takes its images from the state.
         let loaded = op.store.load()?;
@@ -255,8 +257,8 @@ impl Run {
                 let text = state
                     .to_json()
                     .map_err(|e| ApiError::Store(StoreError::State(e)))?;
-                write_private(&cluster.files.state_path, text.as_bytes())?;
-                seed_kubeconfig(state, &cluster.files.kubeconfig_path)?;
+                write_private(&cluster.files, &cluster.files.state_path, text.as_bytes())?;
+                seed_kubeconfig(state, &cluster.files)?;
                 Some(text.into_bytes())
             }
             None => None,
@@ -313,7 +315,7 @@ impl Run {
         let saved = self.save_state(op);
         let value = done?;
         let state_version = saved?;
-        let kubeconfig = match rkers_core::bounded::read_to_string(
+        let kubeconfig = match self.cluster.files.storage.read_to_string(
             &self.cluster.files.kubeconfig_path,
             rkers_core::bounded::KUBECONFIG,
         ) {
@@ -336,7 +338,7 @@ impl Run {
 
     fn save_state(&self, op: &Operation) -> Result<StateVersion, ApiError> {
         let path = &self.cluster.files.state_path;
-        let bytes = match rkers_core::bounded::read(path, rkers_core::bounded::STATE) {
+        let bytes = match (self.cluster.files.storage).read(path, rkers_core::bounded::STATE) {
             Ok(b) => Some(b),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => {
@@ -372,21 +374,28 @@ impl Run {
 /// The state's name in messages.
 pub(super) const CONFIG_STATE_NAME: &str = "cluster.rkestate";
 
-pub(super) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), ApiError> {
-    crate::state::write_atomic(path, bytes, 0o600)
+pub(super) fn write_private(
+    files: &ClusterFiles,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(), ApiError> {
+    (files.storage)
+        .write_private(path, bytes)
         .map_err(|e| ApiError::Failed(format!("cannot write {}: {e}", path.display())))
 }
 
 /// The admin kubeconfig the state records, where the phases that talk to the API server of an
 /// existing cluster look for it.
-pub(super) fn seed_kubeconfig(state: &StateFile, path: &Path) -> Result<(), ApiError> {
+pub(super) fn seed_kubeconfig(state: &StateFile, files: &ClusterFiles) -> Result<(), ApiError> {
     let admin = state
         .current_state
         .certificates_bundle
         .get("kube-admin")
         .or_else(|| state.desired_state.certificates_bundle.get("kube-admin"));
     match admin {
-        Some(cert) if !cert.config.is_empty() => write_private(path, cert.config.as_bytes()),
+        Some(cert) if !cert.config.is_empty() => {
+            write_private(files, &files.kubeconfig_path, cert.config.as_bytes())
+        }
         _ => Ok(()),
     }
 }

@@ -7,6 +7,7 @@ use crate::cluster::Cluster;
 use crate::config;
 use crate::output::Reporter;
 use crate::state::{ClusterFiles, StateFile};
+use rkers_core::bounded::{KUBECONFIG, STATE};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -132,15 +133,23 @@ fn what_a_run_leaves_is_saved_by_compare_and_swap() {
     let run = Run::prepare(&op, &reporter).unwrap();
     let mut written = StateFile::default();
     written.desired_state.rke_config = Some(serde_json::json!({ "clusterName": "a" }));
-    written.save(&run.cluster.files.state_path).unwrap();
+    let files = &run.cluster.files;
+    written.save_to(&files.storage, &files.state_path).unwrap();
     let (outcome, ()) = run.finish(&op, Ok(())).unwrap();
     assert_ne!(outcome.state_version, StateVersion::absent());
     assert_eq!(store.load().unwrap().version, outcome.state_version);
     assert!(outcome.kubeconfig.is_none());
 
-    // The next run is seeded with it; a run that changes nothing saves nothing.
+    // The next run is seeded with it, in memory only (the state holds every private key); a
+    // run that changes nothing saves nothing.
     let run = Run::prepare(&op, &reporter).unwrap();
-    assert!(run.cluster.files.state_path.exists());
+    let files = &run.cluster.files;
+    assert!(files.storage.read(&files.state_path, STATE).is_ok());
+    assert!(
+        !files.state_path.exists(),
+        "the state was written to {}",
+        files.state_path.display()
+    );
     let (same, ()) = run.finish(&op, Ok(())).unwrap();
     assert_eq!(same.state_version, outcome.state_version);
 
@@ -151,7 +160,8 @@ fn what_a_run_leaves_is_saved_by_compare_and_swap() {
     let their_version = store.save(&theirs, &outcome.state_version).unwrap();
     let mut ours = written.clone();
     ours.desired_state.rke_config = Some(serde_json::json!({ "clusterName": "ours" }));
-    ours.save(&run.cluster.files.state_path).unwrap();
+    let files = &run.cluster.files;
+    ours.save_to(&files.storage, &files.state_path).unwrap();
     let err = run.finish(&op, Ok(())).unwrap_err();
     assert!(
         matches!(err, ApiError::Store(StoreError::Conflict { .. })),
@@ -165,6 +175,74 @@ fn what_a_run_leaves_is_saved_by_compare_and_swap() {
     );
 }
 
+/// The state (it holds every private key) and the admin kubeconfig never touch the disk: the
+/// run is seeded with them in memory, its scratch directory holds neither, and the kubeconfig
+/// the run leaves comes back in the outcome. They were written in the scratch directory in
+/// plain text, where a killed server left them.
+#[test]
+fn the_state_and_the_kubeconfig_stay_in_memory() {
+    let reporter = Reporter::with_sink(Arc::new(|_| {}));
+    let key =
+        "-----BEGIN RSA PRIVATE KEY-----\nkube-admin-key-1c9f\n-----END RSA PRIVATE KEY-----\n";
+    let kubeconfig = format!("apiVersion: v1\nkind: Config\n# client-key-data for {key}");
+    let mut state = StateFile::default();
+    state.desired_state.rke_config = Some(serde_json::json!({ "clusterName": "a" }));
+    let admin = crate::pki::CertificatePki {
+        key_pem: key.into(),
+        config: kubeconfig.clone(),
+        ..Default::default()
+    };
+    state
+        .current_state
+        .certificates_bundle
+        .insert("kube-admin".into(), admin);
+    let store = Arc::new(MemoryStateStore::new(Some(state)));
+    let scratch_parent = tempfile::tempdir().unwrap();
+    let op = Operation::new(ClusterInput::Yaml(VALID.into()), store.clone())
+        .with_scratch_parent(scratch_parent.path());
+
+    let run = Run::prepare(&op, &reporter).unwrap();
+    let files = &run.cluster.files;
+    let seeded = files
+        .storage
+        .read_to_string(&files.state_path, STATE)
+        .unwrap();
+    assert!(seeded.contains("kube-admin-key-1c9f"), "{seeded}");
+    assert_eq!(
+        files
+            .storage
+            .read_to_string(&files.kubeconfig_path, KUBECONFIG)
+            .unwrap(),
+        kubeconfig
+    );
+    // Nothing on disk holds the key: every file under the scratch parent is read.
+    let mut on_disk = Vec::new();
+    let mut dirs = vec![scratch_parent.path().to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+                assert!(
+                    !text.contains("kube-admin-key-1c9f"),
+                    "{} holds the private key",
+                    path.display()
+                );
+                on_disk.push(path);
+            }
+        }
+    }
+    assert!(
+        !on_disk.contains(&files.state_path) && !on_disk.contains(&files.kubeconfig_path),
+        "{on_disk:?}"
+    );
+
+    let (outcome, ()) = run.finish(&op, Ok(())).unwrap();
+    assert_eq!(outcome.kubeconfig.as_deref(), Some(kubeconfig.as_str()));
+}
+
 /// A state file the run left that cannot be read whole is never saved over the stored one.
 #[test]
 fn an_unreadable_state_is_not_saved() {
@@ -172,7 +250,11 @@ fn an_unreadable_state_is_not_saved() {
     let store = Arc::new(MemoryStateStore::new(None));
     let op = Operation::new(ClusterInput::Yaml(VALID.into()), store.clone());
     let run = Run::prepare(&op, &reporter).unwrap();
-    std::fs::write(&run.cluster.files.state_path, "{\"half\": ").unwrap();
+    let files = &run.cluster.files;
+    files
+        .storage
+        .write_private(&files.state_path, b"{\"half\": ")
+        .unwrap();
     let err = run.finish(&op, Ok(())).unwrap_err();
     assert!(matches!(err, ApiError::Store(_)), "{err:?}");
     assert_eq!(store.load().unwrap().version, StateVersion::absent());
@@ -189,7 +271,8 @@ fn a_state_the_run_removed_is_deleted_from_the_store() {
     let before = store.load().unwrap().version;
     let run = Run::prepare(&op, &reporter).unwrap();
     let dir = run.cluster.files.state_path.parent().unwrap().to_path_buf();
-    std::fs::remove_file(&run.cluster.files.state_path).unwrap();
+    let files = &run.cluster.files;
+    files.storage.remove(&files.state_path).unwrap();
     let (outcome, ()) = run.finish(&op, Ok(())).unwrap();
     assert_ne!(outcome.state_version, before);
     assert!(store.load().unwrap().state.is_none());

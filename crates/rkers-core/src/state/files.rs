@@ -1,10 +1,127 @@
-//! File names derived from the config path (§6) and atomic file replacement.
+//! File names derived from the config path (§6), where the state and the admin kubeconfig are
+//! kept (on disk, or in memory for the library API), and atomic file replacement.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs::{File, Permissions};
 use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::bounded::Bound;
+
+/// Where the files that hold a cluster's secrets (the state with every private key, the admin
+/// kubeconfig) are read and written.
+///
+/// The CLI keeps them on disk beside cluster.yml, as RKE1 does. The library API keeps them in
+/// this process's memory: its caller's store holds the state, so the keys need never be written
+/// to a disk where a killed process would leave them.
+#[derive(Debug, Clone, Default)]
+pub enum Storage {
+    #[default]
+    Disk,
+    /// The files by path; shared by every clone (the run's cluster, its executors, the caller
+    /// that reads what the run left).
+    Memory(Arc<Mutex<BTreeMap<PathBuf, Vec<u8>>>>),
+}
+
+impl PartialEq for Storage {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Storage::Disk, Storage::Disk) => true,
+            (Storage::Memory(a), Storage::Memory(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Storage {}
+
+impl Storage {
+    /// An empty in-memory storage.
+    pub fn memory() -> Storage {
+        Storage::Memory(Arc::default())
+    }
+
+    /// The file at `path`, refused as the disk read would be when larger than `bound`;
+    /// `NotFound` when there is none.
+    pub fn read(&self, path: &Path, bound: Bound) -> io::Result<Vec<u8>> {
+        match self {
+            Storage::Disk => crate::bounded::read(path, bound),
+            Storage::Memory(files) => {
+                let files = files.lock().unwrap_or_else(|p| p.into_inner());
+                let bytes = files.get(path).ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::NotFound, "no such file (kept in memory)")
+                })?;
+                if bytes.len() as u64 > bound.max {
+                    return Err(io::Error::new(
+                        io::ErrorKind::FileTooLarge,
+                        format!(
+                            "{} bytes, more than {} ever holds ({} bytes)",
+                            bytes.len(),
+                            bound.what,
+                            bound.max
+                        ),
+                    ));
+                }
+                Ok(bytes.clone())
+            }
+        }
+    }
+
+    /// [`Storage::read`] as UTF-8 text.
+    pub fn read_to_string(&self, path: &Path, bound: Bound) -> io::Result<String> {
+        match self {
+            Storage::Disk => crate::bounded::read_to_string(path, bound),
+            Storage::Memory(_) => String::from_utf8(self.read(path, bound)?)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
+        }
+    }
+
+    /// Replaces the file at `path` whole, readable by its owner alone (on disk: atomically,
+    /// mode 0600, see [`write_atomic`]).
+    pub fn write_private(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Storage::Disk => write_atomic(path, bytes, 0o600),
+            Storage::Memory(files) => {
+                files
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(path.to_path_buf(), bytes.to_vec());
+                Ok(())
+            }
+        }
+    }
+
+    /// Deletes the file at `path`; `NotFound` when there is none.
+    pub fn remove(&self, path: &Path) -> io::Result<()> {
+        match self {
+            Storage::Disk => std::fs::remove_file(path),
+            Storage::Memory(files) => files
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(path)
+                .map(drop)
+                .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound)),
+        }
+    }
+
+    /// Whether a file is at `path`.
+    pub fn exists(&self, path: &Path) -> bool {
+        match self {
+            Storage::Disk => path.exists(),
+            Storage::Memory(files) => files
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(path),
+        }
+    }
+
+    pub fn is_memory(&self) -> bool {
+        matches!(self, Storage::Memory(_))
+    }
+}
 
 /// The workstation files RKE1 derives from `--config`, all in the config file's directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,6 +133,9 @@ pub struct ClusterFiles {
     pub kubeconfig_path: PathBuf,
     /// `<dir>/<basename without extension>_certs`
     pub cert_dir: PathBuf,
+    /// Where the state and the kubeconfig are read and written (the names above name them in
+    /// messages either way).
+    pub storage: Storage,
 }
 
 impl ClusterFiles {
@@ -39,6 +159,15 @@ impl ClusterFiles {
             state_path: dir.join(state_name),
             kubeconfig_path: dir.join(kubeconfig_name),
             cert_dir: dir.join(cert_dir_name),
+            storage: Storage::Disk,
+        }
+    }
+
+    /// The same names, with the state and the kubeconfig kept in memory.
+    pub fn in_memory(self) -> ClusterFiles {
+        ClusterFiles {
+            storage: Storage::memory(),
+            ..self
         }
     }
 }

@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use crate::pki::Bundle;
 
 pub use backups::{MAX_BACKUPS, list_backups, reset_for_tests, timestamped_backup_path};
-pub use files::{ClusterFiles, write_atomic};
+pub use files::{ClusterFiles, Storage, write_atomic};
 pub use lock::{Holder, LockError, RunLock, current_holder, lock_path};
 pub use merge::{merge_preserving, merge_preserving_where};
 pub use previous::{
@@ -154,7 +154,12 @@ impl StateFile {
 
     /// Reads a state file. `Ok(None)` when it does not exist (a new cluster).
     pub fn load(path: &Path) -> Result<Option<StateFile>, StateError> {
-        match crate::bounded::read_to_string(path, crate::bounded::STATE) {
+        Self::load_from(&Storage::Disk, path)
+    }
+
+    /// [`StateFile::load`] from `storage`.
+    pub fn load_from(storage: &Storage, path: &Path) -> Result<Option<StateFile>, StateError> {
+        match storage.read_to_string(path, crate::bounded::STATE) {
             Ok(text) => Self::from_json(&text, path).map(Some),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(StateError::Read {
@@ -176,6 +181,34 @@ impl StateFile {
         self.save_keeping(path, true)
     }
 
+    /// [`StateFile::save`] into `storage`. In memory no backup is kept: the store the state
+    /// goes to keeps its versions.
+    pub fn save_to(&self, storage: &Storage, path: &Path) -> Result<Option<PathBuf>, StateError> {
+        match storage {
+            Storage::Disk => self.save(path),
+            Storage::Memory(_) => {
+                let text = self.marked().to_json()?;
+                storage
+                    .write_private(path, text.as_bytes())
+                    .map_err(|source| StateError::Write {
+                        path: path.to_path_buf(),
+                        source,
+                    })?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// This state with rkers' mark ([`RKERS_MARK`]) added.
+    fn marked(&self) -> StateFile {
+        let mut marked = self.clone();
+        marked.extra.insert(
+            RKERS_MARK.to_string(),
+            serde_json::json!({ "version": env!("CARGO_PKG_VERSION") }),
+        );
+        marked
+    }
+
     /// [`StateFile::save`] that keeps the replaced state as a backup on every call, not only on
     /// a process's first save of `path` (what a state store serving many operations needs).
     pub fn save_keeping_each(&self, path: &Path) -> Result<Option<PathBuf>, StateError> {
@@ -187,12 +220,7 @@ impl StateFile {
         path: &Path,
         once_per_process: bool,
     ) -> Result<Option<PathBuf>, StateError> {
-        let mut marked = self.clone();
-        marked.extra.insert(
-            RKERS_MARK.to_string(),
-            serde_json::json!({ "version": env!("CARGO_PKG_VERSION") }),
-        );
-        let text = marked.to_json()?;
+        let text = self.marked().to_json()?;
         let mut kept = None;
         match crate::bounded::read(path, crate::bounded::STATE) {
             Ok(previous) if previous == text.as_bytes() => {}

@@ -177,7 +177,7 @@ pub async fn check_webhooks_before_changes(
     dry_run: bool,
     reporter: &Reporter,
 ) -> Result<(), GuardError> {
-    let Ok(text) = rkers_core::bounded::read_to_string(
+    let Ok(text) = cluster.files.storage.read_to_string(
         &cluster.files.kubeconfig_path,
         rkers_core::bounded::KUBECONFIG,
     ) else {

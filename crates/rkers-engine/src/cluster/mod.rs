@@ -99,12 +99,12 @@ impl Cluster {
     ) -> Result<(), ClusterError> {
         let text = self.admin_kubeconfig(bundle)?;
         let path = &self.files.kubeconfig_path;
-        crate::state::write_atomic(path, text.as_bytes(), 0o600).map_err(|source| {
-            ClusterError::WriteKubeconfig {
+        (self.files.storage)
+            .write_private(path, text.as_bytes())
+            .map_err(|source| ClusterError::WriteKubeconfig {
                 path: path.clone(),
                 source,
-            }
-        })?;
+            })?;
         reporter.info(format!(
             "Successfully Deployed local admin kubeconfig at [{}]",
             path.display()
@@ -182,7 +182,7 @@ impl Cluster {
     }
 
     pub fn load_state(&self) -> Result<Option<StateFile>, ClusterError> {
-        let state = StateFile::load(&self.files.state_path)?;
+        let state = StateFile::load_from(&self.files.storage, &self.files.state_path)?;
         if let Some(s) = &state {
             for side in [&s.desired_state, &s.current_state] {
                 for cert in side.certificates_bundle.values() {

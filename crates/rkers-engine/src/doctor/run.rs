@@ -83,8 +83,9 @@ pub async fn connect(targets: &[SshTarget], ssh: &SshOptions) -> (Vec<HostAttemp
 /// The admin kubeconfig's API server, or a finding saying why it cannot be reached.
 pub async fn api(cluster: &Cluster) -> Result<KubeApi, Finding> {
     let path = &cluster.files.kubeconfig_path;
-    let text = rkers_core::bounded::read_to_string(path, rkers_core::bounded::KUBECONFIG).map_err(
-        |e| {
+    let text = (cluster.files.storage)
+        .read_to_string(path, rkers_core::bounded::KUBECONFIG)
+        .map_err(|e| {
             Finding::new(
                 "kubernetes-api",
                 Status::Fail,
@@ -92,8 +93,7 @@ pub async fn api(cluster: &Cluster) -> Result<KubeApi, Finding> {
                 format!("cannot read {}: {e}", path.display()),
             )
             .fix(["rkers util get-kubeconfig --config <cluster.yml>"])
-        },
-    )?;
+        })?;
     let api = KubeApi::from_kubeconfig(&text).await.map_err(|e| {
         Finding::new("kubernetes-api", Status::Fail, None, e.to_string())
             .fix(["rkers util get-kubeconfig --config <cluster.yml>"])

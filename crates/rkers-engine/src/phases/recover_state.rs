@@ -94,7 +94,8 @@ pub async fn recover_state(
 
 async fn from_api(cluster: &Cluster) -> Result<Option<(StateFile, String)>, String> {
     let path = &cluster.files.kubeconfig_path;
-    let text = rkers_core::bounded::read_to_string(path, rkers_core::bounded::KUBECONFIG)
+    let text = (cluster.files.storage)
+        .read_to_string(path, rkers_core::bounded::KUBECONFIG)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let api = KubeApi::from_kubeconfig(&text)
         .await

@@ -14,7 +14,7 @@ pub(super) fn executor(
     let cluster = command.cluster;
     let state_path = &cluster.files.state_path;
     let phase = command.reporter.phase("save state");
-    command.state.save(state_path)?;
+    command.state.save_to(&cluster.files.storage, state_path)?;
     command.reporter.info(format!(
         "Successfully Deployed state file at [{}]",
         state_path.display()
@@ -24,6 +24,6 @@ pub(super) fn executor(
     Ok(
         Executor::new(&command.reporter, image, cluster.registry_credentials())
             .with_hosts(found.pool.hosts())
-            .with_kubeconfig(cluster.files.kubeconfig_path.clone()),
+            .with_kubeconfig(&cluster.files),
     )
 }

@@ -18,7 +18,8 @@ pub(super) fn stage_done(
     let phase = command.reporter.phase("current state");
     let state = &mut command.state;
     state.promote_desired_to_current();
-    state.save(&command.cluster.files.state_path)?;
+    let files = &command.cluster.files;
+    state.save_to(&files.storage, &files.state_path)?;
     exec.set_state_json(state.to_json()?);
     phase.done();
     Ok(())

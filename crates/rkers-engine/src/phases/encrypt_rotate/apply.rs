@@ -12,7 +12,8 @@ pub(super) async fn executor(
 ) -> Result<Executor<'static>, RotateKeyError> {
     let cluster = command.cluster;
     let path = &cluster.files.kubeconfig_path;
-    let kubeconfig = rkers_core::bounded::read_to_string(path, rkers_core::bounded::KUBECONFIG)
+    let kubeconfig = (cluster.files.storage)
+        .read_to_string(path, rkers_core::bounded::KUBECONFIG)
         .map_err(|source| RotateKeyError::Kubeconfig {
             path: path.clone(),
             source,

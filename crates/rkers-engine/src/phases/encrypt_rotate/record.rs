@@ -19,7 +19,10 @@ pub(super) fn stage_done(
     };
     let state = &mut command.state;
     state.current_state.encryption_config = command.rotation.provider(round);
-    state.save(&command.cluster.files.state_path)?;
+    state.save_to(
+        &command.cluster.files.storage,
+        &command.cluster.files.state_path,
+    )?;
     exec.set_state_json(state.to_json()?);
     Ok(())
 }
@@ -47,7 +50,10 @@ pub(super) fn stage_failed(
 pub(super) fn finish(command: &mut RotateKey<'_>) -> Result<(), RotateKeyError> {
     let state = &mut command.state;
     state.desired_state.encryption_config = command.rotation.provider(Round::RemoveKey);
-    state.save(&command.cluster.files.state_path)?;
+    state.save_to(
+        &command.cluster.files.storage,
+        &command.cluster.files.state_path,
+    )?;
     command
         .reporter
         .info("Cluster secrets encryption key rotated successfully");

@@ -325,7 +325,8 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                 })
             }
             Action::WriteKubeconfig { path, contents } => Box::pin(async move {
-                crate::state::write_atomic(std::path::Path::new(path), contents.bytes(), 0o600)
+                (exec.local)
+                    .write_private(std::path::Path::new(path), contents.bytes())
                     .map_err(|source| ExecFailure::Local {
                         path: path.clone(),
                         source,
@@ -336,7 +337,7 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                 Ok(())
             }),
             Action::DeleteLocalFile { path } => Box::pin(async move {
-                match std::fs::remove_file(path) {
+                match exec.local.remove(std::path::Path::new(path)) {
                     Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
                         Err(ExecFailure::Local {
                             path: path.clone(),

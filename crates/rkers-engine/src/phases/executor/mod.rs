@@ -146,6 +146,9 @@ pub struct Executor<'a> {
     registries: Vec<hosts::target::RegistryCredential>,
     /// Where the API's kubeconfig is, when the API is reached only once it was written.
     kubeconfig: Option<PathBuf>,
+    /// Where the files on the machine rkers runs on are read and written (the kubeconfig,
+    /// the `local` pseudo-host's actions): the cluster's storage.
+    local: crate::state::Storage,
     api: tokio::sync::OnceCell<KubeApi>,
     /// The authorization mode is RBAC: the RBAC objects beyond the job deployer's are applied.
     rbac: bool,
@@ -185,6 +188,7 @@ impl<'a> Executor<'a> {
             helper_image: helper_image.to_string(),
             registries,
             kubeconfig: None,
+            local: crate::state::Storage::Disk,
             api: tokio::sync::OnceCell::new(),
             rbac: true,
             state_json: Mutex::new(None),
@@ -247,9 +251,16 @@ impl<'a> Executor<'a> {
         self
     }
 
-    /// The API, reached through this kubeconfig when an action first needs it.
-    pub fn with_kubeconfig(mut self, path: PathBuf) -> Self {
-        self.kubeconfig = Some(path);
+    /// The API, reached through the cluster's admin kubeconfig when an action first needs
+    /// it; local files kept where the cluster keeps them.
+    pub fn with_kubeconfig(mut self, files: &crate::state::ClusterFiles) -> Self {
+        self.kubeconfig = Some(files.kubeconfig_path.clone());
+        self.with_local_storage(files.storage.clone())
+    }
+
+    /// The `local` pseudo-host's files read and written through `storage`.
+    pub fn with_local_storage(mut self, storage: crate::state::Storage) -> Self {
+        self.local = storage;
         self
     }
 
@@ -306,12 +317,12 @@ impl<'a> Executor<'a> {
                 let path = self.kubeconfig.as_ref().ok_or_else(|| {
                     ExecFailure::Missing("the Kubernetes API is not reachable in this step".into())
                 })?;
-                let text =
-                    rkers_core::bounded::read_to_string(path, rkers_core::bounded::KUBECONFIG)
-                        .map_err(|source| ExecFailure::Local {
-                            path: path.display().to_string(),
-                            source,
-                        })?;
+                let text = (self.local)
+                    .read_to_string(path, rkers_core::bounded::KUBECONFIG)
+                    .map_err(|source| ExecFailure::Local {
+                        path: path.display().to_string(),
+                        source,
+                    })?;
                 KubeApi::from_kubeconfig(&text)
                     .await
                     .map_err(|e| ExecFailure::Api(e.to_string()))

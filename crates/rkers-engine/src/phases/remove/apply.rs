@@ -23,7 +23,8 @@ pub(super) fn teardown(command: &Remove<'_>, found: &Found) -> Teardown {
         &cluster.config.system_images.alpine,
         cluster.registry_credentials(),
     )
-    .with_hosts(found.pool.hosts());
+    .with_hosts(found.pool.hosts())
+    .with_local_storage(cluster.files.storage.clone());
     Teardown { exec }
 }
 

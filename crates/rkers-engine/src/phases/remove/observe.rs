@@ -49,7 +49,7 @@ pub(super) async fn hosts(command: &mut Remove<'_>) -> Result<Found, RemoveError
     .await?;
     let local_files = local_files_to_delete(cluster, command.opts.keep_backups)
         .into_iter()
-        .filter(|p| p.exists())
+        .filter(|p| cluster.files.storage.exists(p))
         .map(|p| p.display().to_string())
         .collect();
     Ok(Found {

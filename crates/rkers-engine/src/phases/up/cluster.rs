@@ -49,12 +49,12 @@ pub(super) async fn existing_api(cluster: &Cluster) -> Result<Option<KubeApi>, U
 
 fn read_kubeconfig(cluster: &Cluster) -> Result<String, UpError> {
     let path = &cluster.files.kubeconfig_path;
-    rkers_core::bounded::read_to_string(path, rkers_core::bounded::KUBECONFIG).map_err(|source| {
-        UpError::ReadKubeconfig {
+    (cluster.files.storage)
+        .read_to_string(path, rkers_core::bounded::KUBECONFIG)
+        .map_err(|source| UpError::ReadKubeconfig {
             path: path.clone(),
             source,
-        }
-    })
+        })
 }
 
 /// The planned cluster actions `pick` selects, applied in order; stops at the first failure.
@@ -126,7 +126,7 @@ pub(super) async fn save_state(
 ) -> Result<StateFile, UpError> {
     let phase = run.reporter.phase("save state");
     state.promote_desired_to_current();
-    state.save(&cluster.files.state_path)?;
+    state.save_to(&cluster.files.storage, &cluster.files.state_path)?;
     run.exec
         .set_state_json(state.without_run_history().to_json()?);
     let r = apply_picked(run, |a| matches!(a, Action::SaveStateSecret { .. })).await;
@@ -149,7 +149,7 @@ pub(super) fn finish_state(
     // Saved again whenever the run kept a candidate, so the file never keeps one after a
     // successful run (it would pass for a failed run's on the next one).
     if state.finish_run(snapshot) {
-        state.save(&cluster.files.state_path)?;
+        state.save_to(&cluster.files.storage, &cluster.files.state_path)?;
     }
     Ok(())
 }

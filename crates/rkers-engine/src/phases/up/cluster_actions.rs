@@ -156,14 +156,17 @@ async fn read_stored_manifests(
 
 /// A client of the cluster's API server, through the kubeconfig rkers keeps.
 async fn connect(cluster: &Cluster) -> Result<KubeApi, ManifestsUnread> {
-    let kubeconfig = rkers_core::bounded::read_to_string(
-        &cluster.files.kubeconfig_path,
-        rkers_core::bounded::KUBECONFIG,
-    )
-    .map_err(|source| ManifestsUnread::Kubeconfig {
-        path: cluster.files.kubeconfig_path.display().to_string(),
-        source,
-    })?;
+    let kubeconfig = cluster
+        .files
+        .storage
+        .read_to_string(
+            &cluster.files.kubeconfig_path,
+            rkers_core::bounded::KUBECONFIG,
+        )
+        .map_err(|source| ManifestsUnread::Kubeconfig {
+            path: cluster.files.kubeconfig_path.display().to_string(),
+            source,
+        })?;
     Ok(KubeApi::from_kubeconfig(&kubeconfig).await?)
 }
 

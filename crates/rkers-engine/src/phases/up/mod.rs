@@ -246,11 +246,7 @@ impl<'c> Command for Up<'c> {
         // finishes.
         loaded.state.keep_rollback_candidate();
         state::save_desired_state(self.cluster, &loaded.state, &self.reporter)?;
-        let mut run = run::Run::new(
-            planned,
-            self.cluster.files.kubeconfig_path.clone(),
-            &self.reporter,
-        );
+        let mut run = run::Run::new(planned, &self.cluster.files, &self.reporter);
         if let Some(timeout) = self.opts.node_ready_timeout {
             run.node_ready_timeout = timeout;
         }

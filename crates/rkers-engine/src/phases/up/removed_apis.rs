@@ -98,7 +98,8 @@ async fn read_cluster(
     current_minor: u64,
 ) -> Result<Vec<ApiUse>, String> {
     let path = &cluster.files.kubeconfig_path;
-    let text = rkers_core::bounded::read_to_string(path, rkers_core::bounded::KUBECONFIG)
+    let text = (cluster.files.storage)
+        .read_to_string(path, rkers_core::bounded::KUBECONFIG)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let api = KubeApi::from_kubeconfig(&text)
         .await

@@ -10,8 +10,8 @@ use crate::phases::files;
 use crate::phases::reconcile::{self, OldHost};
 use crate::pki::Bundle;
 use crate::plan::{self, ClusterPlan, HostPlan};
+use crate::state::ClusterFiles;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Containers RKE1 may have left on a host that the plan does not ask for there.
@@ -110,7 +110,7 @@ pub(super) struct Run {
 }
 
 impl Run {
-    pub(super) fn new(planned: Planned, kubeconfig: PathBuf, reporter: &Reporter) -> Self {
+    pub(super) fn new(planned: Planned, local: &ClusterFiles, reporter: &Reporter) -> Self {
         let exec = Executor::new(reporter, &planned.helper_image, planned.registries.clone())
             .with_hosts(planned.pool.hosts())
             .with_hosts(
@@ -119,7 +119,7 @@ impl Run {
                     .iter()
                     .filter_map(|r| r.reachable.as_ref().map(|(h, _)| h)),
             )
-            .with_kubeconfig(kubeconfig)
+            .with_kubeconfig(local)
             .with_rbac(planned.rbac)
             .with_certificates(planned.bundle.clone());
         Run {

@@ -142,8 +142,9 @@ pub(super) async fn plan_snapshot(
         etcd_snapshot::register_s3_secrets(s3, &cluster.redactor);
     }
     // The state as the cluster ran it: this run has not written its own yet.
-    let state =
-        rkers_core::bounded::read(&cluster.files.state_path, rkers_core::bounded::STATE).ok();
+    let state = (cluster.files.storage)
+        .read(&cluster.files.state_path, rkers_core::bounded::STATE)
+        .ok();
     for member in &running {
         let Some(host) = pool.get(&member.address) else {
             continue;

@@ -95,7 +95,7 @@ pub(super) fn save_desired_state(
     reporter: &Reporter,
 ) -> Result<(), UpError> {
     let path = &cluster.files.state_path;
-    let backup = state.save(path)?;
+    let backup = state.save_to(&cluster.files.storage, path)?;
     let kept = crate::state::backup_note(backup.as_deref());
     reporter.info(format!(
         "Successfully Deployed state file at [{}]{kept}",

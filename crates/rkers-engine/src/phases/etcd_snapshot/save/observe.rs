@@ -21,8 +21,9 @@ pub(super) async fn members(
     links: &mut Links,
 ) -> Result<Found, SnapshotError> {
     let cluster = command.cluster;
-    let state =
-        rkers_core::bounded::read(&cluster.files.state_path, rkers_core::bounded::STATE).ok();
+    let state = (cluster.files.storage)
+        .read(&cluster.files.state_path, rkers_core::bounded::STATE)
+        .ok();
     if state.is_none() {
         command.reporter.warn(format!(
             "{} not found: the snapshot is saved without the cluster state file",
