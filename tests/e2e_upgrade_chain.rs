@@ -40,9 +40,9 @@ use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use support::rke1_real::{RkeCluster, VERSION, actions, assert_plans_nothing, assert_same};
 
@@ -146,10 +146,11 @@ spec:
 }
 
 /// Asks `GET /` every 200 ms until stopped; counts the requests sent and those that failed (no
-/// connection, no answer within a second, or not a 200).
+/// connection, no answer within a second, or not a 200), and keeps each failure's time and
+/// cause so that a step's failures can be laid beside what the step restarted.
 struct Prober {
     sent: Arc<AtomicU64>,
-    failed: Arc<AtomicU64>,
+    failures: Arc<Mutex<Vec<(SystemTime, String)>>>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -157,15 +158,16 @@ struct Prober {
 impl Prober {
     fn start(target: SocketAddr) -> Prober {
         let sent = Arc::new(AtomicU64::new(0));
-        let failed = Arc::new(AtomicU64::new(0));
+        let failures = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let (s, f, halt) = (sent.clone(), failed.clone(), stop.clone());
+        let (s, f, halt) = (sent.clone(), failures.clone(), stop.clone());
         let thread = std::thread::spawn(move || {
             let mut next = Instant::now();
             while !halt.load(Ordering::Relaxed) {
                 s.fetch_add(1, Ordering::Relaxed);
-                if !answers(target) {
-                    f.fetch_add(1, Ordering::Relaxed);
+                let at = SystemTime::now();
+                if let Err(why) = answer(target) {
+                    f.lock().unwrap().push((at, why));
                 }
                 next += Duration::from_millis(200);
                 if let Some(wait) = next.checked_duration_since(Instant::now()) {
@@ -177,7 +179,7 @@ impl Prober {
         });
         Prober {
             sent,
-            failed,
+            failures,
             stop,
             thread: Some(thread),
         }
@@ -187,8 +189,19 @@ impl Prober {
     fn counts(&self) -> (u64, u64) {
         (
             self.sent.load(Ordering::Relaxed),
-            self.failed.load(Ordering::Relaxed),
+            self.failures.lock().unwrap().len() as u64,
         )
+    }
+
+    /// The failures after the first `skip`, as `time: cause` lines.
+    fn failures_after(&self, skip: u64) -> Vec<String> {
+        self.failures
+            .lock()
+            .unwrap()
+            .iter()
+            .skip(skip as usize)
+            .map(|(at, why)| format!("{}: {why}", humantime::format_rfc3339_millis(*at)))
+            .collect()
     }
 }
 
@@ -202,19 +215,73 @@ impl Drop for Prober {
 }
 
 fn answers(target: SocketAddr) -> bool {
+    answer(target).is_ok()
+}
+
+/// One request; the cause when it did not get a 200.
+fn answer(target: SocketAddr) -> Result<(), String> {
     let second = Duration::from_secs(1);
-    let Ok(mut stream) = TcpStream::connect_timeout(&target, second) else {
-        return false;
-    };
+    let mut stream =
+        TcpStream::connect_timeout(&target, second).map_err(|e| format!("connect: {e}"))?;
     let _ = stream.set_read_timeout(Some(second));
     let _ = stream.set_write_timeout(Some(second));
-    if stream.write_all(b"GET / HTTP/1.0\r\n\r\n").is_err() {
-        return false;
-    }
+    stream
+        .write_all(b"GET / HTTP/1.0\r\n\r\n")
+        .map_err(|e| format!("send: {e}"))?;
     let mut head = [0u8; 12];
-    stream.read_exact(&mut head).is_ok()
-        && head.starts_with(b"HTTP/1.")
-        && head[8..].starts_with(b" 200")
+    stream
+        .read_exact(&mut head)
+        .map_err(|e| format!("read: {e}"))?;
+    if head.starts_with(b"HTTP/1.") && head[8..].starts_with(b" 200") {
+        Ok(())
+    } else {
+        Err(format!("answered {:?}", String::from_utf8_lossy(&head)))
+    }
+}
+
+/// What a step with failed requests printed beside them: each failure's time and cause, and
+/// every container on every host that started or stopped since `since` (the step's start), so
+/// that the two can be read side by side.
+fn failure_report(
+    c: &RkeCluster,
+    prober: &Prober,
+    failed_before: u64,
+    since: SystemTime,
+) -> String {
+    let failures = prober.failures_after(failed_before);
+    if failures.is_empty() {
+        return String::new();
+    }
+    let since = humantime::format_rfc3339_millis(since).to_string();
+    let mut out = format!("  failed requests:\n    {}\n", failures.join("\n    "));
+    out.push_str(&format!("  containers started or stopped since {since}:\n"));
+    for host in ["host1", "host2", "host3"] {
+        let (ok, text) = c.sb.on_host(
+            host,
+            "docker ps -aq | xargs -r docker inspect --format '{{.State.StartedAt}} {{.State.FinishedAt}} {{.Name}}'",
+        );
+        if !ok {
+            out.push_str(&format!("    {host}: docker inspect failed: {text}\n"));
+            continue;
+        }
+        let mut lines: Vec<String> = text
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                let (started, finished, name) = (f.next()?, f.next()?, f.next()?);
+                let started_now = started >= since.as_str();
+                let finished_now = finished >= since.as_str() && !finished.starts_with("0001");
+                (started_now || finished_now)
+                    .then(|| format!("    {host} {name}: started {started}, finished {finished}"))
+            })
+            .collect();
+        lines.sort();
+        for l in lines {
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// The API versions the cluster serves (`kubectl api-versions`).
@@ -421,6 +488,7 @@ fn from_rke_v1_8_to_the_newest_minor_one_minor_at_a_time_while_the_workload_answ
     );
     std::fs::write(&c.config, &refused).unwrap();
     let (sent0, failed0) = prober.counts();
+    let since = SystemTime::now();
     let t = Instant::now();
     let (ok, out) = c.rkers(&["up", "--yes"]);
     let took = t.elapsed().as_secs_f64();
@@ -454,7 +522,11 @@ fn from_rke_v1_8_to_the_newest_minor_one_minor_at_a_time_while_the_workload_answ
         sent1 - sent0,
         failed1 - failed0
     ));
-    eprintln!("{}", figures[0]);
+    eprintln!(
+        "{}\n{}",
+        figures[0],
+        failure_report(&c, &prober, failed0, since)
+    );
 
     let mut serving = served(&c);
     for (version, config) in chain.iter().zip(&configs) {
@@ -465,7 +537,7 @@ fn from_rke_v1_8_to_the_newest_minor_one_minor_at_a_time_while_the_workload_answ
         let planned = actions(&dry).len();
         let snapshots_before = snapshots(&c);
         let (sent0, failed0) = prober.counts();
-
+        let since = SystemTime::now();
         let t = Instant::now();
         let (ok, out) = c.rkers(&["up", "--yes"]);
         let took = t.elapsed().as_secs_f64();
@@ -547,7 +619,10 @@ fn from_rke_v1_8_to_the_newest_minor_one_minor_at_a_time_while_the_workload_answ
             etcd_image.rsplit(':').next().unwrap_or_default(),
             stopped
         );
-        eprintln!("{line}\n{nodes}");
+        eprintln!(
+            "{line}\n{nodes}\n{}",
+            failure_report(&c, &prober, failed0, since)
+        );
         figures.push(line);
     }
     // Item 4: `rollback` over the last minor, etcd restored from the snapshot that step took,
@@ -556,6 +631,7 @@ fn from_rke_v1_8_to_the_newest_minor_one_minor_at_a_time_while_the_workload_answ
     let previous_k8s = previous.split('-').next().unwrap();
     let last_k8s = last.split('-').next().unwrap();
     let (sent0, failed0) = prober.counts();
+    let since = SystemTime::now();
     let t = Instant::now();
     let (ok, out) = c.rkers(&["rollback", "--restore-snapshot"]);
     let took = t.elapsed().as_secs_f64();
@@ -579,7 +655,7 @@ fn from_rke_v1_8_to_the_newest_minor_one_minor_at_a_time_while_the_workload_answ
         sent1 - sent0,
         failed1 - failed0
     );
-    eprintln!("{line}");
+    eprintln!("{line}\n{}", failure_report(&c, &prober, failed0, since));
     figures.push(line);
     std::fs::write(&c.config, &configs[configs.len() - 1]).unwrap();
     let (ok, out) = c.rkers(&["up", "--yes"]);
