@@ -239,14 +239,16 @@ fn answer(target: SocketAddr) -> Result<(), String> {
     }
 }
 
-/// What a step with failed requests printed beside them: each failure's time and cause, and
-/// every container on every host that started or stopped since `since` (the step's start), so
-/// that the two can be read side by side.
+/// What a step with failed requests printed beside them: each failure's time and cause, the
+/// lines of the step's `rkers` output about its image pulls (timestamped, with their
+/// durations), and every container on every host that started or stopped since `since` (the
+/// step's start), so that they can be read side by side.
 fn failure_report(
     c: &RkeCluster,
     prober: &Prober,
     failed_before: u64,
     since: SystemTime,
+    rkers_output: &str,
 ) -> String {
     let failures = prober.failures_after(failed_before);
     if failures.is_empty() {
@@ -254,6 +256,14 @@ fn failure_report(
     }
     let since = humantime::format_rfc3339_millis(since).to_string();
     let mut out = format!("  failed requests:\n    {}\n", failures.join("\n    "));
+    let pulls: Vec<&str> = rkers_output
+        .lines()
+        .filter(|l| l.contains("[images]"))
+        .collect();
+    out.push_str(&format!(
+        "  rkers' image pulls:\n    {}\n",
+        pulls.join("\n    ")
+    ));
     out.push_str(&format!("  containers started or stopped since {since}:\n"));
     for host in ["host1", "host2", "host3"] {
         let (ok, text) = c.sb.on_host(
@@ -525,7 +535,7 @@ fn from_rke_v1_8_to_the_newest_minor_one_minor_at_a_time_while_the_workload_answ
     eprintln!(
         "{}\n{}",
         figures[0],
-        failure_report(&c, &prober, failed0, since)
+        failure_report(&c, &prober, failed0, since, &out)
     );
 
     let mut serving = served(&c);
@@ -621,7 +631,7 @@ fn from_rke_v1_8_to_the_newest_minor_one_minor_at_a_time_while_the_workload_answ
         );
         eprintln!(
             "{line}\n{nodes}\n{}",
-            failure_report(&c, &prober, failed0, since)
+            failure_report(&c, &prober, failed0, since, &out)
         );
         figures.push(line);
     }
@@ -655,7 +665,10 @@ fn from_rke_v1_8_to_the_newest_minor_one_minor_at_a_time_while_the_workload_answ
         sent1 - sent0,
         failed1 - failed0
     );
-    eprintln!("{line}\n{}", failure_report(&c, &prober, failed0, since));
+    eprintln!(
+        "{line}\n{}",
+        failure_report(&c, &prober, failed0, since, &out)
+    );
     figures.push(line);
     std::fs::write(&c.config, &configs[configs.len() - 1]).unwrap();
     let (ok, out) = c.rkers(&["up", "--yes"]);
