@@ -168,6 +168,21 @@ fn runtime(k8s: &str, cri_dockerd: bool, tools: &str) -> RuntimeClient {
     }
 }
 
+/// The API check of kubelet v1.23's dockershim (Engine API ≤ 1.41) on the daemon of `facts`.
+fn dockershim_v1_23(
+    facts: &HostFacts,
+) -> (
+    rkers::metadata::docker_api::DockerApiCheck,
+    Option<rkers::hosts::HostError>,
+) {
+    docker_api_check(
+        "local",
+        facts,
+        &runtime("v1.23.16-rancher2-3", false, "v0.1.89"),
+        false,
+    )
+}
+
 /// A dockerd of its own: its data, exec root and socket in a temporary directory, no bridge and
 /// no iptables rules; stopped when dropped.
 struct RealDocker {
@@ -336,12 +351,7 @@ async fn docker_29_with_the_floor_of_29_0_to_29_2_refuses_dockershim_and_takes_c
     assert!(refusal.is_none(), "{check:?}");
     assert_eq!(check.spoken_api, ApiVersion::parse("1.44"));
     // kubelet v1.23's dockershim speaks 1.41: refused, with the reason and the remedy.
-    let (check, refusal) = docker_api_check(
-        "local",
-        &facts,
-        &runtime("v1.23.16-rancher2-3", false, "v0.1.89"),
-        false,
-    );
+    let (check, refusal) = dockershim_v1_23(&facts);
     let error = refusal.expect("refused").to_string();
     assert!(
         error.starts_with(&format!(
@@ -359,12 +369,7 @@ async fn docker_29_with_the_floor_of_29_0_to_29_2_refuses_dockershim_and_takes_c
     };
     let (_, facts) = lowered.connect().await;
     assert_eq!(facts.engine_min_api_version, "1.41");
-    let (check, refusal) = docker_api_check(
-        "local",
-        &facts,
-        &runtime("v1.23.16-rancher2-3", false, "v0.1.89"),
-        false,
-    );
+    let (check, refusal) = dockershim_v1_23(&facts);
     assert!(refusal.is_none(), "{check:?}");
 }
 
@@ -377,12 +382,7 @@ async fn docker_29_from_29_3_takes_dockershim_too() {
     let (_, facts) = daemon.connect().await;
     assert_eq!(facts.docker_version, release.trim_start_matches('v'));
     assert_eq!(facts.engine_min_api_version, "1.40");
-    let (check, refusal) = docker_api_check(
-        "local",
-        &facts,
-        &runtime("v1.23.16-rancher2-3", false, "v0.1.89"),
-        false,
-    );
+    let (check, refusal) = dockershim_v1_23(&facts);
     assert!(refusal.is_none(), "{check:?}");
 }
 

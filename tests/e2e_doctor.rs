@@ -118,31 +118,11 @@ spec:
 }
 
 fn kubectl_stdin(cluster: &E2e, args: &[&str], input: &str) -> (bool, String) {
-    use std::io::Write;
-    let mut child = std::process::Command::new(support::e2e::kubectl())
-        .arg("--kubeconfig")
+    let mut cmd = std::process::Command::new(support::e2e::kubectl());
+    cmd.arg("--kubeconfig")
         .arg(cluster.kubeconfig_path())
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run kubectl");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+        .args(args);
+    support::outcome_with_stdin(cmd, Some(input))
 }
 
 fn kubectl_ok(cluster: &E2e, args: &[&str]) -> String {

@@ -49,16 +49,7 @@ struct Cluster {
 
 impl Cluster {
     fn rkers(&self, args: &[&str]) -> (bool, String) {
-        // The sandbox writes its hosts' keys there on every `up`.
-        let out = Command::new(&self.rkers)
-            .args(args)
-            .arg("--config")
-            .arg(&self.config)
-            .arg("--known-hosts")
-            .arg(self.sb.dir.join("ssh/known_hosts"))
-            .output()
-            .expect("run rkers");
-        support::outcome(out)
+        self.sb.rkers(&self.rkers, &self.config, args)
     }
 
     fn kubectl(&self, args: &[&str]) -> (bool, String) {
@@ -66,22 +57,9 @@ impl Cluster {
     }
 
     fn kubectl_stdin(&self, args: &[&str], stdin: Option<&str>) -> (bool, String) {
-        use std::io::Write;
         let mut cmd = Command::new(&self.kubectl);
-        cmd.arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let mut child = cmd.spawn().expect("run kubectl");
-        {
-            let mut pipe = child.stdin.take().unwrap();
-            if let Some(text) = stdin {
-                pipe.write_all(text.as_bytes()).unwrap();
-            }
-        }
-        support::outcome(child.wait_with_output().unwrap())
+        cmd.arg("--kubeconfig").arg(&self.kubeconfig).args(args);
+        support::outcome_with_stdin(cmd, stdin)
     }
 
     /// The body of `GET /` on `host:port`, asked from inside `pod` with busybox's nc (Debian's

@@ -91,6 +91,11 @@ impl Instance {
         super::outcome(out)
     }
 
+    /// `rkers ARGS --config CONFIG` trusting the host keys the sandbox writes on every `up`.
+    pub fn rkers(&self, rkers: &Path, config: &Path, args: &[&str]) -> (bool, String) {
+        super::rkers_with(rkers, config, &self.dir.join("ssh/known_hosts"), args)
+    }
+
     /// The cluster.yml scripts/sandbox wrote.
     pub fn cluster_yml(&self) -> String {
         std::fs::read_to_string(self.dir.join("cluster.yml")).expect("the sandbox's cluster.yml")

@@ -44,6 +44,42 @@ pub fn outcome(out: std::process::Output) -> (bool, String) {
     )
 }
 
+/// Runs `cmd` with `stdin` written to its standard input (closed at once when `None`); its
+/// success and output as [`outcome`] gives them.
+pub fn outcome_with_stdin(mut cmd: Command, stdin: Option<&str>) -> (bool, String) {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    {
+        let mut pipe = child.stdin.take().unwrap();
+        if let Some(text) = stdin {
+            pipe.write_all(text.as_bytes()).unwrap();
+        }
+    }
+    outcome(child.wait_with_output().unwrap())
+}
+
+/// `rkers ARGS --config CONFIG --known-hosts KNOWN_HOSTS`: its success and output.
+pub fn rkers_with(
+    rkers: &Path,
+    config: &Path,
+    known_hosts: &Path,
+    args: &[&str],
+) -> (bool, String) {
+    let out = Command::new(rkers)
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .arg("--known-hosts")
+        .arg(known_hosts)
+        .output()
+        .expect("run rkers");
+    outcome(out)
+}
+
 /// Whether a skip fails the test (`RKERS_NO_SKIP=1`, set by scripts/test).
 pub fn skips_fail() -> bool {
     std::env::var("RKERS_NO_SKIP").is_ok_and(|v| v == "1")
