@@ -201,6 +201,17 @@ pub enum Action {
         node: String,
         reason: String,
     },
+    /// Pseudo-host `cluster`: delete one object through its `api_version`, before the control
+    /// plane changes (an object of rkers' own addon whose API the target minor stops serving
+    /// and whose new rendering leaves it out: once the API is gone it could not be deleted).
+    DeleteObject {
+        api_version: String,
+        kind: String,
+        /// Empty for a cluster-scoped object.
+        namespace: String,
+        name: String,
+        reason: String,
+    },
     /// Pseudo-host `cluster`: store the state in the cluster's `full-cluster-state` Secret.
     SaveStateSecret {
         reason: String,
@@ -654,6 +665,20 @@ impl std::fmt::Display for Action {
                 "delete the pods labelled {} in every namespace",
                 labels.join(", ")
             ),
+            Action::DeleteObject {
+                api_version,
+                kind,
+                namespace,
+                name,
+                reason,
+            } => {
+                let object = if namespace.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{namespace}/{name}")
+                };
+                write!(f, "delete {kind} {object} ({api_version}): {reason}")
+            }
             Action::SaveStateSecret { reason } => write!(
                 f,
                 "save the state in Secret kube-system/full-cluster-state ({reason})"

@@ -2,7 +2,9 @@
 //! API version that a Kubernetes minor stops serving (the table in
 //! [`crate::metadata::RemovedApis`]) becomes a finding. Removals up to the target minor refuse
 //! the run; removals in later minors are warnings, and so are stale traces of removals the
-//! cluster already went through. The observation itself is
+//! cluster already went through. An object rkers' own addon applied, which the target's
+//! rendering of that addon leaves out, is no refusal: rkers deletes it before the control plane
+//! changes ([`deletions`]), while its API is still served. The observation itself is
 //! the root package's `kubeapi::removed_apis`'s.
 
 use crate::metadata::{RemovedApi, RemovedApis, removed_apis::api_version};
@@ -18,6 +20,14 @@ pub enum Seen {
     Manifest { addon: String, object: String },
     /// An object's `kubectl.kubernetes.io/last-applied-configuration` annotation.
     LastApplied { object: String },
+    /// An object an addon of rkers' own applied on an earlier run (its stored manifest lists
+    /// it) and the addon's new rendering leaves out: deleted before the control plane changes.
+    AddonLeftover {
+        addon: String,
+        /// Empty for a cluster-scoped object.
+        namespace: String,
+        name: String,
+    },
     /// The API server's `apiserver_requested_deprecated_apis` (requests since it started).
     Requests {
         /// The API server's own `removed_release` label, where it has one.
@@ -41,6 +51,23 @@ impl ApiUse {
         api_version(&self.group, &self.version)
     }
 
+    /// The object it names (`namespace/name` or `name`), when it names one.
+    pub fn object(&self) -> Option<String> {
+        match &self.seen {
+            Seen::Object { object }
+            | Seen::Manifest { object, .. }
+            | Seen::LastApplied { object } => Some(object.clone()),
+            Seen::AddonLeftover {
+                namespace, name, ..
+            } => Some(if namespace.is_empty() {
+                name.clone()
+            } else {
+                format!("{namespace}/{name}")
+            }),
+            Seen::Requests { .. } => None,
+        }
+    }
+
     /// Where it was seen, as a phrase.
     pub fn describe(&self) -> String {
         match &self.seen {
@@ -51,6 +78,11 @@ impl ApiUse {
             Seen::LastApplied { object } => {
                 format!("{} {object} (its last-applied configuration)", self.kind)
             }
+            Seen::AddonLeftover { addon, .. } => format!(
+                "{} {} of addon {addon}, which its new rendering leaves out",
+                self.kind,
+                self.object().unwrap_or_default()
+            ),
             Seen::Requests { .. } => format!(
                 "requests to {} {} since the API server started \
                  (apiserver_requested_deprecated_apis)",
@@ -72,6 +104,9 @@ pub enum When {
     /// Removed before the minor the cluster runs: a stale trace (a last-applied configuration
     /// or request count of a version already gone), a warning.
     Already,
+    /// Removed by the target minor, but every use is an object of rkers' own addon that the
+    /// run deletes before the control plane changes.
+    DeletedFirst,
 }
 
 /// One removal the cluster meets, with every use seen of it.
@@ -96,6 +131,13 @@ impl Finding {
             When::ByTarget => "removed by the target minor",
             When::Later => "removed in a later minor",
             When::Already => "already removed, stale uses",
+            When::DeletedFirst => {
+                return format!(
+                    "removed by the target minor, deleted before the control plane changes: \
+                     {what}: {}",
+                    uses.join(", ")
+                );
+            }
         };
         format!(
             "{prefix}: {what}: {}; fix: {}",
@@ -129,13 +171,29 @@ impl Verdict {
 /// A request count the table has no row for is still a finding when the API server names its
 /// removal release.
 pub fn decide(from: (u64, u64), to: (u64, u64), uses: &[ApiUse], table: &RemovedApis) -> Verdict {
+    // The objects the run deletes first: any other trace of them (the object listed, its
+    // last-applied configuration) goes with them.
+    let deleted: Vec<(&str, String)> = uses
+        .iter()
+        .filter(|u| matches!(u.seen, Seen::AddonLeftover { .. }))
+        .filter_map(|u| Some((u.kind.as_str(), u.object()?)))
+        .collect();
     let mut findings: Vec<Finding> = Vec::new();
     for u in uses {
         let Some(removal) = removal_of(u, table) else {
             continue;
         };
         let removed = removal.removed_minor();
-        let when = if removed > to.1 {
+        let goes_first = match &u.seen {
+            Seen::AddonLeftover { .. } => true,
+            Seen::Object { .. } | Seen::LastApplied { .. } => u
+                .object()
+                .is_some_and(|o| deleted.contains(&(u.kind.as_str(), o))),
+            Seen::Manifest { .. } | Seen::Requests { .. } => false,
+        };
+        let when = if goes_first && removed > from.1 && removed <= to.1 {
+            When::DeletedFirst
+        } else if removed > to.1 {
             When::Later
         } else if removed <= from.1 && !matches!(u.seen, Seen::Manifest { .. }) {
             // A manifest `up` applies fails on any minor that does not serve it; other traces
@@ -166,6 +224,37 @@ pub fn decide(from: (u64, u64), to: (u64, u64), uses: &[ApiUse], table: &Removed
         to: format!("v{}.{}", to.0, to.1),
         findings,
     }
+}
+
+/// The deletions the run makes before the control plane changes: every object of rkers' own
+/// addons whose API the target minor removes and whose new rendering leaves it out (the
+/// findings [`When::DeletedFirst`]).
+pub fn deletions(verdict: &Verdict) -> Vec<crate::diff::Action> {
+    verdict
+        .findings
+        .iter()
+        .filter(|f| f.when == When::DeletedFirst)
+        .flat_map(|f| {
+            f.uses.iter().filter_map(move |u| match &u.seen {
+                Seen::AddonLeftover {
+                    addon,
+                    namespace,
+                    name,
+                } => Some(crate::diff::Action::DeleteObject {
+                    api_version: u.api_version(),
+                    kind: u.kind.clone(),
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    reason: format!(
+                        "{} stops serving {}; addon {addon}'s new rendering leaves it out",
+                        f.removal.removed_in,
+                        u.api_version()
+                    ),
+                }),
+                _ => None,
+            })
+        })
+        .collect()
 }
 
 fn removal_of(u: &ApiUse, table: &RemovedApis) -> Option<RemovedApi> {
@@ -234,6 +323,64 @@ mod tests {
         Seen::Requests {
             removed_release: None,
         }
+    }
+
+    /// Found on a real v1.24 cluster going to v1.25: flannel's template before v1.25 makes a
+    /// PodSecurityPolicy, v1.25's does not. rkers' own leftover is deleted first and refuses
+    /// nothing (the object as listed included); the operator's own still refuses.
+    #[test]
+    fn an_addons_own_leftover_is_deleted_first_and_refuses_nothing() {
+        let psp = "policy/v1beta1";
+        let leftover = Seen::AddonLeftover {
+            addon: "rke-network-plugin".into(),
+            namespace: String::new(),
+            name: "psp.flannel.unprivileged".into(),
+        };
+        let uses = vec![
+            use_of(psp, "PodSecurityPolicy", leftover),
+            use_of(psp, "PodSecurityPolicy", object("psp.flannel.unprivileged")),
+        ];
+        let verdict = decide((1, 24), (1, 25), &uses, table());
+        assert!(!verdict.refuses(), "{verdict:?}");
+        assert_eq!(verdict.findings.len(), 1, "{verdict:?}");
+        assert_eq!(verdict.findings[0].when, When::DeletedFirst);
+        assert!(
+            verdict.findings[0]
+                .line()
+                .starts_with("removed by the target minor, deleted before the control plane"),
+            "{}",
+            verdict.findings[0].line()
+        );
+        assert_eq!(
+            deletions(&verdict),
+            vec![crate::diff::Action::DeleteObject {
+                api_version: psp.into(),
+                kind: "PodSecurityPolicy".into(),
+                namespace: String::new(),
+                name: "psp.flannel.unprivileged".into(),
+                reason: "v1.25 stops serving policy/v1beta1; addon rke-network-plugin's new \
+                         rendering leaves it out"
+                    .into(),
+            }]
+        );
+
+        let mut with_theirs = uses.clone();
+        with_theirs.push(use_of(psp, "PodSecurityPolicy", object("restricted")));
+        let verdict = decide((1, 24), (1, 25), &with_theirs, table());
+        assert!(verdict.refuses());
+        let refusing: Vec<String> = verdict.refusing().map(Finding::line).collect();
+        assert!(
+            refusing.len() == 1
+                && refusing[0].contains("PodSecurityPolicy restricted")
+                && !refusing[0].contains("psp.flannel.unprivileged"),
+            "{refusing:?}"
+        );
+        assert_eq!(deletions(&verdict).len(), 1);
+
+        // Not the target's removal (v1.23 to v1.24): an ordinary later warning, nothing deleted.
+        let verdict = decide((1, 23), (1, 24), &uses, table());
+        assert!(!verdict.refuses());
+        assert!(deletions(&verdict).is_empty(), "{verdict:?}");
     }
 
     /// What the sandbox's v1.20 cluster holds in the end-to-end test.

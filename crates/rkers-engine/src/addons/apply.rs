@@ -269,6 +269,19 @@ impl<'a> Resolver<'a> {
     }
 }
 
+/// Deletes one object through its own API version: `false` when it was already gone or its
+/// kind is no longer served.
+pub async fn delete_object(api: &KubeApi, id: &ObjectId) -> Result<bool, kube::Error> {
+    let Some(target) = Resolver::new(api).resolve(id, false).await? else {
+        return Ok(false);
+    };
+    match target.delete(&id.name, &DeleteParams::background()).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 fn is_missing_kind(e: &kube::Error) -> bool {
     match e {
         kube::Error::Api(s) => s.code == 404,

@@ -301,6 +301,24 @@ impl<'e, 'a> HostExecutor<'e, 'a> {
                     .await
                     .map_err(|e| api_failed(&e))
             }),
+            Action::DeleteObject {
+                api_version,
+                kind,
+                namespace,
+                name,
+                ..
+            } => Box::pin(async move {
+                let id = crate::addons::apply::ObjectId {
+                    api_version: api_version.clone(),
+                    kind: kind.clone(),
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                };
+                crate::addons::apply::delete_object(exec.api().await?, &id)
+                    .await
+                    .map(drop)
+                    .map_err(|e| api_failed(&e))
+            }),
             Action::SaveStateSecret { .. } => Box::pin(async move {
                 let json = exec
                     .state_json

@@ -40,6 +40,18 @@ pub(super) async fn disable_encryption(run: &Run, reporter: &Reporter) -> Result
     finish(phase, r.map_err(phase_error("disable encryption")))
 }
 
+/// Objects of rkers' own addons whose API the target minor stops serving, deleted while it is
+/// still served (the planned `DeleteObject`s), before anything else changes.
+pub(super) async fn delete_addon_leftovers(run: &Run, reporter: &Reporter) -> Result<(), UpError> {
+    let pick: fn(&Action) -> bool = |a| matches!(a, Action::DeleteObject { .. });
+    if run.cluster_actions_where(pick).is_empty() {
+        return Ok(());
+    }
+    let phase = reporter.phase("removed APIs");
+    let r = apply_picked(run, pick).await;
+    finish(phase, r.map_err(phase_error("removed APIs")))
+}
+
 /// The API server of an existing cluster, for the rolling upgrade's cordons and drains; `None`
 /// when it does not answer (the upgrade then goes on without them).
 pub(super) async fn existing_api(cluster: &Cluster) -> Result<Option<KubeApi>, UpError> {

@@ -39,6 +39,9 @@ pub(super) struct Planned {
     pub(super) adoption: Option<Adoption>,
     /// The addons and the actions of the pseudo-host `cluster`.
     pub(super) cluster: PlannedCluster,
+    /// Objects of rkers' own addons the run deletes before the control plane changes (their
+    /// API goes with the target minor; the addons' new renderings leave them out).
+    pub(super) addon_leftovers: Vec<crate::diff::removed_apis::ApiUse>,
     /// The authorization mode is RBAC.
     pub(super) rbac: bool,
 }
@@ -336,7 +339,16 @@ pub(super) async fn plan(
             shown.actions.push(links);
         }
     }
-    let cluster_planned = plan_cluster(cluster, loaded, &cluster_plan, disabling, reporter).await?;
+    let mut cluster_planned =
+        plan_cluster(cluster, loaded, &cluster_plan, disabling, reporter).await?;
+    // Objects of rkers' own addons that the target minor's API and the addons' new renderings
+    // both drop: deleted first, while their API is still served.
+    let addon_leftovers =
+        super::removed_apis::addon_leftovers(cluster, loaded, &cluster_planned.addons).await?;
+    cluster_planned.actions.splice(
+        0..0,
+        super::removed_apis::leftover_deletions(loaded, &addon_leftovers),
+    );
     if !cluster_planned.actions.is_empty() {
         all_actions.push(HostActions {
             host: crate::phases::changeset::CLUSTER.to_string(),
@@ -345,6 +357,7 @@ pub(super) async fn plan(
     }
     Ok(Planned {
         cluster: cluster_planned,
+        addon_leftovers,
         rbac: super::cluster_actions::rbac(cluster),
         pool,
         plan: cluster_plan,

@@ -34,6 +34,7 @@ pub(super) async fn check(
     }
     let table = RemovedApis::embedded();
     let mut uses = manifest_uses(&planned.cluster.addons, table)?;
+    uses.extend(planned.addon_leftovers.iter().cloned());
     match read_cluster(cluster, table, from.1).await {
         Ok(found) => uses.extend(found),
         Err(e) => reporter.warn(format!(
@@ -55,6 +56,83 @@ pub(super) async fn check(
         return Ok(());
     }
     Err(UpError::RemovedApis(verdict))
+}
+
+/// The objects rkers' own addons applied on an earlier run (each addon's manifest stored in its
+/// ConfigMap) whose API the target minor stops serving and which the addon's new rendering
+/// leaves out (no object of that kind, namespace and name at any version): they are deleted
+/// before the control plane changes ([`crate::diff::removed_apis::deletions`]). None unless
+/// the run moves to the next minor; a cluster whose API cannot be read gives none (the check
+/// then says the cluster could not be read).
+pub(super) async fn addon_leftovers(
+    cluster: &Cluster,
+    loaded: &Loaded,
+    addons: &[crate::addons::AddonPlan],
+) -> Result<Vec<ApiUse>, UpError> {
+    let MinorStep::Next { from, to } = loaded.minor else {
+        return Ok(Vec::new());
+    };
+    let table = RemovedApis::embedded();
+    let path = &cluster.files.kubeconfig_path;
+    let Ok(text) = (cluster.files.storage).read_to_string(path, rkers_core::bounded::KUBECONFIG)
+    else {
+        return Ok(Vec::new());
+    };
+    let Ok(api) = KubeApi::from_kubeconfig(&text).await else {
+        return Ok(Vec::new());
+    };
+    let mut leftovers = Vec::new();
+    for addon in addons {
+        let Ok(Some(stored)) = crate::addons::apply::stored_manifest(&api, addon.resource).await
+        else {
+            continue;
+        };
+        // A stored manifest that no longer parses (edited by hand) names nothing.
+        let Ok(old) = crate::addons::apply::parse_manifest(addon.resource, &stored) else {
+            continue;
+        };
+        let kept: Vec<crate::addons::apply::ObjectId> = match &addon.manifest {
+            Some(m) => crate::addons::apply::parse_manifest(addon.resource, m)?
+                .iter()
+                .filter_map(crate::addons::apply::ObjectId::of)
+                .collect(),
+            None => Vec::new(),
+        };
+        for id in old.iter().filter_map(crate::addons::apply::ObjectId::of) {
+            let Some(row) = table.by_kind(&id.api_version, &id.kind) else {
+                continue;
+            };
+            let removed = row.removed_minor();
+            let still_rendered = kept
+                .iter()
+                .any(|k| k.kind == id.kind && k.namespace == id.namespace && k.name == id.name);
+            if removed <= from.1 || removed > to.1 || still_rendered {
+                continue;
+            }
+            leftovers.push(ApiUse {
+                group: row.group.clone(),
+                version: row.version.clone(),
+                kind: id.kind.clone(),
+                seen: Seen::AddonLeftover {
+                    addon: addon.resource.to_string(),
+                    namespace: id.namespace.clone(),
+                    name: id.name.clone(),
+                },
+            });
+        }
+    }
+    Ok(leftovers)
+}
+
+/// The deletions of [`addon_leftovers`], as the `cluster` actions the run takes first.
+pub(super) fn leftover_deletions(
+    loaded: &Loaded,
+    leftovers: &[ApiUse],
+) -> Vec<crate::diff::Action> {
+    let MinorStep::Next { from, to } = loaded.minor else {
+        return Vec::new();
+    };
+    crate::diff::removed_apis::deletions(&decide(from, to, leftovers, RemovedApis::embedded()))
 }
 
 /// Every object of the addons `up` applies whose `apiVersion` and kind the table names.

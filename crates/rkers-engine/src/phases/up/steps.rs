@@ -97,9 +97,10 @@ impl<'c> Apply<'c> {
     ) -> BoxFuture<'s, Result<(), UpError>> {
         let (cluster, run) = (self.cluster, self.run.clone());
         match step {
-            UpStep::BeforeChanges => {
-                Box::pin(async move { snapshot::apply_before_changes(&run, runner).await })
-            }
+            UpStep::BeforeChanges => Box::pin(async move {
+                snapshot::apply_before_changes(&run, runner).await?;
+                cluster::delete_addon_leftovers(&run, &run.reporter).await
+            }),
             UpStep::DisableEncryption => {
                 Box::pin(async move { cluster::disable_encryption(&run, &run.reporter).await })
             }
