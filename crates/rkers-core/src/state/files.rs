@@ -117,10 +117,6 @@ impl Storage {
                 .contains_key(path),
         }
     }
-
-    pub fn is_memory(&self) -> bool {
-        matches!(self, Storage::Memory(_))
-    }
 }
 
 /// The workstation files RKE1 derives from `--config`, all in the config file's directory.
