@@ -2,8 +2,10 @@
 # Its free space is a few GB of 252 and moves with other machines' use (seen: 6.5 GB, 24 GB), so
 # a run says how much it had, and trims what its caches can rebuild when there is little.
 
-# Free GB on the disk holding $RKERS_CACHE.
+# Free GB on the disk holding $RKERS_CACHE (made here: on a fresh machine it does not exist yet,
+# and df would fail on it).
 disk_free_gb() {
+    mkdir -p "$RKERS_CACHE"
     df -BG --output=avail "$RKERS_CACHE" | tail -1 | tr -dc 0-9
 }
 
