@@ -111,7 +111,7 @@ private_registries:
     password: "$password"
     is_default: true
 network:
-  plugin: flannel
+  plugin: ${SANDBOX_NETWORK_PLUGIN:-flannel}
 dns:
   provider: coredns
 ingress:
