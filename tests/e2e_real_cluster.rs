@@ -18,6 +18,12 @@
 //! 5. A second `up` plans no action and keeps every container.
 //! 6. `remove --force` leaves no container and none of the cluster's files on any host.
 //!
+//! With `RKERS_REAL_E2E_NETWORK=canal` the network plugin is canal, RKE1's default: flannel for
+//! the pod traffic and calico-node (felix, built from github.com/projectcalico/calico) for
+//! network policy, its CNI plugin installed by calico-cni's `install`. Besides the steps above
+//! (doctor's checks and fix reading canal's pods), a NetworkPolicy admitting only labelled
+//! clients is enforced between pods on different hosts, and lifted again.
+//!
 //! The sandbox instance is `RKERS_REAL_E2E` (`KEY=VALUE` words, as `tests/e2e_local.rs` takes
 //! `RKERS_LOCAL_E2E`); the version is `RKERS_REAL_E2E_VERSION` (default `v1.32.9-rancher1-1`,
 //! the newest v1.32 KDM published whose modules the Go module proxy here serves in full); the
@@ -195,7 +201,7 @@ fn outbound_from(c: &Cluster, pod: &str, registry: &str) -> (bool, String) {
 /// traffic from host2 to outside the cluster must stop, and `rkers doctor --fix flannel-nat`,
 /// run while the container is still frozen (an old flannel that never restores its rules),
 /// must bring it back.
-fn flannel_nat_lost_and_fixed(c: &Cluster, pod: &str, registry: &str) {
+fn flannel_nat_lost_and_fixed(c: &Cluster, pod: &str, registry: &str, cni_daemonset: &str) {
     let (passed, before) = flannel_nat(c);
     if let Err(failed) = passed {
         panic!("doctor failed on a healthy cluster:\n{failed}");
@@ -280,7 +286,9 @@ fn flannel_nat_lost_and_fixed(c: &Cluster, pod: &str, registry: &str) {
     );
     let by_hand = f["fix"][1].as_str().unwrap();
     assert!(
-        by_hand.starts_with("kubectl -n kube-system delete pod kube-flannel-"),
+        by_hand.starts_with(&format!(
+            "kubectl -n kube-system delete pod {cni_daemonset}-"
+        )),
         "{by_hand}"
     );
     let pod_name = by_hand.split_whitespace().nth(5).unwrap().to_string();
@@ -329,6 +337,74 @@ fn flannel_nat_lost_and_fixed(c: &Cluster, pod: &str, registry: &str) {
     eprintln!(
         "rkers doctor --fix flannel-nat: host2's NAT and pod traffic back {:.1}s after it started",
         t.elapsed().as_secs_f64()
+    );
+}
+
+/// Canal's felix enforces a NetworkPolicy between pods on different hosts: `client` (on host1)
+/// reaches the web pod at `far` (on host3) before; with a policy admitting only pods labelled
+/// `web-client=yes` it no longer does, while felix's chains are on every host; labelled, it does
+/// again; without the policy, an unlabelled pod does again too.
+fn network_policy_enforced(c: &Cluster, client: &str, far: &str) {
+    for host in HOSTS {
+        let (ok, chains) = c.sb.on_host(
+            host,
+            "{ iptables-nft-save; iptables-legacy-save; } 2>/dev/null | grep -c '^:cali-' || true",
+        );
+        assert!(ok, "{host}: {chains}");
+        let n: u32 = chains.trim().parse().unwrap_or(0);
+        assert!(n > 0, "{host} has no felix chain (cali-*): {chains}");
+        eprintln!("{host}: {n} felix chains");
+    }
+    let policy = r#"apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: web-from-clients
+  namespace: default
+spec:
+  podSelector:
+    matchLabels: {app: web}
+  policyTypes: [Ingress]
+  ingress:
+  - from:
+    - podSelector:
+        matchLabels: {web-client: "yes"}
+    ports:
+    - port: 8080
+"#;
+    let (ok, text) = c.kubectl_stdin(&["apply", "-f", "-"], Some(policy));
+    assert!(ok, "{text}");
+    let t = Instant::now();
+    c.eventually(
+        "the policy refuses an unlabelled client on another host",
+        Duration::from_secs(60),
+        || match c.http_from_pod(client, far, 8080) {
+            (false, _) => Ok(()),
+            (true, answer) => Err(format!("still answered: {answer}")),
+        },
+    );
+    eprintln!(
+        "NetworkPolicy enforced across hosts {:.1}s after it was applied",
+        t.elapsed().as_secs_f64()
+    );
+    c.must(&["label", "pod", client, "web-client=yes"]);
+    let answer = c.eventually(
+        "the policy admits the labelled client",
+        Duration::from_secs(60),
+        || {
+            let (ok, text) = c.http_from_pod(client, far, 8080);
+            if ok { Ok(text) } else { Err(text) }
+        },
+    );
+    assert_eq!(answer.trim(), "web on host3");
+    c.must(&["label", "pod", client, "web-client-"]);
+    c.must(&["delete", "networkpolicy", "web-from-clients"]);
+    c.eventually(
+        "an unlabelled client again once the policy is gone",
+        Duration::from_secs(60),
+        || {
+            let (ok, text) = c.http_from_pod(client, far, 8080);
+            if ok { Ok(()) } else { Err(text) }
+        },
     );
 }
 
@@ -396,6 +472,12 @@ fn a_real_cluster_from_go_modules_serves_pods_services_dns_and_metrics() {
     // `system` (the machine's packaged Docker, 20.10 on Debian 12) or `29` (Docker 29 built from
     // its Go modules by scripts/build-modules docker).
     let docker = std::env::var("RKERS_REAL_E2E_DOCKER").unwrap_or_else(|_| "system".to_string());
+    let network = std::env::var("RKERS_REAL_E2E_NETWORK").unwrap_or_else(|_| "flannel".to_string());
+    let cni_daemonset = match network.as_str() {
+        "flannel" => "kube-flannel",
+        "canal" => "canal",
+        other => panic!("RKERS_REAL_E2E_NETWORK is flannel or canal, not {other}"),
+    };
     let Some(sb) = Instance::fresh_with(
         "RKERS_REAL_E2E",
         &[
@@ -416,14 +498,14 @@ fn a_real_cluster_from_go_modules_serves_pods_services_dns_and_metrics() {
     }
     let started = Instant::now();
     // Builds what is missing (a cache hit when scripts/test built it before) and pushes.
-    let yml = sb.sandbox(&["images", &version]);
+    let yml = sb.sandbox(&["images", &version, "--network", &network]);
     let yml = PathBuf::from(
         yml.lines()
             .last()
             .expect("scripts/sandbox images prints a path"),
     );
     eprintln!(
-        "scripts/sandbox images {version}: {:.1}s",
+        "scripts/sandbox images {version} --network {network}: {:.1}s",
         started.elapsed().as_secs_f64()
     );
     let text = std::fs::read_to_string(&yml).unwrap();
@@ -435,6 +517,7 @@ fn a_real_cluster_from_go_modules_serves_pods_services_dns_and_metrics() {
         text.contains(&format!("kubernetes_version: {version}")),
         "{text}"
     );
+    assert!(text.contains(&format!("plugin: {network}")), "{text}");
 
     // Beside the instance (kept after a failure for a look, gone with its purge).
     let work = sb.dir.join("e2e-real");
@@ -491,19 +574,24 @@ fn a_real_cluster_from_go_modules_serves_pods_services_dns_and_metrics() {
         version_json.contains(&format!("\"gitVersion\": \"{k8s}\"")),
         "/version: {version_json}"
     );
-    // Every node runs flannel's pod; CoreDNS and metrics-server are available.
-    c.eventually("flannel on every node", Duration::from_secs(300), || {
-        let text = c.must(&[
-            "-n",
-            "kube-system",
-            "get",
-            "daemonset",
-            "kube-flannel",
-            "-o",
-            "jsonpath={.status.numberReady}",
-        ]);
-        (text.trim() == "3").then_some(()).ok_or(text)
-    });
+    // Every node runs the network plugin's pod, Ready (canal's calico-node is when felix is);
+    // CoreDNS and metrics-server are available.
+    c.eventually(
+        &format!("{cni_daemonset} on every node"),
+        Duration::from_secs(300),
+        || {
+            let text = c.must(&[
+                "-n",
+                "kube-system",
+                "get",
+                "daemonset",
+                cni_daemonset,
+                "-o",
+                "jsonpath={.status.numberReady}",
+            ]);
+            (text.trim() == "3").then_some(()).ok_or(text)
+        },
+    );
     for deploy in ["coredns", "metrics-server"] {
         c.eventually(
             &format!("{deploy} available"),
@@ -611,6 +699,10 @@ fn a_real_cluster_from_go_modules_serves_pods_services_dns_and_metrics() {
         "kubernetes.default.svc.cluster.local",
     ]);
     assert!(lookup.contains("10.43.0.1"), "{lookup}");
+    if network == "canal" {
+        let far_pod = pods.iter().find(|r| r[1] == "host3").unwrap()[2].clone();
+        network_policy_enforced(&c, &client, &far_pod);
+    }
 
     // 3. Metrics from every kubelet.
     let top = c.eventually("kubectl top nodes", Duration::from_secs(240), || {
@@ -625,7 +717,7 @@ fn a_real_cluster_from_go_modules_serves_pods_services_dns_and_metrics() {
 
     // 4. The seed incident "FLANNEL-POSTRTG lost" on real flannel (docs/src/doctor.md).
     let on_host2 = pods.iter().find(|r| r[1] == "host2").unwrap()[0].clone();
-    flannel_nat_lost_and_fixed(&c, &on_host2, &registry);
+    flannel_nat_lost_and_fixed(&c, &on_host2, &registry, cni_daemonset);
 
     // 5. A second up changes nothing.
     let before = c.containers();
@@ -654,7 +746,7 @@ fn a_real_cluster_from_go_modules_serves_pods_services_dns_and_metrics() {
     for host in HOSTS {
         let (_, files) = c.sb.on_host(
             host,
-            "ls -A /etc/kubernetes /var/lib/etcd /etc/cni/net.d /var/lib/cri-dockerd 2>/dev/null | grep -v ':$' | grep -v '^$' || true",
+            "ls -A /etc/kubernetes /var/lib/etcd /etc/cni/net.d /var/lib/cri-dockerd /var/run/calico 2>/dev/null | grep -v ':$' | grep -v '^$' || true",
         );
         assert!(files.trim().is_empty(), "{host} keeps: {files}");
     }
