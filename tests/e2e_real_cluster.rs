@@ -85,6 +85,19 @@ impl Cluster {
         (true, text.lines().last().unwrap_or_default().to_string())
     }
 
+    /// One field of a kube-system object, as kubectl's jsonpath prints it.
+    fn kube_system_field(&self, kind: &str, name: &str, path: &str) -> String {
+        self.must(&[
+            "-n",
+            "kube-system",
+            "get",
+            kind,
+            name,
+            "-o",
+            &format!("jsonpath={{{path}}}"),
+        ])
+    }
+
     /// kubectl, failing the test when it fails.
     fn must(&self, args: &[&str]) -> String {
         let (ok, text) = self.kubectl(args);
@@ -580,15 +593,7 @@ fn a_real_cluster_from_go_modules_serves_pods_services_dns_and_metrics() {
         &format!("{cni_daemonset} on every node"),
         Duration::from_secs(300),
         || {
-            let text = c.must(&[
-                "-n",
-                "kube-system",
-                "get",
-                "daemonset",
-                cni_daemonset,
-                "-o",
-                "jsonpath={.status.numberReady}",
-            ]);
+            let text = c.kube_system_field("daemonset", cni_daemonset, ".status.numberReady");
             (text.trim() == "3").then_some(()).ok_or(text)
         },
     );
@@ -597,15 +602,7 @@ fn a_real_cluster_from_go_modules_serves_pods_services_dns_and_metrics() {
             &format!("{deploy} available"),
             Duration::from_secs(300),
             || {
-                let text = c.must(&[
-                    "-n",
-                    "kube-system",
-                    "get",
-                    "deployment",
-                    deploy,
-                    "-o",
-                    "jsonpath={.status.availableReplicas}",
-                ]);
+                let text = c.kube_system_field("deployment", deploy, ".status.availableReplicas");
                 (text.trim().parse::<u32>().unwrap_or(0) >= 1)
                     .then_some(())
                     .ok_or(text)
