@@ -16,5 +16,4 @@ recipe_populate() {
     cp -a "$CNI_PLUGINS_BIN/." "$root/opt/cni/bin/"
     install -m 0755 "$FLANNEL_CNI_BIN/flannel" "$root/opt/cni/bin/flannel"
     for b in calico calico-ipam install; do install -m 0755 "$CALICO_BIN/$b" "$root/opt/cni/bin/$b"; done
-    rm -f "$root/opt/cni/bin/SHA256SUMS"
 }
