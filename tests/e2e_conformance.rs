@@ -2,7 +2,9 @@
 //! DNS, kubelet and API server specs of `e2e.test`, built from the same k8s.io/kubernetes module
 //! version as the cluster's components, run by `scripts/conformance` against a fresh three-host
 //! v1.32 cluster on the sandbox instance `RKERS_CONFORMANCE_E2E` (`KEY=VALUE` words, as
-//! `RKERS_REAL_E2E` of `tests/e2e_real_cluster.rs`), purged afterwards.
+//! `RKERS_REAL_E2E` of `tests/e2e_real_cluster.rs`), purged afterwards. Only the suite's images
+//! the sample runs are built (`e2e_conformance.images`), so a sample that starts needing another
+//! fails on its pull instead of passing on an image built for the whole suite.
 //!
 //! It fails when the script fails, when any spec failed, and when a spec of the sample did not
 //! pass (a spec renamed upstream, or one that skipped itself, is a failure too: a sample that runs
@@ -32,6 +34,19 @@ const SPECS: [&str; 10] = [
     "[sig-api-machinery] ResourceQuota should create a ResourceQuota and ensure its status is promptly calculated.",
 ];
 
+/// The images the sample needs, and no others: scripts/test builds the same list.
+const IMAGES: &str = include_str!("e2e_conformance.images");
+
+/// The names of [`IMAGES`], comma-separated (`scripts/conformance --images`).
+fn image_names() -> String {
+    IMAGES
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// A Go (RE2) regular expression matching `text` literally.
 fn literal(text: &str) -> String {
     let mut out = String::new();
@@ -59,6 +74,7 @@ fn a_sample_of_the_conformance_suite_passes_on_a_v1_32_cluster() {
     // Ginkgo matches the focus anywhere in a spec's text (a `^` never matches there); the sample's
     // names are each a whole conformance spec's, and the script keeps the focus to those.
     let focus = SPECS.map(literal).join("|");
+    let images = image_names();
     let started = Instant::now();
     let out = Command::new("bash")
         .arg(&script)
@@ -71,6 +87,8 @@ fn a_sample_of_the_conformance_suite_passes_on_a_v1_32_cluster() {
             "--no-serial",
             "--procs",
             "5",
+            "--images",
+            &images,
         ])
         .envs(sb.envs().iter().map(|(k, v)| (k, v)))
         .env("RKERS_BIN", env!("CARGO_BIN_EXE_rkers"))
