@@ -1,6 +1,6 @@
-# Cargo-installed tools the scripts need (mdBook, cargo-deb, cargo-nextest, cargo-fuzz), pinned and kept
-# outside the repository in $RKERS_CACHE/tools so a second run, and CI on the same machine, reuse
-# them. Sourced after scripts/lib/common.sh.
+# Cargo-installed tools the scripts need (mdBook, cargo-deb, cargo-nextest, cargo-fuzz), pinned
+# and kept outside the repository in $RKERS_CACHE/tools so a second run, and CI on the same
+# machine, reuse them. Sourced after scripts/lib/common.sh.
 
 RKERS_TOOLS="$RKERS_CACHE/tools"
 MDBOOK_VERSION=0.5.4
