@@ -20,10 +20,19 @@ go_tool() {
     echo "$("$venv/bin/python" -c 'import go, os; print(os.path.dirname(go.__file__))')/bin/go"
 }
 
+# The compiler and linker collect garbage less often: a fifth less CPU for a cold module build
+# (metrics-server v0.7.2: 215 s of user time at the default GOGC, 173 s with these), and a cold
+# scripts/test is bound by CPU from start to end. The limit keeps the largest packages' heaps
+# near what the default gives, with two builds and cargo beside each other in 24 GB. The
+# binaries are the same.
+GO_BUILD_GC=(GOGC=400 GOMEMLIMIT=2GiB)
+
 # go_env exports the settings every Go step shares: the caches outside the repository, this
-# toolchain only, modules from the proxy with the checksum database on (the default).
+# toolchain only, modules from the proxy with the checksum database on (the default), and
+# GO_BUILD_GC (only scripts that build call it: a Go program they start gets it too).
 go_env() {
     export GOMODCACHE="$RKERS_CACHE/go/mod" GOCACHE="$RKERS_CACHE/go/build" GOFLAGS=-modcacherw
     export GOTOOLCHAIN=local GOWORK=off GO111MODULE=on
+    export "${GO_BUILD_GC[@]}"
     unset GONOSUMDB GONOSUMCHECK GOINSECURE GOPRIVATE
 }
