@@ -21,6 +21,7 @@ pub mod encryption;
 mod files;
 mod flags;
 pub mod goyaml;
+mod leader_election;
 pub mod permissions;
 mod platform;
 mod util;
@@ -40,6 +41,7 @@ pub use files::{
     kubelet_docker_config, md5_hex,
 };
 pub use flags::{apply_service_options, render_flags};
+pub use leader_election::lease_loss_window;
 pub use platform::Platform;
 pub use util::{join_path, remove_z_from_binds};
 pub use windows::{

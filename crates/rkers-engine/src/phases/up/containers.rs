@@ -33,13 +33,27 @@ pub(super) async fn apply_container(
 pub(super) async fn start_container(run: &Run, h: &HostPlan, name: &str) -> Result<(), UpError> {
     once_per_run(run, &h.address, name, "started")
         .get_or_try_init(|| async {
-            run.executor(&h.address)
-                .apply(&container_actions(run, h, name))
-                .await
-                .map_err(UpError::from)
+            let actions = container_actions(run, h, name);
+            run.executor(&h.address).apply(&actions).await?;
+            if name == plan::KUBE_APISERVER && actions.iter().any(|a| stops_a_running_one(a)) {
+                run.api_server_restarted
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(h.address.clone(), tokio::time::Instant::now());
+            }
+            Ok::<_, UpError>(())
         })
         .await
         .map(|_| ())
+}
+
+/// Whether an action stops the container it applies to while it runs (and so whatever was
+/// talking to it).
+fn stops_a_running_one(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::RecreateContainer { .. } | Action::RestartContainer { .. }
+    )
 }
 
 /// Whether the run does anything to `name` on `h` (else it only asks for its health).
@@ -163,6 +177,7 @@ async fn wait_healthy(run: &Run, host: &Host, h: &HostPlan, name: &str) -> Resul
     if spec.start
         && let Some(check) = &spec.health_check
     {
+        wait_out_lost_leases(run, h, name).await;
         let tls = run.exec.health_tls(check);
         let Err(failed) = health::wait_component(host, name, &check.url, tls.as_ref()).await else {
             return Ok(());
@@ -184,6 +199,40 @@ async fn wait_healthy(run: &Run, host: &Host, h: &HostPlan, name: &str) -> Resul
         health::wait_component(host, name, &check.url, tls.as_ref()).await?;
     }
     Ok(())
+}
+
+/// A leader-elected component this run left as it was, on a host whose kube-apiserver it
+/// recreated or restarted, may exit seconds after that API server answers: its health is asked
+/// only once the lease it held can no longer be lost (`plan::lease_loss_window`), so that a
+/// restart by Docker's policy is waited for and not reported as success before it happens.
+async fn wait_out_lost_leases(run: &Run, h: &HostPlan, name: &str) {
+    let restarted = run
+        .api_server_restarted
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&h.address)
+        .copied();
+    let touched = !container_actions(run, h, name).is_empty();
+    if let Some(at) = lease_settled_at(&h.containers[name], touched, restarted) {
+        tokio::time::sleep_until(at).await;
+    }
+}
+
+/// When a component's health may be asked without its lease still being lost: `None` when it
+/// need not wait (no leader election; its API server not stopped by this run; or the run
+/// started it itself, after its API server, so it holds a new lease).
+fn lease_settled_at(
+    spec: &plan::ContainerSpec,
+    touched_by_run: bool,
+    api_server_restarted: Option<tokio::time::Instant>,
+) -> Option<tokio::time::Instant> {
+    let window = plan::lease_loss_window(spec)?;
+    if touched_by_run {
+        return None;
+    }
+    // Docker starts an exited container again after 0.1 s at first; the margin lets the
+    // health check find it restarted rather than about to be.
+    Some(api_server_restarted? + window + std::time::Duration::from_secs(1))
 }
 
 /// Whether a container this run left as it was (the plan saw it running: no action of the
@@ -235,6 +284,39 @@ mod tests {
             exit_code: Some(137),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_leader_elected_component_left_alone_waits_out_its_api_servers_restart() {
+        let at = tokio::time::Instant::now();
+        let spec = |name: &str| plan::ContainerSpec {
+            name: name.into(),
+            ..Default::default()
+        };
+        let scheduler = spec(plan::KUBE_SCHEDULER);
+        assert_eq!(
+            lease_settled_at(&scheduler, false, Some(at)),
+            Some(at + std::time::Duration::from_secs(13)),
+            "upstream's 10 s renew deadline and 2 s retry period, and a second for Docker"
+        );
+        assert_eq!(
+            lease_settled_at(&spec(plan::KUBE_CONTROLLER_MANAGER), false, Some(at)),
+            Some(at + std::time::Duration::from_secs(13))
+        );
+        assert_eq!(
+            lease_settled_at(&scheduler, false, None),
+            None,
+            "API server untouched"
+        );
+        assert_eq!(
+            lease_settled_at(&scheduler, true, Some(at)),
+            None,
+            "started after it"
+        );
+        assert_eq!(
+            lease_settled_at(&spec(plan::KUBELET), false, Some(at)),
+            None
+        );
     }
 
     #[test]

@@ -97,6 +97,9 @@ pub(super) struct Run {
     /// The early worker plane and the control plane both bring up service-sidekick on a new
     /// cluster's control plane hosts: the later caller waits for the first one's result.
     pub(super) applied: std::sync::Mutex<BTreeMap<String, Arc<tokio::sync::OnceCell<()>>>>,
+    /// When this run started each host's recreated or restarted kube-apiserver: the leader
+    /// elections it served may still be lost until [`plan::lease_loss_window`] after that.
+    pub(super) api_server_restarted: std::sync::Mutex<BTreeMap<String, tokio::time::Instant>>,
     /// Where the executor reports each action it applied.
     pub(super) reporter: Reporter,
     /// The actions of the pseudo-host `cluster`, in the order they are applied.
@@ -133,6 +136,7 @@ impl Run {
             removed: planned.removed,
             joined: Default::default(),
             applied: Default::default(),
+            api_server_restarted: Default::default(),
             reporter: reporter.clone(),
             cluster_actions: planned.cluster.actions,
             addons: planned.cluster.addons,
